@@ -1,0 +1,71 @@
+//! The command line (the `callai` contract of the design).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+/// Run callAI packs: WebAssembly components whose nodes call models through
+/// this host, with every provider request counted (RFC 0248).
+#[derive(Debug, Parser)]
+#[command(name = "callai", version)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a pack's node once and print its output (JSON) on stdout.
+    Run(RunArgs),
+    /// List the bundled example packs.
+    Examples,
+    /// Print the host's aiProviders facet (and the reliability capability).
+    Facet {
+        /// Host config (TOML).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Run the v2-callai-attempt-accounting conformance scenario on this host.
+    /// Not available yet: it lands with issue 5, and refuses until then.
+    Conformance {
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// A component file (.wasm) or the name of a bundled example (see `callai examples`).
+    pub pack: String,
+    /// The node's input (JSON). Default: the example's sample input.
+    #[arg(long, conflicts_with = "input_file")]
+    pub input: Option<String>,
+    /// Read the node's input from this file.
+    #[arg(long)]
+    pub input_file: Option<PathBuf>,
+    /// Mock provider script (JSON array, one reply per provider request).
+    /// Default: the example's own script, or one text reply.
+    #[arg(long)]
+    pub script: Option<PathBuf>,
+    /// Host config (TOML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Write every event of the run here, one JSON object per line.
+    #[arg(long)]
+    pub events: Option<PathBuf>,
+    /// Write one JSON line per request the mock received.
+    #[arg(long)]
+    pub mock_log: Option<PathBuf>,
+    /// Record the run into this run log (not available yet: issue 4; refused).
+    #[arg(long, requires = "run_id", conflicts_with = "replay")]
+    pub record: Option<PathBuf>,
+    /// Replay the run from this run log (not available yet: issue 4; refused).
+    #[arg(long, requires = "run_id")]
+    pub replay: Option<PathBuf>,
+    /// The run's id in the run log.
+    #[arg(long)]
+    pub run_id: Option<String>,
+    /// The node id reported in events. Default: the example's node id, or the file name.
+    #[arg(long)]
+    pub node_id: Option<String>,
+}

@@ -1,0 +1,35 @@
+//! `callai`: run packs on the callAI runtime, list the bundled examples,
+//! print the facet, run the conformance scenario.
+
+mod args;
+mod run;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(args),
+        Command::Examples => {
+            for e in callai_host::bundled::EXAMPLES {
+                println!("{:<16} {:<36} {}", e.name, e.node_id, e.description);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Facet { config } => run::load_config(config.as_deref()).map(|c| {
+            let doc = callai_host::facet::document(&c);
+            println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+            ExitCode::SUCCESS
+        }),
+        Command::Conformance { .. } => Err(
+            "`callai conformance` is not available in this build yet: the v2-callai-attempt-accounting scenario lands with issue 5"
+                .to_owned(),
+        ),
+    };
+    outcome.unwrap_or_else(|message| {
+        eprintln!("{}", serde_json::json!({"error": {"kind": "usage", "message": message}}));
+        ExitCode::from(2)
+    })
+}

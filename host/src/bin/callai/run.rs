@@ -1,0 +1,118 @@
+//! `callai run`.
+
+use crate::args::RunArgs;
+use callai_host::bundled;
+use callai_host::{
+    Engine, EventLog, HostConfig, MockProvider, MockScript, PackRuntime, Providers, RunError,
+};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The script used for a component file when no `--script` is given.
+const DEFAULT_SCRIPT: &str =
+    r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
+
+pub fn load_config(path: Option<&Path>) -> Result<HostConfig, String> {
+    match path {
+        Some(p) => HostConfig::from_file(p).map_err(|e| e.to_string()),
+        None => Ok(HostConfig::default()),
+    }
+}
+
+fn read(path: &Path, what: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, String> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode, String> {
+    if args.record.is_some() || args.replay.is_some() {
+        return Err("--record and --replay are not available in this build yet (issue 4)".into());
+    }
+    let config = load_config(args.config.as_deref())?;
+    if !config.providers.names().is_empty() {
+        return Err(format!(
+            "real providers ({}) are not available in this build yet (issue 6); remove [providers.*] from the config",
+            config.providers.names().join(", ")
+        ));
+    }
+    let example = bundled::example(&args.pack);
+    let pack_path = PathBuf::from(&args.pack);
+    if example.is_none() && !pack_path.exists() {
+        let names: Vec<&str> = bundled::EXAMPLES.iter().map(|e| e.name).collect();
+        return Err(format!(
+            "{:?} is neither a component file nor a bundled example ({})",
+            args.pack,
+            names.join(", ")
+        ));
+    }
+    let input = match (&args.input, &args.input_file, example) {
+        (Some(i), _, _) => i.clone(),
+        (None, Some(f), _) => read(f, "input")?,
+        (None, None, Some(e)) => e.default_input.to_owned(),
+        (None, None, None) => "{}".to_owned(),
+    };
+    let script_text = match (&args.script, example) {
+        (Some(s), _) => read(s, "script")?,
+        (None, Some(e)) => e.default_script.to_owned(),
+        (None, None) => DEFAULT_SCRIPT.to_owned(),
+    };
+    let script = MockScript::from_json(&script_text).map_err(|e| e.to_string())?;
+    let node_id = args.node_id.clone().unwrap_or_else(|| match example {
+        Some(e) => e.node_id.to_owned(),
+        None => pack_path
+            .file_stem()
+            .map_or_else(|| "node".into(), |s| s.to_string_lossy().into_owned()),
+    });
+    // Open the output files first: a bad path fails before the run, not after.
+    let mut events_out = args.events.as_deref().map(create).transpose()?;
+    let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
+
+    let mock = Arc::new(MockProvider::new(script, config.mock.native));
+    let engine = Engine::new(Arc::new(config), Providers::new().with(mock.clone()));
+    let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
+    let pack = match example {
+        Some(e) => runtime.load(e.component),
+        None => runtime.load_file(&pack_path),
+    }
+    .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start tokio: {e}"))?;
+    let output = rt.block_on(pack.run(&engine, &node_id, &input));
+
+    if let Some(out) = events_out.as_mut() {
+        let log = EventLog::new();
+        output.events.iter().cloned().for_each(|e| callai_host::EventSink::emit(&log, e));
+        log.write_jsonl(out).map_err(|e| format!("cannot write events: {e}"))?;
+    }
+    if let Some(out) = mock_log_out.as_mut() {
+        for entry in mock.log() {
+            serde_json::to_writer(&mut *out, &entry).map_err(|e| e.to_string())?;
+            out.write_all(b"\n").map_err(|e| e.to_string())?;
+        }
+        out.flush().map_err(|e| format!("cannot write the mock log: {e}"))?;
+    }
+    match output.result {
+        Ok(text) => {
+            match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) => println!("{}", serde_json::to_string_pretty(&v).expect("JSON")),
+                Err(_) => println!("{text}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e @ (RunError::Node(_) | RunError::Trap(_))) => {
+            eprintln!("{}", e.to_json());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
