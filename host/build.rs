@@ -53,7 +53,13 @@ fn main() {
         fs::write(&out_file, "").unwrap();
         return;
     }
-    for watched in ["wit", "guest-sdk", "examples", "tests/programs", "Cargo.lock"] {
+    for watched in [
+        "wit",
+        "guest-sdk",
+        "examples",
+        "tests/programs",
+        "Cargo.lock",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
 
@@ -64,13 +70,22 @@ fn main() {
     let guest_target = out_dir.join("guest-target");
     let mut cmd = cargo();
     cmd.current_dir(&root)
-        .args(["build", "--target", TARGET, "--profile", PROFILE, "--locked"])
+        .args([
+            "build",
+            "--target",
+            TARGET,
+            "--profile",
+            PROFILE,
+            "--locked",
+        ])
         .env("CARGO_TARGET_DIR", &guest_target);
     for e in &examples {
         cmd.args(["-p", &e.package]);
     }
     cmd.args(["-p", "callai-test-programs"]);
-    let status = cmd.status().expect("failed to run cargo for the guest components");
+    let status = cmd
+        .status()
+        .expect("failed to run cargo for the guest components");
     assert!(status.success(), "building the guest components failed");
 
     let built = guest_target.join(TARGET).join(PROFILE);
@@ -78,12 +93,32 @@ fn main() {
     writeln!(code, "/// One bundled example pack.").unwrap();
     writeln!(code, "#[derive(Debug, Clone, Copy)]").unwrap();
     writeln!(code, "pub struct Example {{").unwrap();
-    writeln!(code, "    /// The name `callai run` takes.\n    pub name: &'static str,").unwrap();
+    writeln!(
+        code,
+        "    /// The name `callai run` takes.\n    pub name: &'static str,"
+    )
+    .unwrap();
     writeln!(code, "    /// The node id.\n    pub node_id: &'static str,").unwrap();
-    writeln!(code, "    /// One line about it.\n    pub description: &'static str,").unwrap();
-    writeln!(code, "    /// The component.\n    pub component: &'static [u8],").unwrap();
-    writeln!(code, "    /// The mock script `run` uses when given none.\n    pub default_script: &'static str,").unwrap();
-    writeln!(code, "    /// The input `run` uses when given none.\n    pub default_input: &'static str,").unwrap();
+    writeln!(
+        code,
+        "    /// One line about it.\n    pub description: &'static str,"
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "    /// The component.\n    pub component: &'static [u8],"
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "    /// The mock script `run` uses when given none.\n    pub default_script: &'static str,"
+    )
+    .unwrap();
+    writeln!(
+        code,
+        "    /// The input `run` uses when given none.\n    pub default_input: &'static str,"
+    )
+    .unwrap();
     writeln!(code, "}}\n").unwrap();
     writeln!(code, "/// The example packs this build bundles.").unwrap();
     writeln!(code, "pub const EXAMPLES: &[Example] = &[").unwrap();
@@ -106,7 +141,13 @@ fn main() {
         let wasm = built.join(format!("{p}.wasm"));
         assert!(wasm.exists(), "{} was not built", wasm.display());
         writeln!(code, "    /// `tests/programs/src/bin/{p}.rs`").unwrap();
-        writeln!(code, "    pub const {}: &str = {:?};", p.to_uppercase(), wasm).unwrap();
+        writeln!(
+            code,
+            "    pub const {}: &str = {:?};",
+            p.to_uppercase(),
+            wasm
+        )
+        .unwrap();
     }
     writeln!(code, "}}").unwrap();
     fs::write(&out_file, code).unwrap();
@@ -126,8 +167,8 @@ fn examples(root: &Path) -> Vec<Example> {
         let Ok(text) = fs::read_to_string(&manifest) else {
             continue;
         };
-        let m: Manifest = toml::from_str(&text)
-            .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+        let m: Manifest =
+            toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
         if let Some(meta) = m.package.metadata.and_then(|m| m.callai) {
             found.push(Example {
                 package: m.package.name,

@@ -56,7 +56,7 @@ pub use response::{Attempts, FinishReason, Response, StructuredOutput, Usage};
 /// Used by [`export_node!`]; not part of the API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::bindings::{Guest, __export_pack_node};
+    pub use crate::bindings::{__export_pack_node, Guest};
     pub use wit_bindgen;
     pub mod bindings {
         pub use crate::bindings::*;

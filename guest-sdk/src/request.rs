@@ -227,7 +227,10 @@ mod tests {
     #[test]
     fn wire_json_leaves_out_what_was_not_set() {
         let r = Request::new().user("hi");
-        assert_eq!(r.to_json(), json!({"messages": [{"role": "user", "content": "hi"}]}));
+        assert_eq!(
+            r.to_json(),
+            json!({"messages": [{"role": "user", "content": "hi"}]})
+        );
     }
 
     #[test]

@@ -158,7 +158,9 @@ impl Response {
         Self {
             content: r.content,
             // The host sends data it has parsed and validated itself.
-            data: r.data.map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d))),
+            data: r
+                .data
+                .map(|d| serde_json::from_str(&d).unwrap_or(Value::String(d))),
             usage: r.usage.map(|u| Usage {
                 input_tokens: u.input_tokens,
                 output_tokens: u.output_tokens,

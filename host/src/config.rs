@@ -225,7 +225,12 @@ impl HostConfig {
             1,
             8,
         )?;
-        in_range("retry.providerMaxTokens", r.provider_max_tokens, 1, u32::MAX)?;
+        in_range(
+            "retry.providerMaxTokens",
+            r.provider_max_tokens,
+            1,
+            u32::MAX,
+        )?;
         in_range(
             "retry.defaultMaxTokens",
             r.default_max_tokens,
@@ -238,7 +243,9 @@ impl HostConfig {
                 if !known.contains(&name.as_str()) {
                     return Err(invalid(
                         &format!("policy.allowedProviders[{i}]"),
-                        format!("names provider {name:?}, which is not configured (known: {known:?})"),
+                        format!(
+                            "names provider {name:?}, which is not configured (known: {known:?})"
+                        ),
                     ));
                 }
             }
@@ -360,12 +367,24 @@ timeoutMs = 1000
         for (text, key) in [
             ("[retry]\nmaxRetryAttempts = 0", "retry.maxRetryAttempts"),
             ("[retry]\nmaxRetryAttempts = 17", "retry.maxRetryAttempts"),
-            ("[retry]\ntruncationBudgetMultiplier = 9", "retry.truncationBudgetMultiplier"),
+            (
+                "[retry]\ntruncationBudgetMultiplier = 9",
+                "retry.truncationBudgetMultiplier",
+            ),
             ("[retry]\ndefaultMaxTokens = 0", "retry.defaultMaxTokens"),
-            ("[retry]\ndefaultMaxTokens = 9000\nproviderMaxTokens = 8000", "retry.defaultMaxTokens"),
-            ("[policy]\nallowedProviders = [\"openai\"]", "policy.allowedProviders[0]"),
+            (
+                "[retry]\ndefaultMaxTokens = 9000\nproviderMaxTokens = 8000",
+                "retry.defaultMaxTokens",
+            ),
+            (
+                "[policy]\nallowedProviders = [\"openai\"]",
+                "policy.allowedProviders[0]",
+            ),
             ("[defaults]\nprovider = \"openai\"", "defaults.provider"),
-            ("[providers.openai]\ntimeoutMs = 0", "providers.openai.timeoutMs"),
+            (
+                "[providers.openai]\ntimeoutMs = 0",
+                "providers.openai.timeoutMs",
+            ),
         ] {
             let err = HostConfig::from_toml(text).unwrap_err();
             assert_eq!(err.key(), Some(key), "{err}");

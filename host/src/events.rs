@@ -168,15 +168,15 @@ impl EventLog {
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.events.lock().expect("event log poisoned"))
     }
+}
 
-    /// Writes the events as JSON lines.
-    pub fn write_jsonl(&self, out: &mut dyn Write) -> std::io::Result<()> {
-        for event in self.snapshot() {
-            serde_json::to_writer(&mut *out, &event)?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()
+/// Writes events as JSON lines, one `{"type", "payload"}` object each.
+pub fn write_jsonl(events: &[Event], out: &mut dyn Write) -> std::io::Result<()> {
+    for event in events {
+        serde_json::to_writer(&mut *out, event)?;
+        out.write_all(b"\n")?;
     }
+    out.flush()
 }
 
 impl EventSink for EventLog {
@@ -222,7 +222,7 @@ mod tests {
             });
         }
         let mut out = Vec::new();
-        log.write_jsonl(&mut out).unwrap();
+        write_jsonl(&log.snapshot(), &mut out).unwrap();
         let lines: Vec<Value> = String::from_utf8(out)
             .unwrap()
             .lines()

@@ -60,7 +60,10 @@ mod tests {
     #[test]
     fn flags_follow_the_config() {
         let mut c = HostConfig::default();
-        assert_eq!(ai_providers(&c)["callAccounting"], json!({"attempts": true, "retryPolicy": true}));
+        assert_eq!(
+            ai_providers(&c)["callAccounting"],
+            json!({"attempts": true, "retryPolicy": true})
+        );
         c.call_accounting.retry_policy = false;
         assert_eq!(ai_providers(&c)["callAccounting"]["retryPolicy"], false);
         assert_eq!(ai_providers(&c)["providers"], json!(["mock"]));

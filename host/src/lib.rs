@@ -52,3 +52,8 @@ pub use provider::{Provider, ProviderFailure, ProviderReply, ProviderRequest, Pr
 pub use request::{CallRequest, Message, RetryPolicy, Role};
 pub use result::{Attempts, CallResult, FinishReason, StructuredMode, Usage};
 pub use wasm::{Pack, PackRuntime, RunError, RunOutput};
+
+/// The README's Rust examples, compiled as doctests so that they stay true.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;

@@ -95,8 +95,8 @@ pub struct ScriptError(pub String);
 impl MockScript {
     /// Parses a script, naming the entry that is wrong.
     pub fn from_json(text: &str) -> Result<Self, ScriptError> {
-        let value: Value = serde_json::from_str(text)
-            .map_err(|e| ScriptError(format!("not valid JSON: {e}")))?;
+        let value: Value =
+            serde_json::from_str(text).map_err(|e| ScriptError(format!("not valid JSON: {e}")))?;
         let Value::Array(items) = value else {
             return Err(ScriptError("must be a JSON array of replies".into()));
         };
@@ -288,7 +288,7 @@ mod tests {
         }
     }
 
-    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+    fn block_on<F: Future>(f: F) -> F::Output {
         tokio::runtime::Builder::new_current_thread()
             .enable_time()
             .build()
@@ -317,7 +317,10 @@ mod tests {
         for (text, needle) in [
             ("{}", "array"),
             ("[1]", "entry 0"),
-            (r#"[{"content": "a"}, {"content": "b", "finishReason": "done"}]"#, "entry 1"),
+            (
+                r#"[{"content": "a"}, {"content": "b", "finishReason": "done"}]"#,
+                "entry 1",
+            ),
             (r#"[{"content": "a", "outputTokens": -1}]"#, "entry 0"),
             (r#"[{"content": "a", "extra": 1}]"#, "extra"),
             (r#"[{"error": {"status": 42}}]"#, "error.status"),

@@ -216,11 +216,22 @@ mod tests {
     #[test]
     fn statuses_are_classified() {
         for s in [408, 429, 500, 502, 503, 599] {
-            assert_eq!(ProviderFailure::from_status(s, "x").kind, FailureKind::Transient, "{s}");
+            assert_eq!(
+                ProviderFailure::from_status(s, "x").kind,
+                FailureKind::Transient,
+                "{s}"
+            );
         }
         for s in [400, 401, 403, 404, 422] {
-            assert_eq!(ProviderFailure::from_status(s, "x").kind, FailureKind::Rejected, "{s}");
+            assert_eq!(
+                ProviderFailure::from_status(s, "x").kind,
+                FailureKind::Rejected,
+                "{s}"
+            );
         }
-        assert_eq!(ProviderFailure::from_status(503, "down").to_string(), "HTTP 503: down");
+        assert_eq!(
+            ProviderFailure::from_status(503, "down").to_string(),
+            "HTTP 503: down"
+        );
     }
 }

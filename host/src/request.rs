@@ -209,7 +209,10 @@ fn integer(v: &Value, field: &str, range: &str) -> Result<u32, CallError> {
     v.as_u64()
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| {
-            CallError::validation(field, format!("must be an integer {range}, got {}", kind(v)))
+            CallError::validation(
+                field,
+                format!("must be an integer {range}, got {}", kind(v)),
+            )
         })
 }
 
@@ -241,8 +244,8 @@ fn opt_strings(obj: &Map<String, Value>, key: &str) -> Result<Option<Vec<String>
 }
 
 fn messages(obj: &Map<String, Value>) -> Result<Vec<Message>, CallError> {
-    let v = present(obj, "messages")
-        .ok_or_else(|| CallError::validation("messages", "is required"))?;
+    let v =
+        present(obj, "messages").ok_or_else(|| CallError::validation("messages", "is required"))?;
     let items = v.as_array().ok_or_else(|| {
         CallError::validation("messages", format!("must be an array, got {}", kind(v)))
     })?;
@@ -264,7 +267,12 @@ fn messages(obj: &Map<String, Value>) -> Result<Vec<Message>, CallError> {
                         format!("must be user, assistant or system, got {}", kind(other)),
                     ));
                 }
-                None => return Err(CallError::validation(format!("{field}.role"), "is required")),
+                None => {
+                    return Err(CallError::validation(
+                        format!("{field}.role"),
+                        "is required",
+                    ));
+                }
             };
             let content = match m.get("content") {
                 Some(Value::String(c)) => c.clone(),
@@ -380,7 +388,14 @@ mod tests {
 
     #[test]
     fn malformed_max_attempts_is_refused_naming_the_key() {
-        for bad in [json!(0), json!(17), json!(2.5), json!("3"), json!(null), json!(-1)] {
+        for bad in [
+            json!(0),
+            json!(17),
+            json!(2.5),
+            json!("3"),
+            json!(null),
+            json!(-1),
+        ] {
             assert_eq!(
                 refused_field(with_retry(json!({ "maxAttempts": bad }))),
                 "retry.maxAttempts",
@@ -433,7 +448,10 @@ mod tests {
             ..Default::default()
         };
         assert!(typed.validate(false).is_ok());
-        assert_eq!(typed.validate(true).unwrap_err().field(), Some("retry.maxAttempts"));
+        assert_eq!(
+            typed.validate(true).unwrap_err().field(),
+            Some("retry.maxAttempts")
+        );
     }
 
     #[test]
@@ -450,10 +468,22 @@ mod tests {
             refused_field(json!({"messages": [{"role": "user"}]})),
             "messages[0].content"
         );
-        assert_eq!(refused_field(json!({"messages": m, "maxTokens": 0})), "maxTokens");
-        assert_eq!(refused_field(json!({"messages": m, "maxTokens": 1.5})), "maxTokens");
-        assert_eq!(refused_field(json!({"messages": m, "temperature": 3})), "temperature");
-        assert_eq!(refused_field(json!({"messages": m, "provider": 1})), "provider");
+        assert_eq!(
+            refused_field(json!({"messages": m, "maxTokens": 0})),
+            "maxTokens"
+        );
+        assert_eq!(
+            refused_field(json!({"messages": m, "maxTokens": 1.5})),
+            "maxTokens"
+        );
+        assert_eq!(
+            refused_field(json!({"messages": m, "temperature": 3})),
+            "temperature"
+        );
+        assert_eq!(
+            refused_field(json!({"messages": m, "provider": 1})),
+            "provider"
+        );
         assert_eq!(
             refused_field(json!({"messages": m, "stopSequences": ["a", 2]})),
             "stopSequences[1]"

@@ -49,8 +49,10 @@ impl Node for Summarize {
                 json!(null)
             }
         };
-        Ok(json!({"summary": summary.summary, "keyPoints": summary.key_points, "spent": spent})
-            .to_string())
+        Ok(
+            json!({"summary": summary.summary, "keyPoints": summary.key_points, "spent": spent})
+                .to_string(),
+        )
     }
 }
 

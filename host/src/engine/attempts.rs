@@ -77,11 +77,17 @@ mod tests {
         l.record(None);
         l.record(Some(7));
         let a = l.attempts(None);
-        assert_eq!((a.count, a.output_tokens, a.usage_complete), (2, Some(7), false));
+        assert_eq!(
+            (a.count, a.output_tokens, a.usage_complete),
+            (2, Some(7), false)
+        );
         let mut none = Ledger::new();
         none.record(None);
         let a = none.attempts(None);
-        assert_eq!((a.count, a.output_tokens, a.usage_complete), (1, None, false));
+        assert_eq!(
+            (a.count, a.output_tokens, a.usage_complete),
+            (1, None, false)
+        );
     }
 
     #[test]
@@ -90,6 +96,9 @@ mod tests {
         for _ in 0..16 {
             l.record(Some(u32::MAX));
         }
-        assert_eq!(l.attempts(None).output_tokens, Some(16 * u64::from(u32::MAX)));
+        assert_eq!(
+            l.attempts(None).output_tokens,
+            Some(16 * u64::from(u32::MAX))
+        );
     }
 }

@@ -91,7 +91,10 @@ mod tests {
     fn refusal_comes_first() {
         let s = schema();
         for stop in [StopReason::Refusal, StopReason::ContentFilter] {
-            assert_eq!(classify(&reply("{\"scene\":1}", stop), Some(&s)), Verdict::Refusal);
+            assert_eq!(
+                classify(&reply("{\"scene\":1}", stop), Some(&s)),
+                Verdict::Refusal
+            );
             assert_eq!(classify(&reply("text", stop), None), Verdict::Refusal);
         }
     }
@@ -99,7 +102,10 @@ mod tests {
     #[test]
     fn truncation_wins_over_unparseable() {
         let s = schema();
-        assert_eq!(classify(&reply("{\"scene\": \"cu", StopReason::Length), Some(&s)), Verdict::Truncated);
+        assert_eq!(
+            classify(&reply("{\"scene\": \"cu", StopReason::Length), Some(&s)),
+            Verdict::Truncated
+        );
     }
 
     #[test]
@@ -113,7 +119,10 @@ mod tests {
     #[test]
     fn parse_and_schema_failures_are_told_apart() {
         let s = schema();
-        assert!(matches!(classify(&reply("prose only", StopReason::Stop), Some(&s)), Verdict::ParseError(_)));
+        assert!(matches!(
+            classify(&reply("prose only", StopReason::Stop), Some(&s)),
+            Verdict::ParseError(_)
+        ));
         assert!(matches!(
             classify(&reply("{\"other\": 1}", StopReason::Stop), Some(&s)),
             Verdict::SchemaViolation(_)
@@ -124,12 +133,21 @@ mod tests {
     fn recovered_replies_say_how() {
         let s = schema();
         assert_eq!(
-            classify(&reply("```json\n{\"scene\": \"x\"}\n```", StopReason::Stop), Some(&s)),
-            Verdict::Accept { data: Some(json!({"scene": "x"})), recovery: Some(RecoveryPath::MarkdownFence) }
+            classify(
+                &reply("```json\n{\"scene\": \"x\"}\n```", StopReason::Stop),
+                Some(&s)
+            ),
+            Verdict::Accept {
+                data: Some(json!({"scene": "x"})),
+                recovery: Some(RecoveryPath::MarkdownFence)
+            }
         );
         assert_eq!(
             classify(&reply("{\"scene\": \"x\"}", StopReason::Stop), Some(&s)),
-            Verdict::Accept { data: Some(json!({"scene": "x"})), recovery: None }
+            Verdict::Accept {
+                data: Some(json!({"scene": "x"})),
+                recovery: None
+            }
         );
     }
 }

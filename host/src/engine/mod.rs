@@ -89,8 +89,7 @@ impl Engine {
         request: &str,
         events: &dyn EventSink,
     ) -> Result<CallResult, CallError> {
-        let request =
-            CallRequest::from_json(request, self.config.call_accounting.retry_policy)?;
+        let request = CallRequest::from_json(request, self.config.call_accounting.retry_policy)?;
         self.call(node_id, &request, events).await
     }
 

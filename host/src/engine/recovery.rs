@@ -117,7 +117,10 @@ mod tests {
     #[test]
     fn a_fence_is_stripped() {
         let text = "Here you go:\n```json\n{\"a\": [1, 2]}\n```\nanything else?";
-        assert_eq!(recover(text).unwrap(), (json!({"a": [1, 2]}), RecoveryPath::MarkdownFence));
+        assert_eq!(
+            recover(text).unwrap(),
+            (json!({"a": [1, 2]}), RecoveryPath::MarkdownFence)
+        );
         let bare = "```\n{\"b\": true}\n```";
         assert_eq!(recover(bare).unwrap().1, RecoveryPath::MarkdownFence);
     }

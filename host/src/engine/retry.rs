@@ -6,10 +6,10 @@ use super::schema::CompiledSchema;
 use crate::config::HostConfig;
 use crate::error::{CallError, ErrorCode};
 use crate::events::{Event, EventSink};
+use crate::provider::StopReason;
 use crate::provider::{FailureKind, Provider, ProviderReply, ProviderRequest, StructuredRequest};
 use crate::request::{CallRequest, Message, RetryPolicy};
 use crate::result::{CallResult, FinishReason, StructuredMode, Usage};
-use crate::provider::StopReason;
 use std::time::Duration;
 
 /// The longest `retry-after` the host waits before giving up instead.
@@ -66,9 +66,9 @@ impl<'a> CallLoop<'a> {
             true => request.retry.unwrap_or_default(),
             false => RetryPolicy::default(),
         };
-        let cap = policy
-            .max_attempts
-            .map_or(retry.max_retry_attempts, |n| n.min(retry.max_retry_attempts));
+        let cap = policy.max_attempts.map_or(retry.max_retry_attempts, |n| {
+            n.min(retry.max_retry_attempts)
+        });
         let schema = request
             .response_schema
             .as_ref()
@@ -202,7 +202,12 @@ impl<'a> CallLoop<'a> {
                     model: self.model.clone(),
                 });
                 let message = format!("the provider refused ({})", reply.stop.as_str());
-                Err(failure(ErrorCode::EnvelopeRefusal, "refusal", message, false))
+                Err(failure(
+                    ErrorCode::EnvelopeRefusal,
+                    "refusal",
+                    message,
+                    false,
+                ))
             }
             Verdict::Truncated => {
                 self.events.emit(Event::Truncated {
@@ -239,11 +244,21 @@ impl<'a> CallLoop<'a> {
                     true => Next::Fallback(reply.content),
                     false => Next::Corrective(complaint.clone()),
                 };
-                Err(failure(ErrorCode::EnvelopeInvalid, "parse-error", complaint, true))
+                Err(failure(
+                    ErrorCode::EnvelopeInvalid,
+                    "parse-error",
+                    complaint,
+                    true,
+                ))
             }
             Verdict::SchemaViolation(complaint) => {
                 *next = Next::Corrective(complaint.clone());
-                Err(failure(ErrorCode::EnvelopeInvalid, "schema-violation", complaint, true))
+                Err(failure(
+                    ErrorCode::EnvelopeInvalid,
+                    "schema-violation",
+                    complaint,
+                    true,
+                ))
             }
         }
     }
@@ -316,9 +331,8 @@ impl<'a> CallLoop<'a> {
                  a JSON value that satisfies the required JSON Schema, and nothing else."
             ))),
             Next::Fallback(prose) => {
-                system_prompt = Some(
-                    "You convert text into JSON. Reply with only the JSON value.".to_owned(),
-                );
+                system_prompt =
+                    Some("You convert text into JSON. Reply with only the JSON value.".to_owned());
                 messages = vec![Message::user(format!(
                     "Turn the following text into a JSON value that satisfies the JSON \
                      Schema below.\n\nSchema:\n{}\n\nText:\n{prose}",

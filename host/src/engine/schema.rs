@@ -81,9 +81,7 @@ mod tests {
         let s = CompiledSchema::compile(&json!({"type": "object",
             "properties": {"n": {"type": "integer"}}}))
         .unwrap();
-        let complaint = s
-            .check(&json!({"n": "SECRET-MODEL-TEXT"}))
-            .unwrap_err();
+        let complaint = s.check(&json!({"n": "SECRET-MODEL-TEXT"})).unwrap_err();
         assert!(!complaint.contains("SECRET-MODEL-TEXT"), "{complaint}");
     }
 

@@ -15,7 +15,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a pack's node once and print its output (JSON) on stdout.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// List the bundled example packs.
     Examples,
     /// Print the host's aiProviders facet (and the reliability capability).

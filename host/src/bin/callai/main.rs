@@ -11,7 +11,7 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
-        Command::Run(args) => run::run(args),
+        Command::Run(args) => run::run(*args),
         Command::Examples => {
             for e in callai_host::bundled::EXAMPLES {
                 println!("{:<16} {:<36} {}", e.name, e.node_id, e.description);
@@ -29,7 +29,10 @@ fn main() -> ExitCode {
         ),
     };
     outcome.unwrap_or_else(|message| {
-        eprintln!("{}", serde_json::json!({"error": {"kind": "usage", "message": message}}));
+        eprintln!(
+            "{}",
+            serde_json::json!({"error": {"kind": "usage", "message": message}})
+        );
         ExitCode::from(2)
     })
 }

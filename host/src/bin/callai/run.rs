@@ -2,9 +2,7 @@
 
 use crate::args::RunArgs;
 use callai_host::bundled;
-use callai_host::{
-    Engine, EventLog, HostConfig, MockProvider, MockScript, PackRuntime, Providers, RunError,
-};
+use callai_host::{Engine, HostConfig, MockProvider, MockScript, PackRuntime, Providers, RunError};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -12,8 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 /// The script used for a component file when no `--script` is given.
-const DEFAULT_SCRIPT: &str =
-    r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
+const DEFAULT_SCRIPT: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
 
 pub fn load_config(path: Option<&Path>) -> Result<HostConfig, String> {
     match path {
@@ -91,16 +88,16 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let output = rt.block_on(pack.run(&engine, &node_id, &input));
 
     if let Some(out) = events_out.as_mut() {
-        let log = EventLog::new();
-        output.events.iter().cloned().for_each(|e| callai_host::EventSink::emit(&log, e));
-        log.write_jsonl(out).map_err(|e| format!("cannot write events: {e}"))?;
+        callai_host::events::write_jsonl(&output.events, out)
+            .map_err(|e| format!("cannot write events: {e}"))?;
     }
     if let Some(out) = mock_log_out.as_mut() {
         for entry in mock.log() {
             serde_json::to_writer(&mut *out, &entry).map_err(|e| e.to_string())?;
             out.write_all(b"\n").map_err(|e| e.to_string())?;
         }
-        out.flush().map_err(|e| format!("cannot write the mock log: {e}"))?;
+        out.flush()
+            .map_err(|e| format!("cannot write the mock log: {e}"))?;
     }
     match output.result {
         Ok(text) => {

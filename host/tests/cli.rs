@@ -1,0 +1,140 @@
+//! The `callai` command as a user runs it.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn callai(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(args)
+        .output()
+        .expect("callai runs")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "callai failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn stderr_json(out: &Output) -> Value {
+    assert!(!out.status.success());
+    serde_json::from_slice(&out.stderr).expect("stderr is JSON")
+}
+
+#[test]
+fn run_echo_attempts_prints_content_usage_and_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(
+        dir.path(),
+        "s.json",
+        r#"[{"content": "Hi there", "finishReason": "stop", "outputTokens": 3, "inputTokens": 2}]"#,
+    );
+    let events = dir.path().join("events.jsonl");
+    let mock_log = dir.path().join("mock.jsonl");
+    let out = callai(&[
+        "run",
+        "echo-attempts",
+        "--input",
+        r#"{"messages":[{"role":"user","content":"hi"}]}"#,
+        "--script",
+        &script,
+        "--events",
+        events.to_str().unwrap(),
+        "--mock-log",
+        mock_log.to_str().unwrap(),
+    ]);
+    let v = stdout_json(&out);
+    assert_eq!(v["content"], "Hi there");
+    assert_eq!(v["usage"]["outputTokens"], 3);
+    assert_eq!(v["attempts"]["count"], 1);
+    let events = std::fs::read_to_string(events).unwrap();
+    let first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "provider.usage");
+    assert_eq!(
+        first["payload"]["nodeId"],
+        "conformance.callai.echo-attempts"
+    );
+    let log = std::fs::read_to_string(mock_log).unwrap();
+    let line: Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(line, json!({"maxTokens": 4000, "messages": 1}));
+}
+
+#[test]
+fn the_demo_runs_with_no_flags_on_the_built_in_mock() {
+    for example in ["echo-attempts", "summarize"] {
+        let v = stdout_json(&callai(&["run", example]));
+        assert!(v.is_object(), "{example}: {v}");
+    }
+    let listed = String::from_utf8(callai(&["examples"]).stdout).unwrap();
+    assert!(listed.contains("conformance.callai.echo-attempts"));
+}
+
+#[test]
+fn a_trapping_component_file_exits_non_zero_with_a_json_error() {
+    let out = callai(&[
+        "run",
+        callai_host::bundled::test_programs::TRAP,
+        "--input",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_json(&out)["error"]["kind"], "trap");
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_script = write(dir.path(), "bad.json", r#"[{"content": 1}]"#);
+    let bad_config = write(dir.path(), "bad.toml", "[retry]\nmaxRetryAttempts = 99\n");
+    for (args, needle) in [
+        (
+            vec!["run", "no-such-pack"],
+            "neither a component file nor a bundled example",
+        ),
+        (
+            vec!["run", "echo-attempts", "--script", &bad_script],
+            "entry 0",
+        ),
+        (
+            vec!["run", "echo-attempts", "--config", &bad_config],
+            "retry.maxRetryAttempts",
+        ),
+        (
+            vec!["facet", "--config", &bad_config],
+            "retry.maxRetryAttempts",
+        ),
+    ] {
+        let out = callai(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let message = stderr_json(&out)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(message.contains(needle), "{args:?}: {message}");
+    }
+}
+
+#[test]
+fn facet_reflects_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "h.toml",
+        "[callAccounting]\nretryPolicy = false\n",
+    );
+    let v = stdout_json(&callai(&["facet", "--config", &config]));
+    assert_eq!(
+        v["aiProviders"]["callAccounting"],
+        json!({"attempts": true, "retryPolicy": false})
+    );
+}
