@@ -3,7 +3,7 @@
 
 use callai_host::bundled::{self, test_programs};
 use callai_host::{
-    Engine, Event, HostConfig, MockLogEntry, MockProvider, MockScript, Pack, PackRuntime,
+    Engine, Event, HostConfig, Journal, MockLogEntry, MockProvider, MockScript, Pack, PackRuntime,
     Providers, RunError,
 };
 use serde_json::Value;
@@ -72,6 +72,17 @@ impl Outcome {
 
 /// Runs `pack` once with `input` on a mock serving `script`.
 pub fn run(pack: &Pack, config: HostConfig, script: &Value, input: &str) -> Outcome {
+    run_journaled(pack, config, script, input, Journal::Live)
+}
+
+/// [`run`], recording into or replaying from a run log.
+pub fn run_journaled(
+    pack: &Pack,
+    config: HostConfig,
+    script: &Value,
+    input: &str,
+    journal: Journal,
+) -> Outcome {
     let script = MockScript::from_json(&script.to_string()).expect("a valid script");
     let mock = Arc::new(MockProvider::new(script, config.mock.native));
     let engine = Engine::new(Arc::new(config), Providers::new().with(mock.clone()));
@@ -79,7 +90,7 @@ pub fn run(pack: &Pack, config: HostConfig, script: &Value, input: &str) -> Outc
         .enable_all()
         .build()
         .unwrap();
-    let out = rt.block_on(pack.run(&engine, "test.node", input));
+    let out = rt.block_on(pack.run_journaled(&engine, "test.node", input, journal));
     Outcome {
         output: out
             .result

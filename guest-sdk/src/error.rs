@@ -21,8 +21,6 @@ pub enum ErrorCode {
     ProviderUnavailable,
     /// The provider rejected the request.
     ProviderRejected,
-    /// Replay met a call other than the recorded one.
-    ReplayDiverged,
     /// A per-run limit of the host was reached.
     LimitExceeded,
 }
@@ -38,7 +36,6 @@ impl ErrorCode {
             Self::EnvelopeRefusal => "envelope_refusal",
             Self::ProviderUnavailable => "provider_unavailable",
             Self::ProviderRejected => "provider_rejected",
-            Self::ReplayDiverged => "replay_diverged",
             Self::LimitExceeded => "limit_exceeded",
         }
     }
@@ -96,7 +93,6 @@ impl CallError {
                 W::EnvelopeRefusal => ErrorCode::EnvelopeRefusal,
                 W::ProviderUnavailable => ErrorCode::ProviderUnavailable,
                 W::ProviderRejected => ErrorCode::ProviderRejected,
-                W::ReplayDiverged => ErrorCode::ReplayDiverged,
                 W::LimitExceeded => ErrorCode::LimitExceeded,
             },
             message: e.message,

@@ -65,11 +65,23 @@ pub struct PolicyConfig {
 pub struct MockConfig {
     /// False: the mock has no native structured output; prompt mode is used.
     pub native: bool,
+    /// How long the mock takes to answer each request, like a real provider.
+    pub latency_ms: u64,
 }
 
 impl Default for MockConfig {
     fn default() -> Self {
-        Self { native: true }
+        Self {
+            native: true,
+            latency_ms: 0,
+        }
+    }
+}
+
+impl MockConfig {
+    /// `latencyMs` as a duration.
+    pub fn latency(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.latency_ms)
     }
 }
 
@@ -237,6 +249,12 @@ impl HostConfig {
             1,
             r.provider_max_tokens,
         )?;
+        if self.mock.latency_ms > 600_000 {
+            return Err(invalid(
+                "mock.latencyMs",
+                format!("must be 0..600000, got {}", self.mock.latency_ms),
+            ));
+        }
         let known = self.provider_names();
         if let Some(allowed) = &self.policy.allowed_providers {
             for (i, name) in allowed.iter().enumerate() {

@@ -22,8 +22,6 @@ pub enum ErrorCode {
     ProviderUnavailable,
     /// The provider rejected the request (a 4xx other than 429).
     ProviderRejected,
-    /// Replay: the node asked for a call other than the recorded one.
-    ReplayDiverged,
     /// A per-run limit of the host was reached.
     LimitExceeded,
 }
@@ -39,7 +37,6 @@ impl ErrorCode {
             Self::EnvelopeRefusal => "envelope_refusal",
             Self::ProviderUnavailable => "provider_unavailable",
             Self::ProviderRejected => "provider_rejected",
-            Self::ReplayDiverged => "replay_diverged",
             Self::LimitExceeded => "limit_exceeded",
         }
     }
@@ -132,7 +129,6 @@ mod tests {
             ErrorCode::EnvelopeRefusal,
             ErrorCode::ProviderUnavailable,
             ErrorCode::ProviderRejected,
-            ErrorCode::ReplayDiverged,
             ErrorCode::LimitExceeded,
         ] {
             let v = serde_json::to_value(code).unwrap();

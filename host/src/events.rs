@@ -164,6 +164,25 @@ impl EventLog {
         self.events.lock().expect("event log poisoned").clone()
     }
 
+    /// How many events so far.
+    pub fn len(&self) -> usize {
+        self.events.lock().expect("event log poisoned").len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The events from position `start` on.
+    pub fn since(&self, start: usize) -> Vec<Event> {
+        let events = self.events.lock().expect("event log poisoned");
+        events
+            .get(start..)
+            .map(<[Event]>::to_vec)
+            .unwrap_or_default()
+    }
+
     /// Takes the events out, leaving the log empty.
     pub fn take(&self) -> Vec<Event> {
         std::mem::take(&mut *self.events.lock().expect("event log poisoned"))

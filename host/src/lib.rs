@@ -41,6 +41,7 @@ pub mod mock;
 pub mod provider;
 pub mod request;
 pub mod result;
+pub mod runlog;
 pub mod wasm;
 
 pub use config::{CallAccounting, ConfigError, HostConfig};
@@ -51,6 +52,7 @@ pub use mock::{MockLogEntry, MockProvider, MockScript};
 pub use provider::{Provider, ProviderFailure, ProviderReply, ProviderRequest, Providers};
 pub use request::{CallRequest, Message, RetryPolicy, Role};
 pub use result::{Attempts, CallResult, FinishReason, StructuredMode, Usage};
+pub use runlog::{Journal, RunLog, RunLogError, SqliteRunLog};
 pub use wasm::{Pack, PackRuntime, RunError, RunOutput};
 
 /// The README's Rust examples, compiled as doctests so that they stay true.

@@ -196,7 +196,7 @@ impl MockProvider {
     /// Makes every request wait this long before answering, like a real
     /// provider (benchmarks and concurrency tests).
     pub fn with_latency(mut self, latency: Duration) -> Self {
-        self.latency = Some(latency);
+        self.latency = (!latency.is_zero()).then_some(latency);
         self
     }
 

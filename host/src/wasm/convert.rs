@@ -91,7 +91,6 @@ pub(super) fn error_to_wit(e: &CallError) -> wit::CallError {
             ErrorCode::EnvelopeRefusal => wit::ErrorCode::EnvelopeRefusal,
             ErrorCode::ProviderUnavailable => wit::ErrorCode::ProviderUnavailable,
             ErrorCode::ProviderRejected => wit::ErrorCode::ProviderRejected,
-            ErrorCode::ReplayDiverged => wit::ErrorCode::ReplayDiverged,
             ErrorCode::LimitExceeded => wit::ErrorCode::LimitExceeded,
         },
         message: e.message.clone(),

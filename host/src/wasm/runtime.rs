@@ -6,6 +6,7 @@ use super::bindings::{PackNode, PackNodePre};
 use super::view::{CallAiCtx, CallAiView, add_to_linker};
 use crate::engine::Engine;
 use crate::events::{Event, EventLog};
+use crate::runlog::Journal;
 use std::path::Path;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Store};
@@ -36,15 +37,24 @@ pub enum RunError {
     /// The pack trapped (panic, `unreachable`, out-of-bounds access...).
     #[error("the pack trapped: {0}")]
     Trap(String),
+    /// Replay met a call other than the recorded one; the run was stopped.
+    #[error("replay diverged: {0}")]
+    ReplayDiverged(String),
+    /// The run log could not record the run; the run was stopped.
+    #[error("{0}")]
+    RunLog(String),
 }
 
 impl RunError {
     /// The error as JSON, as `callai run` prints it.
     pub fn to_json(&self) -> serde_json::Value {
-        match self {
-            Self::Node(m) => serde_json::json!({"error": {"kind": "node", "message": m}}),
-            Self::Trap(m) => serde_json::json!({"error": {"kind": "trap", "message": m}}),
-        }
+        let (kind, message) = match self {
+            Self::Node(m) => ("node", m),
+            Self::Trap(m) => ("trap", m),
+            Self::ReplayDiverged(m) => ("replay_diverged", m),
+            Self::RunLog(m) => ("run_log", m),
+        };
+        serde_json::json!({"error": {"kind": kind, "message": message}})
     }
 }
 
@@ -129,16 +139,30 @@ impl Pack {
     /// Runs the node once on a fresh instance. A trapping pack yields
     /// `RunError::Trap` for this run only.
     pub async fn run(&self, engine: &Engine, node_id: &str, input: &str) -> RunOutput {
+        self.run_journaled(engine, node_id, input, Journal::Live)
+            .await
+    }
+
+    /// [`Pack::run`], recording the run's calls into a run log or serving
+    /// them from one, as `journal` says.
+    pub async fn run_journaled(
+        &self,
+        engine: &Engine,
+        node_id: &str,
+        input: &str,
+        journal: Journal,
+    ) -> RunOutput {
         let events = EventLog::new();
         let state = RunState {
             // Nothing granted: no preopens, no env, no args, no sockets,
             // stdio closed.
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            callai: CallAiCtx::new(engine.clone(), node_id, events.clone()),
+            callai: CallAiCtx::new(engine.clone(), node_id, events.clone()).with_journal(journal),
         };
         let mut store = Store::new(&self.engine, state);
         let result = self.call(&mut store, input).await;
+        let result = store.data_mut().callai.settle(result);
         RunOutput {
             result,
             events: events.take(),

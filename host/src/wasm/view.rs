@@ -3,9 +3,14 @@
 
 use super::bindings::openwop::callai::{ai, log, types};
 use super::convert;
+use super::runtime::RunError;
 use crate::engine::Engine;
+use crate::error::CallError;
 use crate::events::{Event, EventLog, EventSink};
 use crate::request::CallRequest;
+use crate::result::CallResult;
+use crate::runlog::{Entry, Journal, RecordedCall, Replayed, RunStatus};
+use serde_json::{Value, json};
 use wasmtime::component::{HasData, Linker};
 
 /// What the `openwop:callai` imports need for one run.
@@ -15,17 +20,27 @@ pub struct CallAiCtx {
     node_id: String,
     events: EventLog,
     calls: u32,
+    journal: Journal,
+    abort: Option<RunError>,
 }
 
 impl CallAiCtx {
-    /// A context for one run of `node_id`, recording events into `events`.
+    /// A live context for one run of `node_id`, recording events into `events`.
     pub fn new(engine: Engine, node_id: impl Into<String>, events: EventLog) -> Self {
         Self {
             engine,
             node_id: node_id.into(),
             events,
             calls: 0,
+            journal: Journal::Live,
+            abort: None,
         }
+    }
+
+    /// Records or replays the run's calls through `journal`.
+    pub fn with_journal(mut self, journal: Journal) -> Self {
+        self.journal = journal;
+        self
     }
 
     /// The calls the pack has made so far.
@@ -36,6 +51,112 @@ impl CallAiCtx {
     /// The run's events.
     pub fn events(&self) -> &EventLog {
         &self.events
+    }
+
+    /// Settles the run: the reason the host stopped it (a divergence, a run
+    /// log that failed) wins over what the guest saw; a replay that made too
+    /// few calls diverged; a recorded run is closed with its output.
+    pub(super) fn settle(&mut self, result: Result<String, RunError>) -> Result<String, RunError> {
+        let mut result = match self.abort.take() {
+            Some(abort) => Err(abort),
+            None => result,
+        };
+        if result.is_ok()
+            && let Some(reason) = self.journal.missing_calls(self.calls)
+        {
+            result = Err(self.diverge(self.calls, reason));
+        }
+        let (status, output) = match &result {
+            Ok(out) => (RunStatus::Ok, out.clone()),
+            Err(e) => (RunStatus::Failed, e.to_json().to_string()),
+        };
+        if let Err(e) = self
+            .journal
+            .finish(&self.events.snapshot(), status, &output)
+        {
+            result = Err(RunError::RunLog(e.to_string()));
+        }
+        result
+    }
+
+    fn diverge(&mut self, index: u32, reason: String) -> RunError {
+        self.events.emit(Event::ReplayDiverged {
+            node_id: self.node_id.clone(),
+            call_index: index,
+            reason: reason.clone(),
+        });
+        RunError::ReplayDiverged(reason)
+    }
+
+    /// Stops the run: the guest traps, and the run reports `error`.
+    fn stop(&mut self, error: RunError) -> wasmtime::Error {
+        let message = error.to_string();
+        self.abort = Some(error);
+        wasmtime::Error::msg(message)
+    }
+
+    /// One call, through the journal. Returns its wire outcome
+    /// `{"result": ...}` or `{"error": ...}`; `Err` stops the run.
+    async fn serve(
+        &mut self,
+        entry: Entry,
+        key: String,
+        request: Result<CallRequest, CallError>,
+    ) -> wasmtime::Result<Value> {
+        let index = self.calls;
+        self.calls += 1;
+        if self.journal.is_replay() {
+            return match self.journal.replay_call(&self.node_id, index, entry, &key) {
+                Replayed::Served { outcome, events } => {
+                    events.into_iter().for_each(|e| self.events.emit(e));
+                    Ok(outcome)
+                }
+                Replayed::Diverged(reason) => {
+                    let error = self.diverge(index, reason);
+                    Err(self.stop(error))
+                }
+            };
+        }
+        let start = self.events.len();
+        let outcome = match request {
+            Ok(request) => {
+                self.engine
+                    .call(&self.node_id, &request, &self.events)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        let wire = match outcome {
+            Ok(result) => json!({ "result": result.to_json() }),
+            Err(error) => json!({ "error": error.to_json() }),
+        };
+        let call = RecordedCall {
+            node_id: self.node_id.clone(),
+            index,
+            entry,
+            request: key,
+            outcome: wire.clone(),
+            events: self.events.since(start),
+        };
+        if let Err(e) = self.journal.commit(&call, &self.events.snapshot()) {
+            return Err(self.stop(RunError::RunLog(e.to_string())));
+        }
+        Ok(wire)
+    }
+}
+
+/// A recorded or live wire outcome, split for the guest. A record that does
+/// not parse is a host bug: trap.
+fn split(wire: Value) -> wasmtime::Result<Result<Value, CallError>> {
+    match wire {
+        Value::Object(mut o) => match (o.remove("result"), o.remove("error")) {
+            (Some(result), None) => Ok(Ok(result)),
+            (None, Some(error)) => Ok(Err(serde_json::from_value(error)?)),
+            _ => Err(wasmtime::Error::msg(
+                "a call outcome has neither result nor error",
+            )),
+        },
+        _ => Err(wasmtime::Error::msg("a call outcome is not an object")),
     }
 }
 
@@ -70,13 +191,16 @@ impl ai::Host for CallAiView<'_> {
         request: types::CallRequest,
     ) -> wasmtime::Result<Result<types::CallResult, types::CallError>> {
         let honour_retry = self.ctx.engine.config().call_accounting.retry_policy;
-        let outcome = match convert::request_from_wit(request, honour_retry) {
-            Ok(request) => self.call(&request).await,
-            Err(e) => Err(e),
-        };
-        Ok(outcome
-            .map(convert::result_to_wit)
-            .map_err(|e| convert::error_to_wit(&e)))
+        // The typed request's key: its complete, deterministic debug form.
+        let key = format!("{request:?}");
+        let parsed = convert::request_from_wit(request, honour_retry);
+        let wire = self.ctx.serve(Entry::Typed, key, parsed).await?;
+        Ok(match split(wire)? {
+            Ok(result) => Ok(convert::result_to_wit(
+                serde_json::from_value::<CallResult>(result)?,
+            )),
+            Err(error) => Err(convert::error_to_wit(&error)),
+        })
     }
 
     async fn call_ai_json(
@@ -84,13 +208,11 @@ impl ai::Host for CallAiView<'_> {
         request: String,
     ) -> wasmtime::Result<Result<String, types::CallError>> {
         let honour_retry = self.ctx.engine.config().call_accounting.retry_policy;
-        let outcome = match CallRequest::from_json(&request, honour_retry) {
-            Ok(request) => self.call(&request).await,
-            Err(e) => Err(e),
-        };
-        Ok(outcome
-            .map(|r| r.to_json().to_string())
-            .map_err(|e| convert::error_to_wit(&e)))
+        let parsed = CallRequest::from_json(&request, honour_retry);
+        let wire = self.ctx.serve(Entry::Json, request, parsed).await?;
+        Ok(split(wire)?
+            .map(|result| result.to_string())
+            .map_err(|error| convert::error_to_wit(&error)))
     }
 
     async fn call_accounting(&mut self) -> wasmtime::Result<types::AccountingFlags> {
@@ -99,17 +221,6 @@ impl ai::Host for CallAiView<'_> {
             attempts: flags.attempts,
             retry_policy: flags.retry_policy,
         })
-    }
-}
-
-impl CallAiView<'_> {
-    async fn call(
-        &mut self,
-        request: &CallRequest,
-    ) -> Result<crate::result::CallResult, crate::error::CallError> {
-        self.ctx.calls += 1;
-        let ctx = &*self.ctx;
-        ctx.engine.call(&ctx.node_id, request, &ctx.events).await
     }
 }
 

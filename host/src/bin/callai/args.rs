@@ -56,15 +56,20 @@ pub struct RunArgs {
     /// Write one JSON line per request the mock received.
     #[arg(long)]
     pub mock_log: Option<PathBuf>,
-    /// Record the run into this run log (not available yet: issue 4; refused).
+    /// Record every call of the run into this run log (an SQLite file,
+    /// created if absent). Needs --run-id.
     #[arg(long, requires = "run_id", conflicts_with = "replay")]
     pub record: Option<PathBuf>,
-    /// Replay the run from this run log (not available yet: issue 4; refused).
+    /// Replay the run from this run log: every call is served from the log,
+    /// no provider request is made. Needs --run-id.
     #[arg(long, requires = "run_id")]
     pub replay: Option<PathBuf>,
     /// The run's id in the run log.
     #[arg(long)]
     pub run_id: Option<String>,
+    /// With --record: replace a run already recorded under --run-id.
+    #[arg(long, requires = "record")]
+    pub overwrite: bool,
     /// The node id reported in events. Default: the example's node id, or the file name.
     #[arg(long)]
     pub node_id: Option<String>,

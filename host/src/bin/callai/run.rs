@@ -2,7 +2,9 @@
 
 use crate::args::RunArgs;
 use callai_host::bundled;
-use callai_host::{Engine, HostConfig, MockProvider, MockScript, PackRuntime, Providers, RunError};
+use callai_host::{
+    Engine, HostConfig, Journal, MockProvider, MockScript, PackRuntime, Providers, SqliteRunLog,
+};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -30,9 +32,6 @@ fn create(path: &Path) -> Result<BufWriter<File>, String> {
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
-    if args.record.is_some() || args.replay.is_some() {
-        return Err("--record and --replay are not available in this build yet (issue 4)".into());
-    }
     let config = load_config(args.config.as_deref())?;
     if !config.providers.names().is_empty() {
         return Err(format!(
@@ -72,7 +71,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let mut events_out = args.events.as_deref().map(create).transpose()?;
     let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
 
-    let mock = Arc::new(MockProvider::new(script, config.mock.native));
+    let journal = journal(&args, &node_id)?;
+    let mock =
+        Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
     let engine = Engine::new(Arc::new(config), Providers::new().with(mock.clone()));
     let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
     let pack = match example {
@@ -85,7 +86,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start tokio: {e}"))?;
-    let output = rt.block_on(pack.run(&engine, &node_id, &input));
+    let output = rt.block_on(pack.run_journaled(&engine, &node_id, &input, journal));
 
     if let Some(out) = events_out.as_mut() {
         callai_host::events::write_jsonl(&output.events, out)
@@ -107,9 +108,26 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Err(e @ (RunError::Node(_) | RunError::Trap(_))) => {
+        Err(e) => {
             eprintln!("{}", e.to_json());
             Ok(ExitCode::FAILURE)
         }
+    }
+}
+
+/// `--record` / `--replay`: the run log and what to do with it.
+fn journal(args: &RunArgs, node_id: &str) -> Result<Journal, String> {
+    let run_id = args.run_id.as_deref().unwrap_or_default();
+    match (&args.record, &args.replay) {
+        (Some(path), _) => {
+            let log = SqliteRunLog::open(path).map_err(|e| e.to_string())?;
+            Journal::record(Arc::new(log), run_id, node_id, args.overwrite)
+                .map_err(|e| e.to_string())
+        }
+        (None, Some(path)) => {
+            let log = SqliteRunLog::open_existing(path).map_err(|e| e.to_string())?;
+            Journal::replay(&log, run_id).map_err(|e| e.to_string())
+        }
+        (None, None) => Ok(Journal::Live),
     }
 }
