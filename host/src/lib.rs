@@ -33,6 +33,7 @@
 #[cfg(feature = "bundled-examples")]
 pub mod bundled;
 pub mod config;
+pub mod conformance;
 pub mod engine;
 pub mod error;
 pub mod events;

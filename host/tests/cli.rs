@@ -137,4 +137,26 @@ fn facet_reflects_the_config() {
         v["aiProviders"]["callAccounting"],
         json!({"attempts": true, "retryPolicy": false})
     );
+    // The printed facet validates against the project's facet schema.
+    let schema: Value =
+        serde_json::from_str(include_str!("../schema/aiProviders.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&v["aiProviders"]), "{v}");
+    let reliability = &v["capabilities"]["envelopes"]["reliability"];
+    assert_eq!(reliability["maxRetryAttempts"], 3);
+    assert_eq!(reliability["completion"]["truncationBudgetMultiplier"], 2);
+    assert_eq!(reliability["completion"]["distinguishesTruncation"], true);
+}
+
+#[test]
+fn conformance_passes_on_this_host_as_a_table_and_as_json() {
+    let out = callai(&["conformance", "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["legs"].as_array().unwrap().len(), 8);
+    let table = String::from_utf8(callai(&["conformance"]).stdout).unwrap();
+    assert!(
+        table.contains("count-and-sum") && table.contains("clamp-and-refuse"),
+        "{table}"
+    );
 }

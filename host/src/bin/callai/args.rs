@@ -24,12 +24,16 @@ pub enum Command {
         #[arg(long)]
         config: Option<PathBuf>,
     },
-    /// Run the v2-callai-attempt-accounting conformance scenario on this host.
-    /// Not available yet: it lands with issue 5, and refuses until then.
+    /// Run the v2-callai-attempt-accounting conformance scenario on this host
+    /// (its eight legs through the real wasm fixture node); exits non-zero on
+    /// any failed finding.
     Conformance {
         /// Print the findings as JSON.
         #[arg(long)]
         json: bool,
+        /// Host config (TOML) to judge instead of the defaults.
+        #[arg(long)]
+        config: Option<PathBuf>,
     },
 }
 

@@ -23,10 +23,7 @@ fn main() -> ExitCode {
             println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
             ExitCode::SUCCESS
         }),
-        Command::Conformance { .. } => Err(
-            "`callai conformance` is not available in this build yet: the v2-callai-attempt-accounting scenario lands with issue 5"
-                .to_owned(),
-        ),
+        Command::Conformance { json, config } => run::conformance(json, config.as_deref()),
     };
     outcome.unwrap_or_else(|message| {
         eprintln!(

@@ -131,3 +131,30 @@ fn journal(args: &RunArgs, node_id: &str) -> Result<Journal, String> {
         (None, None) => Ok(Journal::Live),
     }
 }
+
+/// `callai conformance`.
+pub fn conformance(json: bool, config: Option<&Path>) -> Result<ExitCode, String> {
+    let config = load_config(config)?;
+    let fixture =
+        bundled::example("echo-attempts").ok_or("the echo-attempts fixture is not bundled")?;
+    let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
+    let pack = runtime
+        .load(fixture.component)
+        .map_err(|e| format!("cannot load the fixture: {e:#}"))?;
+    let target = callai_host::conformance::HostTarget::new(pack, config)
+        .map_err(|e| format!("cannot start tokio: {e}"))?;
+    let report = callai_host::conformance::run(&target);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).expect("JSON")
+        );
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
