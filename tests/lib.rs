@@ -1,5 +1,8 @@
 //! Shared helpers for the integration tests: run a wasm pack end to end
-//! through the host, on a scripted mock, and collect what happened.
+//! through the host, on a scripted mock, and collect what happened; a fake
+//! provider on loopback for the HTTP adapters.
+
+pub mod fake_server;
 
 use callai_host::bundled::{self, test_programs};
 use callai_host::{

@@ -40,6 +40,7 @@ pub mod events;
 pub mod facet;
 pub mod mock;
 pub mod provider;
+pub mod providers;
 pub mod request;
 pub mod result;
 pub mod runlog;

@@ -96,7 +96,16 @@ fn bad_inputs_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad_script = write(dir.path(), "bad.json", r#"[{"content": 1}]"#);
     let bad_config = write(dir.path(), "bad.toml", "[retry]\nmaxRetryAttempts = 99\n");
+    let keyless = write(
+        dir.path(),
+        "keyless.toml",
+        "[providers.openai]\napiKeyEnv = \"CALLAI_CLI_TEST_NO_SUCH_VARIABLE\"\n",
+    );
     for (args, needle) in [
+        (
+            vec!["run", "echo-attempts", "--config", &keyless],
+            "CALLAI_CLI_TEST_NO_SUCH_VARIABLE",
+        ),
         (
             vec!["run", "no-such-pack"],
             "neither a component file nor a bundled example",

@@ -289,6 +289,15 @@ impl<'a> CallLoop<'a> {
                 final_error: Some(failure.message),
             });
             error = error.with_detail("totalAttempts", total);
+            if self.config.call_accounting.attempts {
+                // What a result's attempts would have said, so that a pack
+                // can budget a failed call too (a host extension, §A.6).
+                let spent = self.ledger.attempts(None);
+                if let Some(tokens) = spent.output_tokens {
+                    error = error.with_detail("outputTokens", tokens);
+                }
+                error = error.with_detail("usageComplete", spent.usage_complete);
+            }
         }
         error
     }

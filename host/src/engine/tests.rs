@@ -157,7 +157,10 @@ fn a1_a_failed_call_counts_the_fallback_in_total_attempts() {
     assert_eq!(r.err().code, ErrorCode::EnvelopeInvalid);
     assert_eq!(r.exhausted_total(), 3, "the fallback request counts");
     assert_eq!(r.mock_log.len(), 3);
-    assert_eq!(r.err().details.as_ref().unwrap()["totalAttempts"], 3);
+    let details = r.err().details.as_ref().unwrap();
+    assert_eq!(details["totalAttempts"], 3);
+    assert_eq!(details["outputTokens"], 3);
+    assert_eq!(details["usageComplete"], true);
 }
 
 #[test]

@@ -33,12 +33,6 @@ fn create(path: &Path) -> Result<BufWriter<File>, String> {
 
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let config = load_config(args.config.as_deref())?;
-    if !config.providers.names().is_empty() {
-        return Err(format!(
-            "real providers ({}) are not available in this build yet (issue 6); remove [providers.*] from the config",
-            config.providers.names().join(", ")
-        ));
-    }
     let example = bundled::example(&args.pack);
     let pack_path = PathBuf::from(&args.pack);
     if example.is_none() && !pack_path.exists() {
@@ -74,7 +68,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let journal = journal(&args, &node_id)?;
     let mock =
         Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
-    let engine = Engine::new(Arc::new(config), Providers::new().with(mock.clone()));
+    let mut providers = Providers::new().with(mock.clone());
+    for provider in callai_host::providers::from_config(&config).map_err(|e| e.to_string())? {
+        providers.insert(provider);
+    }
+    let engine = Engine::new(Arc::new(config), providers);
     let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
     let pack = match example {
         Some(e) => runtime.load(e.component),

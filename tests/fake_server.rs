@@ -1,0 +1,171 @@
+//! A fake model provider on loopback that speaks HTTP/1.1 and answers from a
+//! script: canned JSON shaped like the providers' documented responses, or
+//! a fault (a delay past the client's timeout, a reset, a body cut short).
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted answer.
+#[derive(Debug, Clone)]
+pub enum Reply {
+    /// A JSON body with a status and extra headers.
+    Json(u16, Value, Vec<(&'static str, String)>),
+    /// A raw body (e.g. not JSON) with a status.
+    Raw(u16, String),
+    /// Waits, then answers.
+    Delay(Duration, Box<Reply>),
+    /// Closes the connection without a response.
+    Reset,
+    /// Declares a longer body than it sends, then closes.
+    Truncated(String),
+}
+
+impl Reply {
+    /// 200 with a JSON body.
+    pub fn ok(body: Value) -> Self {
+        Self::Json(200, body, vec![])
+    }
+}
+
+/// A request the fake received.
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The request path, e.g. `/v1/chat/completions`.
+    pub path: String,
+    /// Headers, names lower-cased.
+    pub headers: HashMap<String, String>,
+    /// The JSON body.
+    pub body: Value,
+}
+
+/// The running fake.
+#[derive(Debug)]
+pub struct FakeServer {
+    url: String,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+impl FakeServer {
+    /// Starts serving `replies` in order on a loopback port; a request past
+    /// the end gets a 599.
+    pub async fn start(replies: Vec<Reply>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let log = received.clone();
+        tokio::spawn(async move {
+            let replies = Arc::new(replies);
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    return;
+                };
+                let (replies, log) = (replies.clone(), log.clone());
+                tokio::spawn(async move {
+                    let _ = serve(stream, &replies, &log).await;
+                });
+            }
+        });
+        Self { url, received }
+    }
+
+    /// The base URL, e.g. `http://127.0.0.1:PORT/v1`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// What it received, in order.
+    pub fn received(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    replies: &[Reply],
+    log: &Mutex<Vec<Received>>,
+) -> std::io::Result<()> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let header_end = loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let mut lines = head.lines();
+    let path = lines
+        .next()
+        .unwrap_or_default()
+        .split(' ')
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned();
+    let headers: HashMap<String, String> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let length: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    while buf.len() < header_end + length {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            break;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null);
+    let index = {
+        let mut log = log.lock().unwrap();
+        log.push(Received {
+            path,
+            headers,
+            body,
+        });
+        log.len() - 1
+    };
+    let mut reply = replies
+        .get(index)
+        .cloned()
+        .unwrap_or(Reply::Raw(599, "script exhausted".into()));
+    while let Reply::Delay(d, next) = reply {
+        tokio::time::sleep(d).await;
+        reply = *next;
+    }
+    let (status, body, extra) = match reply {
+        Reply::Json(s, b, h) => (s, b.to_string(), h),
+        Reply::Raw(s, b) => (s, b, vec![]),
+        Reply::Reset => return Ok(()),
+        Reply::Truncated(b) => {
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+                b.len() + 100
+            );
+            stream.write_all(head.as_bytes()).await?;
+            stream.write_all(b.as_bytes()).await?;
+            return stream.shutdown().await;
+        }
+        Reply::Delay(..) => unreachable!(),
+    };
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    stream.shutdown().await
+}
