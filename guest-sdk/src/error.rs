@@ -71,6 +71,16 @@ impl CallError {
         u32::try_from(n).ok()
     }
 
+    /// Output tokens the host reported over the failed call's requests
+    /// (`details.outputTokens`), and whether that sum is complete
+    /// (`details.usageComplete`); `None` when the host gave neither.
+    pub fn output_tokens(&self) -> Option<(u64, bool)> {
+        let d = self.details.as_ref()?;
+        let complete = d.get("usageComplete")?.as_bool()?;
+        let tokens = d.get("outputTokens").and_then(Value::as_u64).unwrap_or(0);
+        Some((tokens, complete))
+    }
+
     /// The wire JSON `{code, message, details?}`.
     pub fn to_json(&self) -> Value {
         let mut o = Map::new();

@@ -41,12 +41,14 @@
 extern crate self as callai_sdk;
 
 mod bindings;
+mod budget;
 mod call;
 mod error;
 mod node;
 mod request;
 mod response;
 
+pub use budget::{Budget, BudgetError, Spent};
 pub use call::{CallAccounting, call, call_accounting, call_json};
 pub use error::{CallError, ErrorCode, NodeError};
 pub use node::{Node, log};

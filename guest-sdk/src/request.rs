@@ -45,6 +45,11 @@ impl Retry {
         self
     }
 
+    /// The cap set, if any.
+    pub fn get_max_attempts(&self) -> Option<u32> {
+        self.max_attempts
+    }
+
     /// `false`: a truncation retry keeps the request's `max_tokens`.
     pub fn grow_max_tokens(mut self, grow: bool) -> Self {
         self.grow_max_tokens = Some(grow);
@@ -144,6 +149,11 @@ impl Request {
     /// The output budget set, if any.
     pub fn get_max_tokens(&self) -> Option<u32> {
         self.max_tokens
+    }
+
+    /// The retry policy set, if any.
+    pub fn get_retry(&self) -> Option<Retry> {
+        self.retry
     }
 
     /// Whether a schema is set.
