@@ -19,6 +19,15 @@ pub fn runtime() -> &'static PackRuntime {
     RUNTIME.get_or_init(|| PackRuntime::new().expect("wasmtime starts"))
 }
 
+/// Loads a pack by name into another runtime (one with other options).
+pub fn pack_in(runtime: &PackRuntime, name: &str) -> Pack {
+    match bundled::example(name) {
+        Some(e) => runtime.load(e.component),
+        None => runtime.load_file(std::path::Path::new(program_path(name))),
+    }
+    .unwrap_or_else(|e| panic!("cannot load {name}: {e:#}"))
+}
+
 /// A pack by name: a bundled example (`echo-attempts`) or a test program
 /// (`trap`), compiled once per test binary.
 pub fn pack(name: &str) -> Pack {
@@ -27,11 +36,7 @@ pub fn pack(name: &str) -> Pack {
     if let Some(p) = cache.lock().unwrap().get(name) {
         return p.clone();
     }
-    let loaded = match bundled::example(name) {
-        Some(e) => runtime().load(e.component),
-        None => runtime().load_file(std::path::Path::new(program_path(name))),
-    }
-    .unwrap_or_else(|e| panic!("cannot load {name}: {e:#}"));
+    let loaded = pack_in(runtime(), name);
     cache.lock().unwrap().insert(name.into(), loaded.clone());
     loaded
 }
@@ -40,6 +45,11 @@ fn program_path(name: &str) -> &'static str {
     match name {
         "trap" => test_programs::TRAP,
         "typed_call" => test_programs::TYPED_CALL,
+        "multi_call" => test_programs::MULTI_CALL,
+        "loop_forever" => test_programs::LOOP_FOREVER,
+        "alloc_forever" => test_programs::ALLOC_FOREVER,
+        "call_loop" => test_programs::CALL_LOOP,
+        "huge_prompt" => test_programs::HUGE_PROMPT,
         other => panic!("no test program {other}"),
     }
 }

@@ -55,7 +55,7 @@ pub use provider::{Provider, ProviderFailure, ProviderReply, ProviderRequest, Pr
 pub use request::{CallRequest, Message, RetryPolicy, Role};
 pub use result::{Attempts, CallResult, FinishReason, StructuredMode, Usage};
 pub use runlog::{Journal, RunLog, RunLogError, SqliteRunLog};
-pub use wasm::{Pack, PackRuntime, RunError, RunOutput};
+pub use wasm::{Pack, PackRuntime, RunError, RunOutput, RuntimeOptions};
 
 /// The README's Rust examples, compiled as doctests so that they stay true.
 #[cfg(doctest)]

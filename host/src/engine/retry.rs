@@ -141,6 +141,21 @@ impl<'a> CallLoop<'a> {
                 }
                 Ok(reply) => {
                     self.count(reply.input_tokens, reply.output_tokens);
+                    let max = self.config.limits.max_response_bytes;
+                    if reply.content.len() as u64 > max {
+                        let message = format!(
+                            "limits.maxResponseBytes: a reply of {} bytes is over the limit of {max}",
+                            reply.content.len()
+                        );
+                        let failure = Failure {
+                            code: ErrorCode::LimitExceeded,
+                            reason: "unknown",
+                            message,
+                            retryable: false,
+                            wait: None,
+                        };
+                        return Err(self.give_up(failure));
+                    }
                     let verdict = classify(&reply, self.schema.as_ref());
                     match self.judge(verdict, reply, &mut next) {
                         Ok(result) => return Ok(result),

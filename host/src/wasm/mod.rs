@@ -10,10 +10,13 @@ mod bindings {
     });
 }
 
+mod cache;
 mod convert;
+mod limits;
 mod runtime;
 mod view;
 
 pub use bindings::PackNode;
-pub use runtime::{Pack, PackRuntime, RunError, RunOutput};
+pub use cache::entry as cache_entry;
+pub use runtime::{Pack, PackRuntime, RunError, RunOutput, RuntimeOptions};
 pub use view::{CallAiCtx, CallAiView, add_to_linker};

@@ -1,22 +1,36 @@
-//! The component runtime: compile a pack once, keep it pre-instantiated, run
-//! a node on a fresh instance per run. The guest gets no preopened
-//! directories, no network and no environment variables.
+//! The component runtime: compile a pack once (through the on-disk cache),
+//! keep it pre-instantiated, and run a node on a fresh instance per run from
+//! the pooling allocator, within the run's limits. The guest gets no
+//! preopened directories, no network and no environment variables.
 
 use super::bindings::{PackNode, PackNodePre};
+use super::cache;
+use super::limits::RunLimiter;
 use super::view::{CallAiCtx, CallAiView, add_to_linker};
+use crate::config::Limits;
 use crate::engine::Engine;
 use crate::events::{Event, EventLog};
 use crate::runlog::Journal;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config, Store};
+use wasmtime::{
+    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+/// How often the epoch advances: the granularity of the wall-clock limit and
+/// how often a busy pack yields to other runs.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
 /// The store data of one run.
-struct RunState {
+pub(super) struct RunState {
     wasi: WasiCtx,
     table: ResourceTable,
     callai: CallAiCtx,
+    pub(super) limiter: RunLimiter,
 }
 
 impl WasiView for RunState {
@@ -37,6 +51,14 @@ pub enum RunError {
     /// The pack trapped (panic, `unreachable`, out-of-bounds access...).
     #[error("the pack trapped: {0}")]
     Trap(String),
+    /// A per-run limit stopped the pack.
+    #[error("stopped by {key}: {message}")]
+    Limit {
+        /// The config key of the limit, e.g. `limits.fuel`.
+        key: &'static str,
+        /// What the pack did.
+        message: String,
+    },
     /// Replay met a call other than the recorded one; the run was stopped.
     #[error("replay diverged: {0}")]
     ReplayDiverged(String),
@@ -49,10 +71,13 @@ impl RunError {
     /// The error as JSON, as `callai run` prints it.
     pub fn to_json(&self) -> serde_json::Value {
         let (kind, message) = match self {
-            Self::Node(m) => ("node", m),
-            Self::Trap(m) => ("trap", m),
-            Self::ReplayDiverged(m) => ("replay_diverged", m),
-            Self::RunLog(m) => ("run_log", m),
+            Self::Node(m) => ("node", m.clone()),
+            Self::Trap(m) => ("trap", m.clone()),
+            Self::Limit { key, message } => {
+                return serde_json::json!({"error": {"kind": "limit", "limit": key, "message": message}});
+            }
+            Self::ReplayDiverged(m) => ("replay_diverged", m.clone()),
+            Self::RunLog(m) => ("run_log", m.clone()),
         };
         serde_json::json!({"error": {"kind": kind, "message": message}})
     }
@@ -69,11 +94,47 @@ pub struct RunOutput {
     pub calls: u32,
 }
 
+/// How a [`PackRuntime`] is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// Runs at once (instance slots in the pool); more wait for a slot.
+    pub max_concurrent_runs: u32,
+    /// The largest linear memory a run may have.
+    pub max_memory_bytes: u64,
+    /// Where compiled components are cached; `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self::from_limits(&Limits::default())
+    }
+}
+
+impl RuntimeOptions {
+    /// Options sized for `limits`, without a cache.
+    pub fn from_limits(limits: &Limits) -> Self {
+        Self {
+            max_concurrent_runs: limits.max_concurrent_runs,
+            max_memory_bytes: limits.memory_bytes,
+            cache_dir: None,
+        }
+    }
+
+    /// With the compiled-component cache in `dir`.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+}
+
 /// A wasmtime engine and linker set up for pack nodes. Build one per process.
 #[derive(Clone)]
 pub struct PackRuntime {
     engine: wasmtime::Engine,
     linker: Linker<RunState>,
+    slots: Arc<Semaphore>,
+    cache_dir: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for PackRuntime {
@@ -83,17 +144,43 @@ impl std::fmt::Debug for PackRuntime {
 }
 
 impl PackRuntime {
-    /// A runtime with async support and the WASI and callAI imports linked.
+    /// A runtime with the default options.
     pub fn new() -> wasmtime::Result<Self> {
+        Self::with_options(&RuntimeOptions::default())
+    }
+
+    /// A runtime: async, fuel and epochs on, the pooling allocator sized for
+    /// `options`, and the WASI and callAI imports linked.
+    pub fn with_options(options: &RuntimeOptions) -> wasmtime::Result<Self> {
+        let n = options.max_concurrent_runs.max(1);
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(n)
+            .total_core_instances(n.saturating_mul(8))
+            .total_memories(n.saturating_mul(2))
+            .total_tables(n.saturating_mul(8))
+            .total_stacks(n)
+            .max_memories_per_component(4)
+            .max_tables_per_component(8)
+            .max_memory_size(usize::try_from(options.max_memory_bytes).unwrap_or(usize::MAX));
         let mut config = Config::new();
-        config.wasm_component_model(true);
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = wasmtime::Engine::new(&config)?;
+        start_epoch_ticker(&engine);
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         add_to_linker(&mut linker, |s: &mut RunState| CallAiView {
             ctx: &mut s.callai,
         })?;
-        Ok(Self { engine, linker })
+        Ok(Self {
+            engine,
+            linker,
+            slots: Arc::new(Semaphore::new(n as usize)),
+            cache_dir: options.cache_dir.clone(),
+        })
     }
 
     /// The wasmtime engine.
@@ -101,16 +188,20 @@ impl PackRuntime {
         &self.engine
     }
 
-    /// Compiles and pre-instantiates a pack component.
+    /// Compiles (or loads from the cache) and pre-instantiates a component.
     pub fn load(&self, bytes: &[u8]) -> wasmtime::Result<Pack> {
-        let component = Component::new(&self.engine, bytes)?;
+        let component = match &self.cache_dir {
+            Some(dir) => cache::load(&self.engine, bytes, dir)?,
+            None => Component::new(&self.engine, bytes)?,
+        };
         self.pre_instantiate(&component)
     }
 
     /// [`PackRuntime::load`] from a file.
     pub fn load_file(&self, path: &Path) -> wasmtime::Result<Pack> {
-        let component = Component::from_file(&self.engine, path)?;
-        self.pre_instantiate(&component)
+        let bytes = std::fs::read(path)
+            .map_err(|e| wasmtime::Error::msg(format!("cannot read {}: {e}", path.display())))?;
+        self.load(&bytes)
     }
 
     fn pre_instantiate(&self, component: &Component) -> wasmtime::Result<Pack> {
@@ -118,15 +209,32 @@ impl PackRuntime {
         Ok(Pack {
             engine: self.engine.clone(),
             pre: PackNodePre::new(pre)?,
+            slots: self.slots.clone(),
         })
     }
 }
 
-/// A compiled, pre-instantiated pack: cheap to run many times.
+/// Advances the engine's epoch every tick while the engine lives.
+fn start_epoch_ticker(engine: &wasmtime::Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("callai-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("cannot start the epoch thread");
+}
+
+/// A compiled, pre-instantiated pack: cheap to run many times, at once.
 #[derive(Clone)]
 pub struct Pack {
     engine: wasmtime::Engine,
     pre: PackNodePre<RunState>,
+    slots: Arc<Semaphore>,
 }
 
 impl std::fmt::Debug for Pack {
@@ -136,8 +244,8 @@ impl std::fmt::Debug for Pack {
 }
 
 impl Pack {
-    /// Runs the node once on a fresh instance. A trapping pack yields
-    /// `RunError::Trap` for this run only.
+    /// Runs the node once on a fresh instance. A pack that traps or hits a
+    /// limit fails this run only.
     pub async fn run(&self, engine: &Engine, node_id: &str, input: &str) -> RunOutput {
         self.run_journaled(engine, node_id, input, Journal::Live)
             .await
@@ -152,6 +260,13 @@ impl Pack {
         input: &str,
         journal: Journal,
     ) -> RunOutput {
+        let limits = engine.config().limits;
+        // Wait for an instance slot rather than fail when the pool is full.
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .expect("the slot semaphore is never closed");
         let events = EventLog::new();
         let state = RunState {
             // Nothing granted: no preopens, no env, no args, no sockets,
@@ -159,10 +274,31 @@ impl Pack {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
             callai: CallAiCtx::new(engine.clone(), node_id, events.clone()).with_journal(journal),
+            limiter: RunLimiter::new(&limits),
         };
         let mut store = Store::new(&self.engine, state);
-        let result = self.call(&mut store, input).await;
-        let result = store.data_mut().callai.settle(result);
+        store.limiter(|s| &mut s.limiter);
+        store.set_fuel(limits.fuel).expect("fuel is enabled");
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut ctx| {
+            if ctx.data_mut().limiter.past_deadline() {
+                Err(wasmtime::Error::msg("the run's wall-clock limit passed"))
+            } else {
+                // Yield each tick so a busy pack never starves other runs.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        // The epoch deadline stops wasm that computes; this stops a run that
+        // waits (on a provider) past its wall-clock limit.
+        let wall = Duration::from_millis(limits.wall_ms);
+        let result = match tokio::time::timeout(wall, self.call(&mut store, input)).await {
+            Ok(result) => result,
+            Err(_) => {
+                store.data_mut().limiter.record_wall();
+                Err(RunError::Trap("the run's wall-clock limit passed".into()))
+            }
+        };
+        let result = store.data_mut().settle(result);
         RunOutput {
             result,
             events: events.take(),
@@ -171,15 +307,37 @@ impl Pack {
     }
 
     async fn call(&self, store: &mut Store<RunState>, input: &str) -> Result<String, RunError> {
+        let trap = |e: wasmtime::Error| match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => RunError::Limit {
+                key: "limits.fuel",
+                message: "the pack ran out of fuel (too much computation)".into(),
+            },
+            _ => RunError::Trap(format!("{e:#}")),
+        };
         let instance: PackNode = self
             .pre
             .instantiate_async(&mut *store)
             .await
-            .map_err(|e| RunError::Trap(format!("{e:#}")))?;
+            .map_err(trap)?;
         match instance.call_run(&mut *store, input).await {
             Ok(Ok(output)) => Ok(output),
             Ok(Err(message)) => Err(RunError::Node(message)),
-            Err(trap) => Err(RunError::Trap(format!("{trap:#}"))),
+            Err(e) => Err(trap(e)),
         }
+    }
+}
+
+impl RunState {
+    /// The run's final result: a limit the host recorded names itself, over
+    /// the trap the guest saw; then the callAI context settles the journal.
+    fn settle(&mut self, result: Result<String, RunError>) -> Result<String, RunError> {
+        let result = match (result, self.limiter.hit.take()) {
+            (Err(_), Some(hit)) => Err(RunError::Limit {
+                key: hit.key,
+                message: hit.message,
+            }),
+            (result, _) => result,
+        };
+        self.callai.settle(result)
     }
 }

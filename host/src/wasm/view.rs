@@ -105,6 +105,28 @@ impl CallAiCtx {
     ) -> wasmtime::Result<Value> {
         let index = self.calls;
         self.calls += 1;
+        let limits = self.engine.config().limits;
+        if self.calls > limits.max_calls_per_run {
+            let message = format!(
+                "call {} is over the limit of {} calls per run",
+                self.calls, limits.max_calls_per_run
+            );
+            return Err(self.stop(RunError::Limit {
+                key: "limits.maxCallsPerRun",
+                message,
+            }));
+        }
+        if key.len() as u64 > limits.max_request_bytes {
+            let message = format!(
+                "a request of {} bytes is over the limit of {}",
+                key.len(),
+                limits.max_request_bytes
+            );
+            return Err(self.stop(RunError::Limit {
+                key: "limits.maxRequestBytes",
+                message,
+            }));
+        }
         if self.journal.is_replay() {
             return match self.journal.replay_call(&self.node_id, index, entry, &key) {
                 Replayed::Served { outcome, events } => {

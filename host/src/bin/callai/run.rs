@@ -3,7 +3,8 @@
 use crate::args::RunArgs;
 use callai_host::bundled;
 use callai_host::{
-    Engine, HostConfig, Journal, MockProvider, MockScript, PackRuntime, Providers, SqliteRunLog,
+    Engine, HostConfig, Journal, MockProvider, MockScript, PackRuntime, Providers, RuntimeOptions,
+    SqliteRunLog,
 };
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -73,7 +74,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         providers.insert(provider);
     }
     let engine = Engine::new(Arc::new(config), providers);
-    let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
+    let runtime = runtime(engine.config())?;
     let pack = match example {
         Some(e) => runtime.load(e.component),
         None => runtime.load_file(&pack_path),
@@ -155,4 +156,23 @@ pub fn conformance(json: bool, config: Option<&Path>) -> Result<ExitCode, String
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// The wasmtime runtime for `config`'s limits, with the compiled-component
+/// cache in `$CALLAI_CACHE_DIR`, else `$XDG_CACHE_HOME/callai`, else
+/// `~/.cache/callai` (none when no home is known).
+fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
+    let mut options = RuntimeOptions::from_limits(&config.limits);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = env("CALLAI_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("callai")))
+        .or_else(|| env("HOME").map(|d| d.join(".cache/callai")));
+    if let Some(dir) = dir {
+        options = options.cache_dir(dir.join("components"));
+    }
+    PackRuntime::with_options(&options).map_err(|e| format!("cannot start wasmtime: {e:#}"))
 }
