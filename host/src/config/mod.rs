@@ -1,6 +1,10 @@
 //! The host config (TOML, every key optional). An unknown key or a value out
 //! of range is an error naming the key, at start-up.
 
+mod limits;
+
+pub use limits::Limits;
+
 use serde::Deserialize;
 use std::path::Path;
 
@@ -82,75 +86,6 @@ impl MockConfig {
     /// `latencyMs` as a duration.
     pub fn latency(&self) -> std::time::Duration {
         std::time::Duration::from_millis(self.latency_ms)
-    }
-}
-
-/// `[limits]`: what one run of an untrusted pack may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct Limits {
-    /// Linear memory per run.
-    pub memory_bytes: u64,
-    /// Wall-clock time per run, provider waits included.
-    pub wall_ms: u64,
-    /// Fuel per run: a bound on the wasm instructions it may execute.
-    pub fuel: u64,
-    /// ctx.callAI calls per run.
-    pub max_calls_per_run: u32,
-    /// The largest request a pack may send (its JSON, or the typed request's text).
-    pub max_request_bytes: u64,
-    /// The largest reply text a provider may return.
-    pub max_response_bytes: u64,
-    /// Runs at once; more wait for a slot (the pooling allocator's size).
-    pub max_concurrent_runs: u32,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            memory_bytes: 64 << 20,
-            wall_ms: 300_000,
-            fuel: 20_000_000_000,
-            max_calls_per_run: 256,
-            max_request_bytes: 1 << 20,
-            max_response_bytes: 4 << 20,
-            max_concurrent_runs: 1000,
-        }
-    }
-}
-
-impl Limits {
-    fn validate(&self) -> Result<(), ConfigError> {
-        let ranges: [(&str, u64, u64, u64); 7] = [
-            ("limits.memoryBytes", self.memory_bytes, 1 << 20, 4 << 30),
-            ("limits.wallMs", self.wall_ms, 1, 86_400_000),
-            ("limits.fuel", self.fuel, 1, u64::MAX),
-            (
-                "limits.maxCallsPerRun",
-                self.max_calls_per_run.into(),
-                1,
-                100_000,
-            ),
-            ("limits.maxRequestBytes", self.max_request_bytes, 1, 1 << 30),
-            (
-                "limits.maxResponseBytes",
-                self.max_response_bytes,
-                1,
-                1 << 30,
-            ),
-            (
-                "limits.maxConcurrentRuns",
-                self.max_concurrent_runs.into(),
-                1,
-                10_000,
-            ),
-        ];
-        for (key, value, lo, hi) in ranges {
-            if !(lo..=hi).contains(&value) {
-                return Err(invalid(key, format!("must be {lo}..{hi}, got {value}")));
-            }
-        }
-        Ok(())
     }
 }
 
@@ -264,7 +199,7 @@ impl ConfigError {
     }
 }
 
-fn invalid(key: &str, message: String) -> ConfigError {
+pub(crate) fn invalid(key: &str, message: String) -> ConfigError {
     ConfigError::Invalid {
         key: key.into(),
         message,
@@ -388,101 +323,4 @@ impl HostConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn empty_config_takes_the_documented_defaults() {
-        let c = HostConfig::from_toml("").unwrap();
-        assert_eq!(c.retry.max_retry_attempts, 3);
-        assert_eq!(c.retry.truncation_budget_multiplier, 2);
-        assert_eq!(c.retry.default_max_tokens, 4000);
-        assert_eq!(c.retry.provider_max_tokens, 64000);
-        assert!(c.retry.nl_fallback);
-        assert!(c.call_accounting.attempts && c.call_accounting.retry_policy);
-        assert!(c.mock.native);
-        assert_eq!(c.defaults.provider, "mock");
-    }
-
-    #[test]
-    fn the_design_example_parses() {
-        let c = HostConfig::from_toml(
-            r#"
-[retry]
-maxRetryAttempts = 5
-truncationBudgetMultiplier = 4
-defaultMaxTokens = 1000
-providerMaxTokens = 8000
-nlFallback = false
-[callAccounting]
-attempts = false
-retryPolicy = true
-[policy]
-allowedProviders = ["mock", "openai"]
-[mock]
-native = false
-[defaults]
-provider = "mock"
-[providers.openai]
-baseUrl = "http://127.0.0.1:11434/v1"
-apiKeyEnv = "OPENAI_API_KEY"
-model = "llama3"
-native = false
-timeoutMs = 1000
-"#,
-        )
-        .unwrap();
-        assert_eq!(c.retry.max_retry_attempts, 5);
-        assert!(!c.call_accounting.attempts);
-        assert!(!c.mock.native);
-        assert_eq!(c.provider_names(), vec!["mock", "openai"]);
-        assert!(!c.provider_allowed("anthropic"));
-    }
-
-    #[test]
-    fn unknown_keys_are_errors_naming_the_key() {
-        for (text, key) in [
-            ("[retry]\nmaxRetries = 3", "maxRetries"),
-            ("[bogus]\nx = 1", "bogus"),
-            ("[callAccounting]\nattempt = true", "attempt"),
-            ("[providers.gemini]\nmodel = \"x\"", "gemini"),
-        ] {
-            let err = HostConfig::from_toml(text).unwrap_err();
-            assert!(err.to_string().contains(key), "{err} should name {key}");
-        }
-    }
-
-    #[test]
-    fn out_of_range_values_are_errors_naming_the_key() {
-        for (text, key) in [
-            ("[retry]\nmaxRetryAttempts = 0", "retry.maxRetryAttempts"),
-            ("[retry]\nmaxRetryAttempts = 17", "retry.maxRetryAttempts"),
-            (
-                "[retry]\ntruncationBudgetMultiplier = 9",
-                "retry.truncationBudgetMultiplier",
-            ),
-            ("[retry]\ndefaultMaxTokens = 0", "retry.defaultMaxTokens"),
-            (
-                "[retry]\ndefaultMaxTokens = 9000\nproviderMaxTokens = 8000",
-                "retry.defaultMaxTokens",
-            ),
-            (
-                "[policy]\nallowedProviders = [\"openai\"]",
-                "policy.allowedProviders[0]",
-            ),
-            ("[defaults]\nprovider = \"openai\"", "defaults.provider"),
-            (
-                "[providers.openai]\ntimeoutMs = 0",
-                "providers.openai.timeoutMs",
-            ),
-        ] {
-            let err = HostConfig::from_toml(text).unwrap_err();
-            assert_eq!(err.key(), Some(key), "{err}");
-            assert!(err.to_string().contains(key));
-        }
-        let err = HostConfig::from_toml("[retry]\nmaxRetryAttempts = -1").unwrap_err();
-        assert!(err.to_string().contains("maxRetryAttempts"), "{err}");
-        let err = HostConfig::from_toml("[retry]\nnlFallback = 1").unwrap_err();
-        assert!(err.to_string().contains("nlFallback"), "{err}");
-    }
-}
+mod tests;
