@@ -391,3 +391,72 @@ fn a_run_killed_between_calls_leaves_a_log_that_replays_up_to_its_last_call() {
     assert_eq!(usage, n, "every committed call replayed with its events");
     assert!(lines(&d.path("mock.jsonl")).is_empty());
 }
+
+#[test]
+fn a_run_killed_during_a_call_leaves_a_log_without_that_call() {
+    let d = Dir::new();
+    let script = d.file(
+        "s.json",
+        r#"[{"content": "a", "outputTokens": 1}, {"content": "b", "outputTokens": 1}]"#,
+    );
+    let config = d.file("slow.toml", "[mock]\nlatencyMs = 3000\n");
+    let log_path = d.path("runs.db");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args([
+            "run",
+            test_programs::MULTI_CALL,
+            "--input",
+            r#"{"calls": 2}"#,
+            "--script",
+            &script,
+            "--config",
+            &config,
+            "--record",
+            log_path.to_str().unwrap(),
+            "--run-id",
+            "mid",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the run to begin, then kill it while its first call waits.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while SqliteRunLog::open_existing(&log_path)
+        .and_then(|l| l.load("mid"))
+        .is_err()
+    {
+        assert!(Instant::now() < deadline, "the run never began");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let run = SqliteRunLog::open_existing(&log_path)
+        .unwrap()
+        .load("mid")
+        .unwrap();
+    assert_eq!(run.status, RunStatus::Running);
+    assert!(
+        run.calls.is_empty(),
+        "the call in flight was never committed"
+    );
+    let rep = callai(&[
+        "run",
+        test_programs::MULTI_CALL,
+        "--input",
+        r#"{"calls": 2}"#,
+        "--replay",
+        log_path.to_str().unwrap(),
+        "--run-id",
+        "mid",
+    ]);
+    let err: Value = serde_json::from_slice(&rep.stderr).unwrap();
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("call 0 was not recorded"),
+        "{err}"
+    );
+}
