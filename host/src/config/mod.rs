@@ -313,6 +313,16 @@ impl HostConfig {
         names
     }
 
+    /// Whether `provider` is one this host knows (without allocating).
+    pub fn has_provider(&self, provider: &str) -> bool {
+        match provider {
+            "mock" => true,
+            "openai" => self.providers.openai.is_some(),
+            "anthropic" => self.providers.anthropic.is_some(),
+            _ => false,
+        }
+    }
+
     /// Whether the policy lets a request reach `provider`.
     pub fn provider_allowed(&self, provider: &str) -> bool {
         self.policy

@@ -99,7 +99,7 @@ impl Engine {
             .provider
             .as_deref()
             .unwrap_or(&self.config.defaults.provider);
-        if !self.config.provider_names().contains(&name) {
+        if !self.config.has_provider(name) {
             return Err(CallError::validation(
                 "provider",
                 format!(

@@ -345,7 +345,9 @@ impl<'a> CallLoop<'a> {
     /// The provider request for the next attempt.
     fn build(&self, next: &Next) -> ProviderRequest {
         let r = self.request;
-        let schema_text = r.response_schema.as_ref().map(|s| s.to_string());
+        // The schema's text goes into a prompt only in prompt mode and in
+        // the fallback; a native attempt never renders it.
+        let schema_text = || r.response_schema.as_ref().map(|s| s.to_string());
         let mut system_prompt = r.system_prompt.clone();
         let mut messages = r.messages.clone();
         match next {
@@ -360,12 +362,12 @@ impl<'a> CallLoop<'a> {
                 messages = vec![Message::user(format!(
                     "Turn the following text into a JSON value that satisfies the JSON \
                      Schema below.\n\nSchema:\n{}\n\nText:\n{prose}",
-                    schema_text.as_deref().unwrap_or("{}")
+                    schema_text().as_deref().unwrap_or("{}")
                 ))];
             }
         }
         if self.mode == Some(StructuredMode::Prompt)
-            && let Some(schema_text) = &schema_text
+            && let Some(schema_text) = schema_text()
         {
             let instruction = format!(
                 "Reply with only a JSON value that satisfies this JSON Schema, with no \

@@ -6,13 +6,20 @@
 
 use crate::error::CallError;
 use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// At most this many violations are quoted in one complaint.
 const MAX_QUOTED: usize = 3;
 
-/// A caller's `responseSchema`, compiled once per call.
+/// How many compiled schemas the process keeps: packs send the same few
+/// schemas on every call, and compiling one costs far more than a call.
+const CACHED_SCHEMAS: usize = 256;
+
+/// A caller's `responseSchema`, compiled (once per distinct schema).
+#[derive(Clone)]
 pub struct CompiledSchema {
-    validator: jsonschema::Validator,
+    validator: Arc<jsonschema::Validator>,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -27,10 +34,29 @@ pub fn check_schema(schema: &Value) -> Result<(), CallError> {
 }
 
 impl CompiledSchema {
-    /// Compiles a schema; an invalid one is a `validation_error` on `responseSchema`.
+    /// Compiles a schema, or finds it compiled; an invalid one is a
+    /// `validation_error` on `responseSchema`.
     pub fn compile(schema: &Value) -> Result<Self, CallError> {
+        static CACHE: OnceLock<Mutex<HashMap<String, CompiledSchema>>> = OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        let key = schema.to_string();
+        if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let compiled = Self::compile_uncached(schema)?;
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHED_SCHEMAS {
+            cache.clear();
+        }
+        cache.insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    fn compile_uncached(schema: &Value) -> Result<Self, CallError> {
         jsonschema::validator_for(schema)
-            .map(|validator| Self { validator })
+            .map(|validator| Self {
+                validator: Arc::new(validator),
+            })
             .map_err(|e| {
                 CallError::validation(
                     "responseSchema",

@@ -1,7 +1,7 @@
 //! The Anthropic Messages API. Native structured output is a forced tool
 //! call whose input schema is the caller's `responseSchema`.
 
-use super::http::{HttpClient, rejects_native, tokens};
+use super::http::{HttpClient, tokens};
 use crate::provider::{
     BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, StopReason,
 };
@@ -149,24 +149,17 @@ impl Provider for Anthropic {
             if let Some(key) = self.http.key() {
                 headers.push(("x-api-key", key.expose()));
             }
-            let native = request
-                .structured
-                .as_ref()
-                .is_some_and(|s| s.mode == StructuredMode::Native);
-            match self
-                .http
-                .post_json(&url, &headers, &self.body(request))
+            let body = self.body(request);
+            self.http
+                .attempt(
+                    &url,
+                    &headers,
+                    &body,
+                    request,
+                    &["tool_choice", "tools", "input_schema"],
+                    Self::reply,
+                )
                 .await
-            {
-                Ok(response) => Self::reply(&response),
-                Err(mut f)
-                    if native && rejects_native(&f, &["tool_choice", "tools", "input_schema"]) =>
-                {
-                    f.kind = FailureKind::NativeUnsupported;
-                    Err(f)
-                }
-                Err(f) => Err(f),
-            }
         })
     }
 }

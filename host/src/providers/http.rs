@@ -2,7 +2,8 @@
 //! kept out of every message, and the mapping of transport outcomes onto
 //! [`ProviderFailure`].
 
-use crate::provider::{FailureKind, ProviderFailure};
+use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
+use crate::result::StructuredMode;
 use serde_json::Value;
 use std::fmt;
 use std::time::Duration;
@@ -120,6 +121,32 @@ impl HttpClient {
         })
     }
 
+    /// One attempt: POSTs `body` and reads the reply with `parse`. When the
+    /// request asked for native structured output and a 400 names one of
+    /// `native_terms`, the failure says the native mode was rejected.
+    pub async fn attempt(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+        request: &ProviderRequest,
+        native_terms: &[&str],
+        parse: fn(&Value) -> Result<ProviderReply, ProviderFailure>,
+    ) -> Result<ProviderReply, ProviderFailure> {
+        let native = request
+            .structured
+            .as_ref()
+            .is_some_and(|s| s.mode == StructuredMode::Native);
+        match self.post_json(url, headers, body).await {
+            Ok(response) => parse(&response),
+            Err(mut f) if native && rejects_native(&f, native_terms) => {
+                f.kind = FailureKind::NativeUnsupported;
+                Err(f)
+            }
+            Err(f) => Err(f),
+        }
+    }
+
     fn transport(&self, e: &reqwest::Error) -> ProviderFailure {
         let what = if e.is_timeout() {
             format!("timed out after {} ms", self.timeout.as_millis())
@@ -143,7 +170,7 @@ pub fn tokens(v: Option<&Value>) -> Option<u32> {
 
 /// Whether a 400 rejects the native structured-output mechanism (the model
 /// or server does not support it), naming one of `needles`.
-pub fn rejects_native(failure: &ProviderFailure, needles: &[&str]) -> bool {
+fn rejects_native(failure: &ProviderFailure, needles: &[&str]) -> bool {
     let text = failure.message.to_ascii_lowercase();
     failure.status == Some(400) && needles.iter().any(|n| text.contains(n))
 }

@@ -2,7 +2,7 @@
 //! server, LM Studio). Native structured output is
 //! `response_format: {type: "json_schema"}`.
 
-use super::http::{HttpClient, rejects_native, tokens};
+use super::http::{HttpClient, tokens};
 use crate::provider::{
     BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, StopReason,
 };
@@ -119,22 +119,17 @@ impl Provider for OpenAi {
             let auth = self.http.key().map(|k| format!("Bearer {}", k.expose()));
             let headers: Vec<(&str, &str)> =
                 auth.iter().map(|a| ("authorization", a.as_str())).collect();
-            let native = request
-                .structured
-                .as_ref()
-                .is_some_and(|s| s.mode == StructuredMode::Native);
-            match self
-                .http
-                .post_json(&url, &headers, &self.body(request))
+            let body = self.body(request);
+            self.http
+                .attempt(
+                    &url,
+                    &headers,
+                    &body,
+                    request,
+                    &["response_format", "json_schema"],
+                    Self::reply,
+                )
                 .await
-            {
-                Ok(response) => Self::reply(&response),
-                Err(mut f) if native && rejects_native(&f, &["response_format", "json_schema"]) => {
-                    f.kind = FailureKind::NativeUnsupported;
-                    Err(f)
-                }
-                Err(f) => Err(f),
-            }
         })
     }
 }

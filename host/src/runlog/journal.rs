@@ -75,6 +75,11 @@ impl Journal {
         })
     }
 
+    /// Whether calls are committed to a log.
+    pub fn is_recording(&self) -> bool {
+        matches!(self, Self::Record { .. })
+    }
+
     /// Whether calls are served from a log.
     pub fn is_replay(&self) -> bool {
         matches!(self, Self::Replay { .. })

@@ -50,6 +50,21 @@ pub(super) fn request_from_wit(
     Ok(request)
 }
 
+/// The bytes a typed request carries, as `limits.maxRequestBytes` counts them.
+pub(super) fn request_size(r: &wit::CallRequest) -> usize {
+    let text = |s: &Option<String>| s.as_ref().map_or(0, String::len);
+    r.messages.iter().map(|m| m.content.len()).sum::<usize>()
+        + text(&r.system_prompt)
+        + text(&r.response_schema)
+        + text(&r.provider)
+        + text(&r.model)
+        + r.stop_sequences
+            .iter()
+            .flatten()
+            .map(String::len)
+            .sum::<usize>()
+}
+
 pub(super) fn result_to_wit(r: CallResult) -> wit::CallResult {
     wit::CallResult {
         content: r.content,

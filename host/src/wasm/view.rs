@@ -95,14 +95,16 @@ impl CallAiCtx {
         wasmtime::Error::msg(message)
     }
 
-    /// One call, through the journal. Returns its wire outcome
-    /// `{"result": ...}` or `{"error": ...}`; `Err` stops the run.
+    /// One call, through the journal: live, recorded, or served from the
+    /// log. The request's key (its recorded form) is only made when the run
+    /// is journaled. `Err` stops the run.
     async fn serve(
         &mut self,
         entry: Entry,
-        key: String,
-        request: Result<CallRequest, CallError>,
-    ) -> wasmtime::Result<Value> {
+        size: usize,
+        key: impl FnOnce() -> String,
+        request: impl FnOnce() -> Result<CallRequest, CallError>,
+    ) -> wasmtime::Result<Result<CallResult, CallError>> {
         let index = self.calls;
         self.calls += 1;
         let limits = self.engine.config().limits;
@@ -116,10 +118,9 @@ impl CallAiCtx {
                 message,
             }));
         }
-        if key.len() as u64 > limits.max_request_bytes {
+        if size as u64 > limits.max_request_bytes {
             let message = format!(
-                "a request of {} bytes is over the limit of {}",
-                key.len(),
+                "a request of {size} bytes is over the limit of {}",
                 limits.max_request_bytes
             );
             return Err(self.stop(RunError::Limit {
@@ -128,10 +129,13 @@ impl CallAiCtx {
             }));
         }
         if self.journal.is_replay() {
-            return match self.journal.replay_call(&self.node_id, index, entry, &key) {
+            return match self
+                .journal
+                .replay_call(&self.node_id, index, entry, &key())
+            {
                 Replayed::Served { outcome, events } => {
                     events.into_iter().for_each(|e| self.events.emit(e));
-                    Ok(outcome)
+                    split(outcome)
                 }
                 Replayed::Diverged(reason) => {
                     let error = self.diverge(index, reason);
@@ -140,7 +144,7 @@ impl CallAiCtx {
             };
         }
         let start = self.events.len();
-        let outcome = match request {
+        let outcome = match request() {
             Ok(request) => {
                 self.engine
                     .call(&self.node_id, &request, &self.events)
@@ -148,31 +152,32 @@ impl CallAiCtx {
             }
             Err(e) => Err(e),
         };
-        let wire = match outcome {
-            Ok(result) => json!({ "result": result.to_json() }),
-            Err(error) => json!({ "error": error.to_json() }),
-        };
-        let call = RecordedCall {
-            node_id: self.node_id.clone(),
-            index,
-            entry,
-            request: key,
-            outcome: wire.clone(),
-            events: self.events.since(start),
-        };
-        if let Err(e) = self.journal.commit(&call, &self.events.snapshot()) {
-            return Err(self.stop(RunError::RunLog(e.to_string())));
+        if self.journal.is_recording() {
+            let call = RecordedCall {
+                node_id: self.node_id.clone(),
+                index,
+                entry,
+                request: key(),
+                outcome: match &outcome {
+                    Ok(result) => json!({ "result": result.to_json() }),
+                    Err(error) => json!({ "error": error.to_json() }),
+                },
+                events: self.events.since(start),
+            };
+            if let Err(e) = self.journal.commit(&call, &self.events.snapshot()) {
+                return Err(self.stop(RunError::RunLog(e.to_string())));
+            }
         }
-        Ok(wire)
+        Ok(outcome)
     }
 }
 
-/// A recorded or live wire outcome, split for the guest. A record that does
-/// not parse is a host bug: trap.
-fn split(wire: Value) -> wasmtime::Result<Result<Value, CallError>> {
+/// A recorded outcome, `{"result": ...}` or `{"error": ...}`, as the call's
+/// result. A record that does not parse is a host bug: trap.
+fn split(wire: Value) -> wasmtime::Result<Result<CallResult, CallError>> {
     match wire {
         Value::Object(mut o) => match (o.remove("result"), o.remove("error")) {
-            (Some(result), None) => Ok(Ok(result)),
+            (Some(result), None) => Ok(Ok(serde_json::from_value(result)?)),
             (None, Some(error)) => Ok(Err(serde_json::from_value(error)?)),
             _ => Err(wasmtime::Error::msg(
                 "a call outcome has neither result nor error",
@@ -213,16 +218,25 @@ impl ai::Host for CallAiView<'_> {
         request: types::CallRequest,
     ) -> wasmtime::Result<Result<types::CallResult, types::CallError>> {
         let honour_retry = self.ctx.engine.config().call_accounting.retry_policy;
-        // The typed request's key: its complete, deterministic debug form.
-        let key = format!("{request:?}");
-        let parsed = convert::request_from_wit(request, honour_retry);
-        let wire = self.ctx.serve(Entry::Typed, key, parsed).await?;
-        Ok(match split(wire)? {
-            Ok(result) => Ok(convert::result_to_wit(
-                serde_json::from_value::<CallResult>(result)?,
-            )),
-            Err(error) => Err(convert::error_to_wit(&error)),
-        })
+        let size = convert::request_size(&request);
+        // The typed request's recorded form, its complete and deterministic
+        // debug form, is only needed when the run is recorded or replayed.
+        let key = match self.ctx.journal {
+            Journal::Live => String::new(),
+            _ => format!("{request:?}"),
+        };
+        let outcome = self
+            .ctx
+            .serve(
+                Entry::Typed,
+                size,
+                || key,
+                || convert::request_from_wit(request, honour_retry),
+            )
+            .await?;
+        Ok(outcome
+            .map(convert::result_to_wit)
+            .map_err(|e| convert::error_to_wit(&e)))
     }
 
     async fn call_ai_json(
@@ -230,11 +244,18 @@ impl ai::Host for CallAiView<'_> {
         request: String,
     ) -> wasmtime::Result<Result<String, types::CallError>> {
         let honour_retry = self.ctx.engine.config().call_accounting.retry_policy;
-        let parsed = CallRequest::from_json(&request, honour_retry);
-        let wire = self.ctx.serve(Entry::Json, request, parsed).await?;
-        Ok(split(wire)?
-            .map(|result| result.to_string())
-            .map_err(|error| convert::error_to_wit(&error)))
+        let outcome = self
+            .ctx
+            .serve(
+                Entry::Json,
+                request.len(),
+                || request.clone(),
+                || CallRequest::from_json(&request, honour_retry),
+            )
+            .await?;
+        Ok(outcome
+            .map(|result| serde_json::to_string(&result).expect("a CallResult always serialises"))
+            .map_err(|e| convert::error_to_wit(&e)))
     }
 
     async fn call_accounting(&mut self) -> wasmtime::Result<types::AccountingFlags> {
