@@ -17,7 +17,8 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap, UpdateDeadline,
+    Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -161,7 +162,15 @@ impl PackRuntime {
             .total_stacks(n)
             .max_memories_per_component(4)
             .max_tables_per_component(8)
-            .max_memory_size(usize::try_from(options.max_memory_bytes).unwrap_or(usize::MAX));
+            .max_memory_size(usize::try_from(options.max_memory_bytes).unwrap_or(usize::MAX))
+            // Freed slots are decommitted in batches: each decommit is a
+            // madvise whose TLB shootdown interrupts every worker thread.
+            .decommit_batch_size(32)
+            // Where the kernel can say which pages a run dirtied (Linux 6.7+),
+            // reset only those and keep the slot resident: no madvise at all.
+            .pagemap_scan(Enabled::Auto)
+            .linear_memory_keep_resident(2 << 20)
+            .table_keep_resident(64 << 10);
         let mut config = Config::new();
         config
             .wasm_component_model(true)
