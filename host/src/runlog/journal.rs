@@ -3,7 +3,7 @@
 //! that differs from the recorded one is a divergence.
 
 use super::{RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus};
-use crate::events::Event;
+use crate::events::{Event, EventLog};
 use serde_json::Value;
 use std::fmt;
 use std::sync::Arc;
@@ -140,16 +140,17 @@ impl Journal {
         })
     }
 
-    /// Commits a recorded call with the run's events so far.
-    pub fn commit(&mut self, call: &RecordedCall, events: &[Event]) -> Result<(), RunLogError> {
+    /// Commits a recorded call with the run's events not yet committed.
+    pub fn commit(&mut self, call: &RecordedCall, events: &EventLog) -> Result<(), RunLogError> {
         if let Self::Record {
             log,
             run_id,
             flushed,
         } = self
         {
-            log.commit_call(run_id, call, &events[*flushed..])?;
-            *flushed = events.len();
+            let new = events.since(*flushed);
+            log.commit_call(run_id, call, &new)?;
+            *flushed += new.len();
         }
         Ok(())
     }
@@ -157,7 +158,7 @@ impl Journal {
     /// Ends a recorded run.
     pub fn finish(
         &mut self,
-        events: &[Event],
+        events: &EventLog,
         status: RunStatus,
         output: &str,
     ) -> Result<(), RunLogError> {
@@ -167,8 +168,9 @@ impl Journal {
             flushed,
         } = self
         {
-            log.finish(run_id, &events[*flushed..], status, output)?;
-            *flushed = events.len();
+            let new = events.since(*flushed);
+            log.finish(run_id, &new, status, output)?;
+            *flushed += new.len();
         }
         Ok(())
     }

@@ -70,10 +70,7 @@ impl CallAiCtx {
             Ok(out) => (RunStatus::Ok, out.clone()),
             Err(e) => (RunStatus::Failed, e.to_json().to_string()),
         };
-        if let Err(e) = self
-            .journal
-            .finish(&self.events.snapshot(), status, &output)
-        {
+        if let Err(e) = self.journal.finish(&self.events, status, &output) {
             result = Err(RunError::RunLog(e.to_string()));
         }
         result
@@ -164,7 +161,7 @@ impl CallAiCtx {
                 },
                 events: self.events.since(start),
             };
-            if let Err(e) = self.journal.commit(&call, &self.events.snapshot()) {
+            if let Err(e) = self.journal.commit(&call, &self.events) {
                 return Err(self.stop(RunError::RunLog(e.to_string())));
             }
         }
