@@ -3,6 +3,7 @@
 //! provider on loopback for the HTTP adapters.
 
 pub mod fake_server;
+pub mod wire;
 
 use callai_host::bundled::{self, test_programs};
 use callai_host::{

@@ -1,10 +1,9 @@
 //! The Anthropic Messages API. Native structured output is a forced tool
 //! call whose input schema is the caller's `responseSchema`.
 
-use super::http::{HttpClient, tokens};
-use crate::provider::{
-    BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, StopReason,
-};
+use super::adapter::WireFormat;
+use super::http::{ApiKey, tokens};
+use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
 use crate::request::Role;
 use crate::result::StructuredMode;
 use serde_json::{Value, json};
@@ -14,29 +13,26 @@ pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 /// The forced tool of native structured output.
 const TOOL: &str = "respond";
 
-/// An Anthropic Messages API provider.
+/// The Anthropic Messages API wire format.
 #[derive(Debug)]
-pub struct Anthropic {
-    http: HttpClient,
-    base_url: String,
-    model: String,
-    native: bool,
-}
+pub struct AnthropicWire;
 
-impl Anthropic {
-    /// A provider at `base_url` (e.g. `https://api.anthropic.com/v1`).
-    pub fn new(http: HttpClient, base_url: &str, model: &str, native: bool) -> Self {
-        Self {
-            http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            model: model.to_owned(),
-            native,
+impl WireFormat for AnthropicWire {
+    const NAME: &'static str = "anthropic";
+    const PATH: &'static str = "/messages";
+    const NATIVE_TERMS: &'static [&'static str] = &["tool_choice", "tools", "input_schema"];
+
+    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
+        if let Some(k) = key {
+            headers.push(("x-api-key", k.expose().to_owned()));
         }
+        headers
     }
 
     /// The request body for one attempt. System-role messages join the
     /// system prompt; consecutive turns of one role are merged.
-    pub fn body(&self, r: &ProviderRequest) -> Value {
+    fn body(model: &str, r: &ProviderRequest) -> Value {
         let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
         let mut turns: Vec<(&str, String)> = Vec::new();
         for m in &r.messages {
@@ -61,7 +57,7 @@ impl Anthropic {
             .map(|(role, content)| json!({"role": role, "content": content}))
             .collect();
         let mut body = json!({
-            "model": r.model.as_deref().unwrap_or(&self.model),
+            "model": r.model.as_deref().unwrap_or(model),
             "max_tokens": r.max_tokens,
             "messages": messages,
         });
@@ -89,7 +85,7 @@ impl Anthropic {
 
     /// Reads a Messages API response: the forced tool call's input (as JSON
     /// text) when there is one, else the text blocks.
-    pub fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
+    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
         let blocks = response["content"].as_array().ok_or_else(|| {
             ProviderFailure::new(
                 FailureKind::Transient,
@@ -122,44 +118,6 @@ impl Anthropic {
             input_tokens: tokens(usage.and_then(|u| u.get("input_tokens"))),
             output_tokens: tokens(usage.and_then(|u| u.get("output_tokens"))),
             model: response["model"].as_str().map(str::to_owned),
-        })
-    }
-}
-
-impl Provider for Anthropic {
-    fn name(&self) -> &str {
-        "anthropic"
-    }
-
-    fn default_model(&self) -> &str {
-        &self.model
-    }
-
-    fn supports_native(&self) -> bool {
-        self.native
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ProviderRequest,
-    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
-        Box::pin(async move {
-            let url = format!("{}/messages", self.base_url);
-            let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION)];
-            if let Some(key) = self.http.key() {
-                headers.push(("x-api-key", key.expose()));
-            }
-            let body = self.body(request);
-            self.http
-                .attempt(
-                    &url,
-                    &headers,
-                    &body,
-                    request,
-                    &["tool_choice", "tools", "input_schema"],
-                    Self::reply,
-                )
-                .await
         })
     }
 }

@@ -1,13 +1,20 @@
 //! The real providers: OpenAI-compatible chat completions and the Anthropic
 //! Messages API, built from `[providers.*]` in the host config.
 
+mod adapter;
 mod anthropic;
 mod http;
 mod openai;
 
-pub use anthropic::{ANTHROPIC_VERSION, Anthropic};
+pub use adapter::{HttpProvider, WireFormat};
+pub use anthropic::{ANTHROPIC_VERSION, AnthropicWire};
 pub use http::{ApiKey, HttpClient};
-pub use openai::OpenAi;
+pub use openai::OpenAiWire;
+
+/// An OpenAI-compatible chat-completions provider.
+pub type OpenAi = HttpProvider<OpenAiWire>;
+/// An Anthropic Messages API provider.
+pub type Anthropic = HttpProvider<AnthropicWire>;
 
 use crate::config::{HostConfig, ProviderConfig};
 use crate::provider::Provider;

@@ -2,36 +2,30 @@
 //! server, LM Studio). Native structured output is
 //! `response_format: {type: "json_schema"}`.
 
-use super::http::{HttpClient, tokens};
-use crate::provider::{
-    BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, StopReason,
-};
+use super::adapter::WireFormat;
+use super::http::{ApiKey, tokens};
+use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
 use crate::request::Role;
 use crate::result::StructuredMode;
 use serde_json::{Value, json};
 
-/// An OpenAI-compatible provider.
+/// The OpenAI chat-completions wire format.
 #[derive(Debug)]
-pub struct OpenAi {
-    http: HttpClient,
-    base_url: String,
-    model: String,
-    native: bool,
-}
+pub struct OpenAiWire;
 
-impl OpenAi {
-    /// A provider at `base_url` (e.g. `https://api.openai.com/v1`).
-    pub fn new(http: HttpClient, base_url: &str, model: &str, native: bool) -> Self {
-        Self {
-            http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
-            model: model.to_owned(),
-            native,
-        }
+impl WireFormat for OpenAiWire {
+    const NAME: &'static str = "openai";
+    const PATH: &'static str = "/chat/completions";
+    const NATIVE_TERMS: &'static [&'static str] = &["response_format", "json_schema"];
+
+    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+        key.map(|k| ("authorization", format!("Bearer {}", k.expose())))
+            .into_iter()
+            .collect()
     }
 
     /// The request body for one attempt.
-    pub fn body(&self, r: &ProviderRequest) -> Value {
+    fn body(model: &str, r: &ProviderRequest) -> Value {
         let mut messages = Vec::new();
         if let Some(system) = &r.system_prompt {
             messages.push(json!({"role": "system", "content": system}));
@@ -45,7 +39,7 @@ impl OpenAi {
             messages.push(json!({"role": role, "content": m.content}));
         }
         let mut body = json!({
-            "model": r.model.as_deref().unwrap_or(&self.model),
+            "model": r.model.as_deref().unwrap_or(model),
             "messages": messages,
             "max_tokens": r.max_tokens,
         });
@@ -67,7 +61,7 @@ impl OpenAi {
     }
 
     /// Reads a chat-completions response.
-    pub fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
+    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
         let choice = response.pointer("/choices/0").ok_or_else(|| {
             ProviderFailure::new(
                 FailureKind::Transient,
@@ -93,43 +87,6 @@ impl OpenAi {
             input_tokens: tokens(usage.and_then(|u| u.get("prompt_tokens"))),
             output_tokens: tokens(usage.and_then(|u| u.get("completion_tokens"))),
             model: response["model"].as_str().map(str::to_owned),
-        })
-    }
-}
-
-impl Provider for OpenAi {
-    fn name(&self) -> &str {
-        "openai"
-    }
-
-    fn default_model(&self) -> &str {
-        &self.model
-    }
-
-    fn supports_native(&self) -> bool {
-        self.native
-    }
-
-    fn complete<'a>(
-        &'a self,
-        request: &'a ProviderRequest,
-    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
-        Box::pin(async move {
-            let url = format!("{}/chat/completions", self.base_url);
-            let auth = self.http.key().map(|k| format!("Bearer {}", k.expose()));
-            let headers: Vec<(&str, &str)> =
-                auth.iter().map(|a| ("authorization", a.as_str())).collect();
-            let body = self.body(request);
-            self.http
-                .attempt(
-                    &url,
-                    &headers,
-                    &body,
-                    request,
-                    &["response_format", "json_schema"],
-                    Self::reply,
-                )
-                .await
         })
     }
 }

@@ -1,0 +1,220 @@
+//! The harness for the HTTP adapters' tests: each API's wire shapes, and a
+//! call through the engine against the loopback fake.
+
+use crate::fake_server::{FakeServer, Received, Reply};
+use callai_host::providers::from_config_with;
+use callai_host::{
+    CallError, CallRequest, CallResult, Engine, Event, EventLog, HostConfig, Providers,
+};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const KEY: &str = "sk-test-SUPERSECRET-0248";
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Api {
+    OpenAi,
+    Anthropic,
+}
+
+pub const APIS: [Api; 2] = [Api::OpenAi, Api::Anthropic];
+
+impl Api {
+    pub fn name(self) -> &'static str {
+        match self {
+            Api::OpenAi => "openai",
+            Api::Anthropic => "anthropic",
+        }
+    }
+
+    pub fn config(self, url: &str, native: bool, timeout_ms: u64) -> HostConfig {
+        let toml = format!(
+            "[defaults]\nprovider = \"{n}\"\n[providers.{n}]\nbaseUrl = \"{url}\"\napiKeyEnv = \"CALLAI_TEST_KEY\"\nmodel = \"m-1\"\nnative = {native}\ntimeoutMs = {timeout_ms}\n",
+            n = self.name()
+        );
+        HostConfig::from_toml(&toml).unwrap()
+    }
+
+    pub fn usage(self, out: Option<u32>) -> Option<Value> {
+        out.map(|o| match self {
+            Api::OpenAi => {
+                json!({"prompt_tokens": 11, "completion_tokens": o, "total_tokens": 11 + o})
+            }
+            Api::Anthropic => json!({"input_tokens": 11, "output_tokens": o}),
+        })
+    }
+
+    /// A reply carrying `text` (or, natively structured, `data`) that stopped for `stop`.
+    pub fn reply(self, text: &str, data: Option<Value>, stop: &str, out: Option<u32>) -> Reply {
+        let mut body = match self {
+            Api::OpenAi => {
+                let reason = stop;
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "m-1",
+                       "choices": [{"index": 0, "message": {"role": "assistant",
+                           "content": data.as_ref().map_or(text.to_owned(), Value::to_string), "refusal": null},
+                           "finish_reason": reason}]})
+            }
+            Api::Anthropic => {
+                let reason = match stop {
+                    "stop" if data.is_some() => "tool_use",
+                    "stop" => "end_turn",
+                    "length" => "max_tokens",
+                    other => other,
+                };
+                let block = match &data {
+                    Some(d) => {
+                        json!({"type": "tool_use", "id": "toolu_1", "name": "respond", "input": d})
+                    }
+                    None => json!({"type": "text", "text": text}),
+                };
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m-1",
+                       "content": [block], "stop_reason": reason})
+            }
+        };
+        if let Some(u) = self.usage(out) {
+            body["usage"] = u;
+        }
+        Reply::ok(body)
+    }
+
+    pub fn refusal(self) -> Reply {
+        match self {
+            Api::OpenAi => Reply::ok(
+                json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+                "refusal": "I can't help with that."}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 6}}),
+            ),
+            Api::Anthropic => Reply::ok(
+                json!({"content": [{"type": "text", "text": "I can't help with that."}],
+                "stop_reason": "refusal", "usage": {"input_tokens": 5, "output_tokens": 6}}),
+            ),
+        }
+    }
+
+    pub fn max_tokens(self, r: &Received) -> u64 {
+        r.body["max_tokens"].as_u64().unwrap()
+    }
+
+    pub fn path(self) -> &'static str {
+        match self {
+            Api::OpenAi => "/v1/chat/completions",
+            Api::Anthropic => "/v1/messages",
+        }
+    }
+
+    pub fn key_header(self, r: &Received) -> Option<String> {
+        match self {
+            Api::OpenAi => r.headers.get("authorization").cloned(),
+            Api::Anthropic => r.headers.get("x-api-key").map(|k| format!("Bearer {k}")),
+        }
+    }
+
+    pub fn native_in(self, r: &Received) -> bool {
+        match self {
+            Api::OpenAi => r.body.get("response_format").is_some(),
+            Api::Anthropic => r.body.get("tool_choice").is_some(),
+        }
+    }
+
+    pub fn system_of(self, r: &Received) -> String {
+        match self {
+            Api::OpenAi => r.body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned(),
+            Api::Anthropic => r.body["system"].as_str().unwrap_or_default().to_owned(),
+        }
+    }
+}
+
+/// One call's outcome, events, the requests the fake received, and its wall time.
+#[derive(Debug)]
+pub struct Call {
+    pub outcome: Result<CallResult, CallError>,
+    pub events: Vec<Event>,
+    pub received: Vec<Received>,
+    pub elapsed: Duration,
+}
+
+impl Call {
+    pub fn ok(&self) -> &CallResult {
+        self.outcome
+            .as_ref()
+            .unwrap_or_else(|e| panic!("the call failed: {e}"))
+    }
+    pub fn err(&self) -> &CallError {
+        self.outcome.as_ref().expect_err("the call should fail")
+    }
+    /// The key must appear in the requests' auth header and nowhere else.
+    pub fn assert_no_secret(&self) {
+        let shown = format!(
+            "{} {}",
+            serde_json::to_string(&self.events).unwrap(),
+            match &self.outcome {
+                Ok(r) => r.to_json().to_string(),
+                Err(e) => e.to_json().to_string(),
+            }
+        );
+        assert!(!shown.contains(KEY), "the key leaked: {shown}");
+    }
+}
+
+pub fn schema() -> Value {
+    json!({"type": "object", "required": ["scene"], "properties": {"scene": {"type": "string"}}})
+}
+
+pub async fn call(
+    api: Api,
+    replies: Vec<Reply>,
+    request: Value,
+    native: bool,
+    timeout_ms: u64,
+) -> Call {
+    let fake = FakeServer::start(replies).await;
+    let config = api.config(fake.url(), native, timeout_ms);
+    let mut providers = Providers::new();
+    for p in from_config_with(&config, &|var| {
+        (var == "CALLAI_TEST_KEY").then(|| KEY.to_owned())
+    })
+    .unwrap()
+    {
+        providers.insert(p);
+    }
+    let engine = Engine::new(Arc::new(config), providers);
+    let events = EventLog::new();
+    let request = CallRequest::from_value(&request, true).unwrap();
+    let start = Instant::now();
+    let outcome = engine.call("provider.test", &request, &events).await;
+    let call = Call {
+        outcome,
+        events: events.take(),
+        received: fake.received(),
+        elapsed: start.elapsed(),
+    };
+    call.assert_no_secret();
+    for r in &call.received {
+        assert_eq!(r.path, api.path());
+        assert_eq!(
+            api.key_header(r).as_deref(),
+            Some(format!("Bearer {KEY}").as_str()),
+            "{:?}",
+            r.headers
+        );
+        if api == Api::Anthropic {
+            assert_eq!(
+                r.headers.get("anthropic-version").map(String::as_str),
+                Some("2023-06-01")
+            );
+        }
+    }
+    call
+}
+
+pub fn text_request() -> Value {
+    json!({"systemPrompt": "Be brief.", "messages": [{"role": "user", "content": "hi"}], "maxTokens": 100})
+}
+
+pub fn scene_request(max_tokens: u32) -> Value {
+    json!({"messages": [{"role": "user", "content": "A scene."}], "maxTokens": max_tokens, "responseSchema": schema()})
+}
