@@ -150,14 +150,17 @@ pub fn total_attempts(o: &Observation) -> Finding {
     let ok = o.error().is_some()
         && exhausted.len() == 1
         && exhausted[0].get("totalAttempts").and_then(Value::as_u64) == Some(sent);
-    let got: Vec<_> = exhausted
+    let got: Vec<String> = exhausted
         .iter()
-        .map(|p| p.get("totalAttempts").cloned())
+        .map(|p| show(p.get("totalAttempts")))
         .collect();
     Finding::new(
         RULE,
         ok,
-        format!("exhausted totalAttempts {got:?}, {sent} requests sent"),
+        format!(
+            "exhausted totalAttempts [{}], {sent} requests sent",
+            got.join(", ")
+        ),
     )
 }
 
@@ -210,10 +213,10 @@ pub fn malformed_refused(o: &Observation, field: &str) -> Finding {
         RULE,
         ok,
         format!(
-            "retry {} -> code {code:?}, details.field {named:?}, {} requests",
-            o.request
-                .get("retry")
-                .map_or_else(|| "absent".into(), Value::to_string),
+            "retry {} -> code {}, details.field {}, {} requests",
+            show(o.request.get("retry")),
+            show_n(code),
+            show_n(named),
             o.requests.len()
         ),
     )
@@ -228,9 +231,9 @@ pub fn replay_equal(recorded: &Observation, replayed: &Observation) -> Finding {
         RULE,
         ok,
         format!(
-            "recorded {:?}, replayed {:?}, {} requests on replay",
-            recorded.attempts(),
-            replayed.attempts(),
+            "recorded {}, replayed {}, {} requests on replay",
+            show(recorded.attempts()),
+            show(replayed.attempts()),
             replayed.requests.len()
         ),
     )
