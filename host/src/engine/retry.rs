@@ -193,7 +193,9 @@ impl<'a> CallLoop<'a> {
         reply: ProviderReply,
         next: &mut Next,
     ) -> Result<CallResult, Failure> {
-        let failure = |code, reason, message: String, retryable| Failure {
+        // The RFC 0032 reason is the verdict's own spelling.
+        let reason = verdict.reason();
+        let failure = |code, message: String, retryable| Failure {
             code,
             reason,
             message,
@@ -217,12 +219,7 @@ impl<'a> CallLoop<'a> {
                     model: self.model.clone(),
                 });
                 let message = format!("the provider refused ({})", reply.stop.as_str());
-                Err(failure(
-                    ErrorCode::EnvelopeRefusal,
-                    "refusal",
-                    message,
-                    false,
-                ))
+                Err(failure(ErrorCode::EnvelopeRefusal, message, false))
             }
             Verdict::Truncated => {
                 self.events.emit(Event::Truncated {
@@ -246,7 +243,6 @@ impl<'a> CallLoop<'a> {
                 // A clamped retry that truncates again is terminal.
                 Err(failure(
                     ErrorCode::EnvelopeTruncationUnrecoverable,
-                    "truncation",
                     message,
                     !at_ceiling,
                 ))
@@ -259,21 +255,11 @@ impl<'a> CallLoop<'a> {
                     true => Next::Fallback(reply.content),
                     false => Next::Corrective(complaint.clone()),
                 };
-                Err(failure(
-                    ErrorCode::EnvelopeInvalid,
-                    "parse-error",
-                    complaint,
-                    true,
-                ))
+                Err(failure(ErrorCode::EnvelopeInvalid, complaint, true))
             }
             Verdict::SchemaViolation(complaint) => {
                 *next = Next::Corrective(complaint.clone());
-                Err(failure(
-                    ErrorCode::EnvelopeInvalid,
-                    "schema-violation",
-                    complaint,
-                    true,
-                ))
+                Err(failure(ErrorCode::EnvelopeInvalid, complaint, true))
             }
         }
     }
