@@ -142,17 +142,9 @@ impl Journal {
 
     /// Commits a recorded call with the run's events not yet committed.
     pub fn commit(&mut self, call: &RecordedCall, events: &EventLog) -> Result<(), RunLogError> {
-        if let Self::Record {
-            log,
-            run_id,
-            flushed,
-        } = self
-        {
-            let new = events.since(*flushed);
-            log.commit_call(run_id, call, &new)?;
-            *flushed += new.len();
-        }
-        Ok(())
+        self.flush(events, |log, run_id, new| {
+            log.commit_call(run_id, call, new)
+        })
     }
 
     /// Ends a recorded run.
@@ -162,6 +154,18 @@ impl Journal {
         status: RunStatus,
         output: &str,
     ) -> Result<(), RunLogError> {
+        self.flush(events, |log, run_id, new| {
+            log.finish(run_id, new, status, output)
+        })
+    }
+
+    /// When recording, hands `write` the events not yet committed, and
+    /// counts them committed once it succeeds.
+    fn flush(
+        &mut self,
+        events: &EventLog,
+        write: impl FnOnce(&dyn RunLog, &str, &[Event]) -> Result<(), RunLogError>,
+    ) -> Result<(), RunLogError> {
         if let Self::Record {
             log,
             run_id,
@@ -169,7 +173,7 @@ impl Journal {
         } = self
         {
             let new = events.since(*flushed);
-            log.finish(run_id, &new, status, output)?;
+            write(log.as_ref(), run_id, &new)?;
             *flushed += new.len();
         }
         Ok(())
