@@ -2,10 +2,11 @@
 //! divergence is caught, and nothing is lost when a run is killed.
 
 use callai_host::bundled::test_programs;
-use callai_host::{RunLog, SqliteRunLog, runlog::RunStatus};
+use callai_host::runlog::{RecordedRun, RunStatus};
+use callai_host::{RunLog, SqliteRunLog};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn callai(args: &[&str]) -> Output {
@@ -298,6 +299,46 @@ fn a_foreign_or_corrupt_log_is_a_clear_error_and_left_untouched() {
     }
 }
 
+/// Starts `callai run multi_call` recording into `log` under `run_id`, as a
+/// child process this test can kill.
+fn spawn_recording(input: &str, script: &str, config: &str, log: &Path, run_id: &str) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args([
+            "run",
+            test_programs::MULTI_CALL,
+            "--input",
+            input,
+            "--script",
+            script,
+            "--config",
+            config,
+            "--record",
+            log.to_str().unwrap(),
+            "--run-id",
+            run_id,
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// Polls the log until `ready` holds for the recorded run (a run not yet
+/// begun, or a log not yet created, reads as `None`); fails after a minute.
+fn wait_for(log: &Path, run_id: &str, what: &str, ready: impl Fn(Option<&RecordedRun>) -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let run = SqliteRunLog::open_existing(log)
+            .and_then(|l| l.load(run_id))
+            .ok();
+        if ready(run.as_ref()) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the child never {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 #[test]
 fn a_run_killed_between_calls_leaves_a_log_that_replays_up_to_its_last_call() {
     let d = Dir::new();
@@ -308,41 +349,11 @@ fn a_run_killed_between_calls_leaves_a_log_that_replays_up_to_its_last_call() {
     let config = d.file("slow.toml", "[mock]\nlatencyMs = 150\n");
     let log_path = d.path("runs.db");
     let input = r#"{"calls": 40}"#;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-        .args([
-            "run",
-            test_programs::MULTI_CALL,
-            "--input",
-            input,
-            "--script",
-            &script,
-            "--config",
-            &config,
-            "--record",
-            log_path.to_str().unwrap(),
-            "--run-id",
-            "killed",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_recording(input, &script, &config, &log_path, "killed");
     // Wait until at least two calls are committed, then kill -9.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let committed = SqliteRunLog::open_existing(&log_path)
-            .and_then(|l| l.load("killed"))
-            .map(|r| r.calls.len())
-            .unwrap_or(0);
-        if committed >= 2 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the child never committed two calls"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&log_path, "killed", "committed two calls", |run| {
+        run.is_some_and(|r| r.calls.len() >= 2)
+    });
     child.kill().unwrap(); // SIGKILL
     child.wait().unwrap();
 
@@ -401,34 +412,9 @@ fn a_run_killed_during_a_call_leaves_a_log_without_that_call() {
     );
     let config = d.file("slow.toml", "[mock]\nlatencyMs = 3000\n");
     let log_path = d.path("runs.db");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-        .args([
-            "run",
-            test_programs::MULTI_CALL,
-            "--input",
-            r#"{"calls": 2}"#,
-            "--script",
-            &script,
-            "--config",
-            &config,
-            "--record",
-            log_path.to_str().unwrap(),
-            "--run-id",
-            "mid",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_recording(r#"{"calls": 2}"#, &script, &config, &log_path, "mid");
     // Wait for the run to begin, then kill it while its first call waits.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while SqliteRunLog::open_existing(&log_path)
-        .and_then(|l| l.load("mid"))
-        .is_err()
-    {
-        assert!(Instant::now() < deadline, "the run never began");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for(&log_path, "mid", "began its run", |run| run.is_some());
     std::thread::sleep(Duration::from_millis(300));
     child.kill().unwrap();
     child.wait().unwrap();
