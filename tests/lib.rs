@@ -5,14 +5,33 @@
 pub mod fake_server;
 pub mod wire;
 
-use callai_host::bundled::{self, test_programs};
 use callai_host::{
-    Engine, Event, HostConfig, Journal, MockLogEntry, MockProvider, MockScript, Pack, PackRuntime,
-    Providers, RunError,
+    BoxFuture, Event, Host, HostConfig, Journal, MockLogEntry, MockProvider, MockScript, Pack,
+    PackRuntime, RunError, Sleeper,
 };
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+/// A sleeper that records each backoff wait the engine asks for and
+/// returns at once: tests see the waits without waiting them out.
+#[derive(Debug, Default)]
+pub struct NoWait(Mutex<Vec<Duration>>);
+
+impl NoWait {
+    /// The waits asked for so far.
+    pub fn waits(&self) -> Vec<Duration> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+impl Sleeper for NoWait {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        self.0.lock().unwrap().push(duration);
+        Box::pin(async {})
+    }
+}
 
 /// One runtime for the whole test binary, as a host would have.
 pub fn runtime() -> &'static PackRuntime {
@@ -22,9 +41,13 @@ pub fn runtime() -> &'static PackRuntime {
 
 /// Loads a pack by name into another runtime (one with other options).
 pub fn pack_in(runtime: &PackRuntime, name: &str) -> Pack {
-    match bundled::example(name) {
+    match callai_cli::example(name) {
         Some(e) => runtime.load(e.component),
-        None => runtime.load_file(std::path::Path::new(program_path(name))),
+        None => {
+            let path = callai_test_programs_artifacts::path(name)
+                .unwrap_or_else(|| panic!("no example or test program {name}"));
+            runtime.load_file(std::path::Path::new(path))
+        }
     }
     .unwrap_or_else(|e| panic!("cannot load {name}: {e:#}"))
 }
@@ -42,17 +65,25 @@ pub fn pack(name: &str) -> Pack {
     loaded
 }
 
-fn program_path(name: &str) -> &'static str {
-    match name {
-        "trap" => test_programs::TRAP,
-        "typed_call" => test_programs::TYPED_CALL,
-        "multi_call" => test_programs::MULTI_CALL,
-        "loop_forever" => test_programs::LOOP_FOREVER,
-        "alloc_forever" => test_programs::ALLOC_FOREVER,
-        "call_loop" => test_programs::CALL_LOOP,
-        "huge_prompt" => test_programs::HUGE_PROMPT,
-        other => panic!("no test program {other}"),
-    }
+/// A host of `config` whose mock serves `script`; the mock, to read its log.
+pub fn host_with_script(config: HostConfig, script: &Value) -> (Host, Arc<MockProvider>) {
+    let script = MockScript::from_json(&script.to_string()).expect("a valid script");
+    let mock =
+        Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
+    let host = Host::builder(config)
+        .sleeper(Arc::new(NoWait::default()))
+        .build()
+        .expect("the host starts");
+    (host.with_provider("mock", mock.clone()), mock)
+}
+
+/// A current-thread tokio runtime for a synchronous test.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(future)
 }
 
 /// What one run produced.
@@ -86,7 +117,7 @@ impl Outcome {
 
 /// Runs `pack` once with `input` on a mock serving `script`.
 pub fn run(pack: &Pack, config: HostConfig, script: &Value, input: &str) -> Outcome {
-    run_journaled(pack, config, script, input, Journal::Live)
+    run_journaled(pack, config, script, input, Journal::live())
 }
 
 /// [`run`], recording into or replaying from a run log.
@@ -97,14 +128,8 @@ pub fn run_journaled(
     input: &str,
     journal: Journal,
 ) -> Outcome {
-    let script = MockScript::from_json(&script.to_string()).expect("a valid script");
-    let mock = Arc::new(MockProvider::new(script, config.mock.native));
-    let engine = Engine::new(Arc::new(config), Providers::new().with(mock.clone()));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let out = rt.block_on(pack.run_journaled(&engine, "test.node", input, journal));
+    let (host, mock) = host_with_script(config, script);
+    let out = block_on(pack.run_journaled(&host, "test.node", input, journal));
     Outcome {
         output: out
             .result

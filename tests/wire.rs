@@ -1,11 +1,10 @@
 //! The harness for the HTTP adapters' tests: each API's wire shapes, and a
 //! call through the engine against the loopback fake.
 
+use crate::NoWait;
 use crate::fake_server::{FakeServer, Received, Reply};
-use callai_host::providers::from_config_with;
-use callai_host::{
-    CallError, CallRequest, CallResult, Engine, Event, EventLog, HostConfig, Providers,
-};
+use callai_host::wire::{CallError, CallRequest, CallResult};
+use callai_host::{Event, EventLog, Host, HostConfig};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -135,6 +134,8 @@ pub struct Call {
     pub events: Vec<Event>,
     pub received: Vec<Received>,
     pub elapsed: Duration,
+    /// The backoff waits the engine asked for (none were waited out).
+    pub waits: Vec<Duration>,
 }
 
 impl Call {
@@ -160,6 +161,21 @@ impl Call {
     }
 }
 
+/// The host of `config`, its provider's key read from [`KEY`], its backoff
+/// waits recorded by `sleeper` instead of waited.
+pub fn host_sleeping(config: HostConfig, sleeper: Arc<NoWait>) -> Host {
+    Host::builder(config)
+        .env(|var| (var == "CALLAI_TEST_KEY").then(|| KEY.to_owned()))
+        .sleeper(sleeper)
+        .build()
+        .unwrap()
+}
+
+/// [`host_sleeping`] with a sleeper of its own.
+pub fn host(config: HostConfig) -> Host {
+    host_sleeping(config, Arc::default())
+}
+
 pub fn schema() -> Value {
     json!({"type": "object", "required": ["scene"], "properties": {"scene": {"type": "string"}}})
 }
@@ -172,25 +188,18 @@ pub async fn call(
     timeout_ms: u64,
 ) -> Call {
     let fake = FakeServer::start(replies).await;
-    let config = api.config(fake.url(), native, timeout_ms);
-    let mut providers = Providers::new();
-    for p in from_config_with(&config, &|var| {
-        (var == "CALLAI_TEST_KEY").then(|| KEY.to_owned())
-    })
-    .unwrap()
-    {
-        providers.insert(p);
-    }
-    let engine = Engine::new(Arc::new(config), providers);
+    let sleeper = Arc::new(NoWait::default());
+    let host = host_sleeping(api.config(fake.url(), native, timeout_ms), sleeper.clone());
     let events = EventLog::new();
     let request = CallRequest::from_value(&request, true).unwrap();
     let start = Instant::now();
-    let outcome = engine.call("provider.test", &request, &events).await;
+    let outcome = host.call("provider.test", &request, &events).await;
     let call = Call {
         outcome,
         events: events.take(),
         received: fake.received(),
         elapsed: start.elapsed(),
+        waits: sleeper.waits(),
     };
     call.assert_no_secret();
     for r in &call.received {

@@ -3,10 +3,14 @@
 //! (RFC 0248 §A), not by the number of `call`s.
 
 use crate::call::{call, call_accounting};
-use crate::error::CallError;
 use crate::request::Request;
-use crate::response::{Attempts, Response};
+use crate::response::Response;
+use callai_wire::{Attempts, CallError, MAX_ATTEMPTS};
 use std::fmt;
+
+/// What a request that names no `maxTokens` may cost: the host default of
+/// the design (`[retry] defaultMaxTokens`), unless told otherwise.
+pub const DEFAULT_MAX_TOKENS: u32 = 4000;
 
 /// What a node has spent so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -26,7 +30,7 @@ pub struct Spent {
 pub enum BudgetError {
     /// Making the call could exceed the budget; nothing was sent.
     Exceeded {
-        /// Which limit: `maxCalls` or `maxOutputTokens`.
+        /// Which limit: `maxRequests` or `maxOutputTokens`.
         limit: &'static str,
         /// What the limit allows.
         allowed: u64,
@@ -58,12 +62,12 @@ impl fmt::Display for BudgetError {
 
 impl std::error::Error for BudgetError {}
 
-/// A per-node budget.
+/// A per-node budget, charged by what calls really cost.
 ///
 /// ```
 /// use callai_sdk::{Attempts, Budget, Request};
 ///
-/// let mut budget = Budget::new().max_calls(3).max_output_tokens(5000);
+/// let mut budget = Budget::new().max_requests(3).max_output_tokens(5000);
 /// let request = Request::new().user("hi").max_tokens(2000);
 /// assert!(budget.admit(&request).is_ok());
 ///
@@ -76,11 +80,23 @@ impl std::error::Error for BudgetError {}
 /// // 3800 spent + up to 2000 more would pass 5000: refused before sending.
 /// assert!(budget.admit(&request).is_err());
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     max_requests: Option<u32>,
     max_output_tokens: Option<u64>,
+    default_max_tokens: u32,
     spent: Spent,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            max_requests: None,
+            max_output_tokens: None,
+            default_max_tokens: DEFAULT_MAX_TOKENS,
+            spent: Spent::default(),
+        }
+    }
 }
 
 impl Budget {
@@ -89,10 +105,18 @@ impl Budget {
         Self::default()
     }
 
-    /// At most `n` provider requests for the node (the `maxCalls` of a pack
-    /// that means what the provider receives).
-    pub fn max_calls(mut self, n: u32) -> Self {
+    /// At most `n` provider requests for the node: what the provider
+    /// receives, retries and fallbacks included, not the calls made.
+    pub fn max_requests(mut self, n: u32) -> Self {
         self.max_requests = Some(n);
+        self
+    }
+
+    /// What a request without `max_tokens` is taken to cost (default
+    /// [`DEFAULT_MAX_TOKENS`], the host default of the design); set it to
+    /// your host's `[retry] defaultMaxTokens` if it differs.
+    pub fn default_max_tokens(mut self, n: u32) -> Self {
+        self.default_max_tokens = n;
         self
     }
 
@@ -121,14 +145,14 @@ impl Budget {
             && self.spent.requests >= max
         {
             return Err(BudgetError::Exceeded {
-                limit: "maxCalls",
+                limit: "maxRequests",
                 allowed: max.into(),
                 spent: self.spent.requests.into(),
                 needed: 1,
             });
         }
         if let Some(max) = self.max_output_tokens {
-            let needed = u64::from(request.get_max_tokens().unwrap_or(1));
+            let needed = u64::from(request.get_max_tokens().unwrap_or(self.default_max_tokens));
             if self.spent.output_tokens + needed > max {
                 return Err(BudgetError::Exceeded {
                     limit: "maxOutputTokens",
@@ -185,7 +209,10 @@ impl Budget {
         {
             let retry = request.get_retry().unwrap_or_default();
             let cap = retry.get_max_attempts().map_or(left, |n| n.min(left));
-            request = request.retry(retry.max_attempts(cap.clamp(1, 16)));
+            let narrowed = retry
+                .max_attempts(cap.clamp(1, MAX_ATTEMPTS))
+                .expect("clamped into range");
+            request = request.retry(narrowed);
         }
         match call(&request) {
             Ok(response) => {
@@ -197,12 +224,6 @@ impl Budget {
                 Err(BudgetError::Call(e))
             }
         }
-    }
-}
-
-impl From<BudgetError> for crate::NodeError {
-    fn from(e: BudgetError) -> Self {
-        Self::new(e.to_string())
     }
 }
 
@@ -221,7 +242,7 @@ mod tests {
 
     #[test]
     fn charges_requests_not_calls() {
-        let mut b = Budget::new().max_calls(4);
+        let mut b = Budget::new().max_requests(4);
         b.charge(attempts(3, Some(100), true));
         assert_eq!(
             b.spent(),
@@ -235,7 +256,7 @@ mod tests {
         assert_eq!(b.remaining_requests(), Some(1));
         b.charge(attempts(1, Some(5), true));
         let refused = b.admit(&Request::new().user("x")).unwrap_err();
-        assert!(refused.to_string().contains("maxCalls = 4"), "{refused}");
+        assert!(refused.to_string().contains("maxRequests = 4"), "{refused}");
     }
 
     #[test]
@@ -258,7 +279,7 @@ mod tests {
         details.insert("outputTokens".into(), 4000.into());
         details.insert("usageComplete".into(), true.into());
         let e = CallError {
-            code: crate::ErrorCode::EnvelopeInvalid,
+            code: callai_wire::ErrorCode::EnvelopeInvalid,
             message: "m".into(),
             details: Some(details),
         };
@@ -273,11 +294,7 @@ mod tests {
                 output_tokens_is_floor: false
             }
         );
-        let refused = CallError {
-            code: crate::ErrorCode::ValidationError,
-            message: "m".into(),
-            details: None,
-        };
+        let refused = CallError::new(callai_wire::ErrorCode::ValidationError, "m");
         b.charge_error(&refused);
         assert_eq!(
             b.spent().requests,
@@ -292,5 +309,18 @@ mod tests {
         b.charge(attempts(1, Some(600), true));
         assert!(b.admit(&Request::new().user("x").max_tokens(400)).is_ok());
         assert!(b.admit(&Request::new().user("x").max_tokens(401)).is_err());
+    }
+
+    #[test]
+    fn a_request_without_max_tokens_costs_the_host_default() {
+        let b = Budget::new().max_output_tokens(3999);
+        assert!(
+            b.admit(&Request::new().user("x")).is_err(),
+            "4000 is taken, not 1"
+        );
+        let small = Budget::new()
+            .max_output_tokens(3999)
+            .default_max_tokens(500);
+        assert!(small.admit(&Request::new().user("x")).is_ok());
     }
 }

@@ -1,36 +1,42 @@
 //! Building a ctx.callAI request.
 
-use crate::bindings::openwop::callai::types as wit;
-use serde_json::{Map, Value, json};
+use callai_wire::{CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role};
+use serde_json::Value;
+use std::fmt;
 
-/// Who wrote a message.
+/// RFC 0248 §B: narrow what the host does for one call. Only honoured when
+/// [`crate::call_accounting`] says `retry_policy`. Checked when built: a
+/// `max_attempts` outside `1..=16` is refused here, not by the host.
+///
+/// ```
+/// use callai_sdk::Retry;
+///
+/// let retry = Retry::new().max_attempts(2)?.grow_max_tokens(false);
+/// assert_eq!(retry.get_max_attempts(), Some(2));
+/// assert!(Retry::new().max_attempts(17).is_err());
+/// # Ok::<(), callai_sdk::RetryError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Retry(RetryPolicy);
+
+/// A `max_attempts` outside `1..=16`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    /// The user (or the pack speaking for them).
-    User,
-    /// The model.
-    Assistant,
-    /// A system instruction inside the conversation.
-    System,
+pub struct RetryError {
+    /// The value given.
+    pub max_attempts: u32,
 }
 
-impl Role {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::User => "user",
-            Self::Assistant => "assistant",
-            Self::System => "system",
-        }
+impl fmt::Display for RetryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "retry.maxAttempts must be 1..{MAX_ATTEMPTS}, got {}",
+            self.max_attempts
+        )
     }
 }
 
-/// RFC 0248 §B: narrow what the host does for this call. Only honoured when
-/// [`crate::call_accounting`] says `retry_policy`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Retry {
-    max_attempts: Option<u32>,
-    grow_max_tokens: Option<bool>,
-}
+impl std::error::Error for RetryError {}
 
 impl Retry {
     /// The host's own behaviour (no narrowing).
@@ -38,43 +44,54 @@ impl Retry {
         Self::default()
     }
 
-    /// At most `n` provider requests for this call (1..16; 1 turns host
+    /// Host retries off: one request, no budget growth.
+    pub fn off() -> Self {
+        Self(RetryPolicy::OFF)
+    }
+
+    /// At most `n` provider requests for this call (`1..=16`; 1 turns host
     /// retries off). A value above the host's ceiling is clamped by the host.
-    pub fn max_attempts(mut self, n: u32) -> Self {
-        self.max_attempts = Some(n);
+    pub fn max_attempts(mut self, n: u32) -> Result<Self, RetryError> {
+        if !(1..=MAX_ATTEMPTS).contains(&n) {
+            return Err(RetryError { max_attempts: n });
+        }
+        self.0.max_attempts = Some(n);
+        Ok(self)
+    }
+
+    /// `false`: a truncation retry keeps the request's `max_tokens`.
+    pub fn grow_max_tokens(mut self, grow: bool) -> Self {
+        self.0.grow_max_tokens = Some(grow);
         self
     }
 
     /// The cap set, if any.
     pub fn get_max_attempts(&self) -> Option<u32> {
-        self.max_attempts
+        self.0.max_attempts
     }
 
-    /// `false`: a truncation retry keeps the request's `max_tokens`.
-    pub fn grow_max_tokens(mut self, grow: bool) -> Self {
-        self.grow_max_tokens = Some(grow);
-        self
-    }
-
-    /// Host retries off: one request, no budget growth.
-    pub fn off() -> Self {
-        Self::new().max_attempts(1).grow_max_tokens(false)
+    /// Whether truncation retries may grow the budget (`None`: the host's default, yes).
+    pub fn get_grow_max_tokens(&self) -> Option<bool> {
+        self.0.grow_max_tokens
     }
 }
 
 /// A ctx.callAI request, built step by step.
+///
+/// ```
+/// use callai_sdk::{Request, Retry};
+/// use serde_json::json;
+///
+/// let request = Request::new()
+///     .system("You write short scenes.")
+///     .user("A lighthouse at dusk.")
+///     .max_tokens(2000)
+///     .schema(json!({"type": "object", "required": ["scene"]}))
+///     .retry(Retry::off());
+/// assert_eq!(request.to_json()["retry"], json!({"maxAttempts": 1, "growMaxTokens": false}));
+/// ```
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Request {
-    provider: Option<String>,
-    model: Option<String>,
-    system: Option<String>,
-    messages: Vec<(Role, String)>,
-    temperature: Option<f64>,
-    max_tokens: Option<u32>,
-    stop: Vec<String>,
-    schema: Option<Value>,
-    retry: Option<Retry>,
-}
+pub struct Request(CallRequest);
 
 impl Request {
     /// An empty request; add at least one message.
@@ -82,27 +99,28 @@ impl Request {
         Self::default()
     }
 
-    /// The provider id (`mock`, `openai`, ...); the host default otherwise.
+    /// The provider (`mock`, `openai`, a name the host configured); the
+    /// host default otherwise.
     pub fn provider(mut self, provider: impl Into<String>) -> Self {
-        self.provider = Some(provider.into());
+        self.0.provider = Some(provider.into());
         self
     }
 
     /// The model id; the provider's default otherwise.
     pub fn model(mut self, model: impl Into<String>) -> Self {
-        self.model = Some(model.into());
+        self.0.model = Some(model.into());
         self
     }
 
     /// The system instruction.
     pub fn system(mut self, prompt: impl Into<String>) -> Self {
-        self.system = Some(prompt.into());
+        self.0.system_prompt = Some(prompt.into());
         self
     }
 
     /// Appends a message.
     pub fn message(mut self, role: Role, content: impl Into<String>) -> Self {
-        self.messages.push((role, content.into()));
+        self.0.messages.push(Message::new(role, content));
         self
     }
 
@@ -118,121 +136,73 @@ impl Request {
 
     /// Sampling temperature, 0..2.
     pub fn temperature(mut self, t: f64) -> Self {
-        self.temperature = Some(t);
+        self.0.temperature = Some(t);
         self
     }
 
     /// The output budget.
     pub fn max_tokens(mut self, n: u32) -> Self {
-        self.max_tokens = Some(n);
+        self.0.max_tokens = Some(n);
         self
     }
 
     /// Adds a stop sequence.
     pub fn stop(mut self, sequence: impl Into<String>) -> Self {
-        self.stop.push(sequence.into());
+        self.0
+            .stop_sequences
+            .get_or_insert_with(Vec::new)
+            .push(sequence.into());
         self
     }
 
     /// A JSON Schema: the call becomes structured and the result carries `data`.
     pub fn schema(mut self, schema: Value) -> Self {
-        self.schema = Some(schema);
+        self.0.response_schema = Some(schema);
         self
     }
 
     /// RFC 0248 §B retry policy.
     pub fn retry(mut self, retry: Retry) -> Self {
-        self.retry = Some(retry);
+        self.0.retry = Some(retry.0);
         self
     }
 
     /// The output budget set, if any.
     pub fn get_max_tokens(&self) -> Option<u32> {
-        self.max_tokens
+        self.0.max_tokens
     }
 
     /// The retry policy set, if any.
     pub fn get_retry(&self) -> Option<Retry> {
-        self.retry
+        self.0.retry.map(Retry)
     }
 
     /// Whether a schema is set.
     pub fn is_structured(&self) -> bool {
-        self.schema.is_some()
+        self.0.is_structured()
     }
 
-    /// The spec's wire JSON (camelCase), as `call_json` takes it.
+    /// The request as its wire type.
+    pub fn as_wire(&self) -> &CallRequest {
+        &self.0
+    }
+
+    /// The spec's wire JSON (camelCase), as [`crate::call_json`] takes it.
     pub fn to_json(&self) -> Value {
-        let mut o = Map::new();
-        let mut put = |k: &str, v: Option<Value>| {
-            if let Some(v) = v {
-                o.insert(k.into(), v);
-            }
-        };
-        put("provider", self.provider.clone().map(Value::from));
-        put("model", self.model.clone().map(Value::from));
-        put("systemPrompt", self.system.clone().map(Value::from));
-        let messages = self
-            .messages
-            .iter()
-            .map(|(r, c)| json!({"role": r.as_str(), "content": c}))
-            .collect();
-        put("messages", Some(Value::Array(messages)));
-        put("temperature", self.temperature.map(Value::from));
-        put("maxTokens", self.max_tokens.map(Value::from));
-        put(
-            "stopSequences",
-            (!self.stop.is_empty()).then(|| Value::from(self.stop.clone())),
-        );
-        put("responseSchema", self.schema.clone());
-        put(
-            "retry",
-            self.retry.map(|r| {
-                let mut m = Map::new();
-                if let Some(n) = r.max_attempts {
-                    m.insert("maxAttempts".into(), n.into());
-                }
-                if let Some(g) = r.grow_max_tokens {
-                    m.insert("growMaxTokens".into(), g.into());
-                }
-                Value::Object(m)
-            }),
-        );
-        Value::Object(o)
+        self.0.canonical()
     }
+}
 
-    pub(crate) fn to_wit(&self) -> wit::CallRequest {
-        wit::CallRequest {
-            provider: self.provider.clone(),
-            model: self.model.clone(),
-            system_prompt: self.system.clone(),
-            messages: self
-                .messages
-                .iter()
-                .map(|(role, content)| wit::Message {
-                    role: match role {
-                        Role::User => wit::Role::User,
-                        Role::Assistant => wit::Role::Assistant,
-                        Role::System => wit::Role::System,
-                    },
-                    content: content.clone(),
-                })
-                .collect(),
-            temperature: self.temperature,
-            max_tokens: self.max_tokens,
-            stop_sequences: (!self.stop.is_empty()).then(|| self.stop.clone()),
-            response_schema: self.schema.as_ref().map(Value::to_string),
-            retry: self.retry.map(|r| wit::RetryPolicy {
-                max_attempts: r.max_attempts,
-                grow_max_tokens: r.grow_max_tokens,
-            }),
-        }
+impl From<CallRequest> for Request {
+    fn from(request: CallRequest) -> Self {
+        Self(request)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn wire_json_leaves_out_what_was_not_set() {
@@ -264,8 +234,18 @@ mod tests {
                    "responseSchema": {"type": "object"},
                    "retry": {"maxAttempts": 1, "growMaxTokens": false}})
         );
-        let w = r.to_wit();
-        assert_eq!(w.retry.unwrap().max_attempts, Some(1));
-        assert_eq!(w.response_schema.as_deref(), Some(r#"{"type":"object"}"#));
+    }
+
+    #[test]
+    fn a_retry_out_of_range_is_refused_when_built() {
+        for n in [0, 17, 1000] {
+            let e = Retry::new().max_attempts(n).unwrap_err();
+            assert_eq!(e.max_attempts, n);
+            assert!(e.to_string().contains("1..16"), "{e}");
+        }
+        assert_eq!(
+            Retry::new().max_attempts(16).unwrap().get_max_attempts(),
+            Some(16)
+        );
     }
 }

@@ -108,7 +108,7 @@ fn a_run_that_would_exceed_max_calls_is_refused_with_estimate_and_spend() {
         v["error"]
             .as_str()
             .unwrap()
-            .contains("maxCalls = 2 would be exceeded"),
+            .contains("maxRequests = 2 would be exceeded"),
         "{v}"
     );
     assert_eq!(

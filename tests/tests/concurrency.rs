@@ -1,7 +1,7 @@
 //! Concurrency is real: runs waiting on a slow provider overlap instead of
 //! queueing. (Speed itself is measured in `host/benches`, never here.)
 
-use callai_host::{Engine, HostConfig, MockProvider, MockScript, Providers};
+use callai_host::{Host, HostConfig, MockProvider, MockScript};
 use callai_tests::pack;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,10 +17,13 @@ async fn a_hundred_runs_waiting_200_ms_each_overlap() {
             MockProvider::new(MockScript::replies([("ok", 1)]), true)
                 .with_latency(Duration::from_millis(200)),
         );
-        let engine = Engine::new(Arc::new(HostConfig::default()), Providers::new().with(mock));
+        let host = Host::builder(HostConfig::default())
+            .build()
+            .unwrap()
+            .with_provider("mock", mock);
         let echo = echo.clone();
         runs.push(tokio::spawn(async move {
-            echo.run(&engine, &format!("n{i}"), request).await
+            echo.run(&host, &format!("n{i}"), request).await
         }));
     }
     for run in runs {

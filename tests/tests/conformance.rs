@@ -1,15 +1,17 @@
 //! The conformance scenario: it passes this host, skips what a host does not
 //! advertise, and its judges reject every wrong host answer.
 
-use callai_host::conformance::{
-    self, HostTarget, LegOutcome, Observation, Target, Variant, judges,
+use callai_conformance::{
+    self as conformance, HostTarget, LegOutcome, Observation, Target, Variant, judges,
 };
-use callai_host::{HostConfig, MockLogEntry, StructuredMode};
+use callai_host::wire::StructuredOutput;
+use callai_host::{Host, HostConfig, MockLogEntry};
 use callai_tests::pack;
 use serde_json::{Value, json};
 
 fn target(config: HostConfig) -> HostTarget {
-    HostTarget::new(pack("echo-attempts"), config).unwrap()
+    let host = Host::builder(config).build().unwrap();
+    HostTarget::new(pack("echo-attempts"), host).unwrap()
 }
 
 #[test]
@@ -155,7 +157,7 @@ fn the_reference_hosts_answers_are_caught_end_to_end() {
 // Self-tests of each judge on hand-written observations: a right answer
 // passes, each wrong answer is rejected.
 
-fn entry(max_tokens: u32, mode: Option<StructuredMode>) -> MockLogEntry {
+fn entry(max_tokens: u32, mode: Option<StructuredOutput>) -> MockLogEntry {
     MockLogEntry {
         max_tokens,
         structured_output: mode,
@@ -175,9 +177,10 @@ fn seed() -> Observation {
             json!({"type": "provider.usage", "payload": {}}),
         ],
         requests: vec![
-            entry(2000, Some(StructuredMode::Native)),
-            entry(4000, Some(StructuredMode::Native)),
+            entry(2000, Some(StructuredOutput::Native)),
+            entry(4000, Some(StructuredOutput::Native)),
         ],
+        native: true,
     }
 }
 
@@ -271,6 +274,7 @@ fn total_attempts_judge_rejects_the_configured_maximum() {
             json!({"type": "envelope.retry.exhausted", "payload": {"totalAttempts": total}}),
         ],
         requests: vec![entry(100, None), entry(100, None)],
+        native: true,
     };
     assert!(judges::total_attempts(&failed(2)).ok);
     assert!(
@@ -295,6 +299,7 @@ fn malformed_and_clamp_judges_reject_wrong_answers() {
         output,
         events: vec![],
         requests,
+        native: true,
     };
     let right = refused(
         json!({"error": {"code": "validation_error", "message": "m", "details": {"field": "retry.maxAttempts"}}}),

@@ -99,6 +99,38 @@ fn a_malformed_request_is_a_validation_error_naming_the_field() {
 }
 
 #[test]
+fn numbers_in_retry_are_whole_numbers_or_refused_naming_the_key() {
+    let hi = r#""messages": [{"role": "user", "content": "hi"}]"#;
+    // Whole numbers written as decimals are integers, to JSON Schema and to
+    // JavaScript alike: accepted.
+    for n in ["1.0", "3e0", "16.0"] {
+        let out = callai_tests::run(
+            &callai_tests::pack("echo-attempts"),
+            HostConfig::default(),
+            &json!([{"content": "x", "outputTokens": 1}]),
+            &format!(r#"{{{hi}, "retry": {{"maxAttempts": {n}}}}}"#),
+        );
+        assert_eq!(out.ok()["content"], "x", "maxAttempts {n}");
+    }
+    // A fraction, or a number no float holds: refused, naming retry.maxAttempts.
+    for n in ["2.5", "1e400", "-1e400", "16.000001"] {
+        let out = callai_tests::run(
+            &callai_tests::pack("echo-attempts"),
+            HostConfig::default(),
+            &json!([{"content": "x"}]),
+            &format!(r#"{{{hi}, "retry": {{"maxAttempts": {n}}}}}"#),
+        );
+        let error = &out.ok()["error"];
+        assert_eq!(error["code"], "validation_error", "maxAttempts {n}");
+        assert_eq!(
+            error["details"]["field"], "retry.maxAttempts",
+            "maxAttempts {n}"
+        );
+        assert!(out.mock_log.is_empty());
+    }
+}
+
+#[test]
 fn request_json_that_does_not_parse_is_refused() {
     let out = callai_tests::run(
         &callai_tests::pack("echo-attempts"),

@@ -5,8 +5,7 @@
 //! killed while recording is in `host/tests/replay.rs`, which can spawn the
 //! `callai` binary.)
 
-use callai_host::providers::from_config_with;
-use callai_host::{Engine, HostConfig, Journal, Providers, RunLog, SqliteRunLog};
+use callai_host::{Host, HostConfig, Journal, RunLog, SqliteRunLog};
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::pack;
 use serde_json::{Value, json};
@@ -22,6 +21,15 @@ fn ok(out: Option<u32>) -> Reply {
         body["usage"] = json!({"prompt_tokens": 3, "completion_tokens": o});
     }
     Reply::ok(body)
+}
+
+/// A server error whose body echoes the key, as some gateways do.
+fn echo_500() -> Reply {
+    Reply::Json(
+        500,
+        json!({"error": {"message": format!("internal error for key {KEY}")}}),
+        vec![],
+    )
 }
 
 struct Row {
@@ -67,7 +75,7 @@ fn rows() -> Vec<Row> {
             replies: vec![
                 Reply::Json(
                     429,
-                    json!({"error": {"message": "slow down"}}),
+                    json!({"error": {"message": format!("slow down, {KEY}")}}),
                     vec![("retry-after", "0".into())],
                 ),
                 ok(Some(4)),
@@ -80,11 +88,7 @@ fn rows() -> Vec<Row> {
         },
         Row {
             name: "500",
-            replies: vec![
-                Reply::Json(500, json!({}), vec![]),
-                Reply::Json(500, json!({}), vec![]),
-                Reply::Json(500, json!({}), vec![]),
-            ],
+            replies: vec![echo_500(), echo_500(), echo_500()],
             expect: vec![
                 ("/error/code", json!("provider_unavailable")),
                 ("/error/details/totalAttempts", json!(3)),
@@ -100,7 +104,10 @@ fn rows() -> Vec<Row> {
         },
         Row {
             name: "malformed body",
-            replies: vec![Reply::Raw(200, "<html>oops</html>".into()), ok(Some(4))],
+            replies: vec![
+                Reply::Raw(200, format!("<html>oops {KEY}</html>")),
+                ok(Some(4)),
+            ],
             expect: vec![
                 ("/attempts/count", json!(2)),
                 ("/attempts/usageComplete", json!(false)),
@@ -158,15 +165,17 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
             fake.url()
         ))
         .unwrap();
-        let mut providers = Providers::new();
-        for p in from_config_with(&config, &|_| Some(KEY.to_owned())).unwrap() {
-            providers.insert(p);
-        }
-        let engine = Engine::new(Arc::new(config), providers);
+        let host = Host::builder(config)
+            .env(|_| Some(KEY.to_owned()))
+            .sleeper(Arc::new(callai_tests::NoWait::default()))
+            .build()
+            .unwrap();
         let run_id = format!("row-{i}");
-        let journal = Journal::record(log.clone(), &run_id, "fault.node", false).unwrap();
+        let journal = Journal::record(log.clone(), &run_id, "fault.node", false)
+            .await
+            .unwrap();
         let live = echo
-            .run_journaled(&engine, "fault.node", &request, journal)
+            .run_journaled(&host, "fault.node", &request, journal)
             .await;
         let output: Value = serde_json::from_str(live.result.as_ref().unwrap()).unwrap();
         for (pointer, value) in &row.expect {
@@ -183,14 +192,14 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
         // The log is intact: it holds the call's outcome, and a replay (with
         // the fake now answering nothing) returns the same output and events.
         let served = fake.received().len();
-        let recorded = log.load(&run_id).unwrap();
+        let recorded = log.load(&run_id).await.unwrap();
         assert_eq!(recorded.calls.len(), 1, "{}", row.name);
         let replayed = echo
             .run_journaled(
-                &engine,
+                &host,
                 "fault.node",
                 &request,
-                Journal::replay(log.as_ref(), &run_id).unwrap(),
+                Journal::replay(log.as_ref(), &run_id).await.unwrap(),
             )
             .await;
         assert_eq!(replayed.result, live.result, "{}", row.name);
@@ -225,13 +234,6 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
         );
     }
     // And the log reopens cleanly.
-    assert_eq!(
-        SqliteRunLog::open_existing(&log_path)
-            .unwrap()
-            .load("row-7")
-            .unwrap()
-            .calls
-            .len(),
-        1
-    );
+    let reopened = SqliteRunLog::open_existing(&log_path).unwrap();
+    assert_eq!(reopened.load("row-7").await.unwrap().calls.len(), 1);
 }

@@ -50,22 +50,11 @@ fn a_run_waiting_on_a_slow_provider_hits_the_wall_clock() {
         c.limits.wall_ms = 200;
         c.mock.latency_ms = 5_000;
     });
-    // The run helper builds its mock without latency; build one with it.
-    let mock = std::sync::Arc::new(
-        callai_host::MockProvider::new(callai_host::MockScript::replies([("late", 1)]), true)
-            .with_latency(config.mock.latency()),
-    );
-    let engine = callai_host::Engine::new(
-        std::sync::Arc::new(config),
-        callai_host::Providers::new().with(mock),
-    );
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
+    let (host, _) =
+        callai_tests::host_with_script(config, &json!([{"content": "late", "outputTokens": 1}]));
     let start = std::time::Instant::now();
     let request = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
-    let out = rt.block_on(pack("echo-attempts").run(&engine, "slow", &request));
+    let out = callai_tests::block_on(pack("echo-attempts").run(&host, "slow", &request));
     match out.result {
         Err(RunError::Limit { key, .. }) => assert_eq!(key, "limits.wallMs"),
         other => panic!("expected the wall-clock limit, got {other:?}"),

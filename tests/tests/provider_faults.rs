@@ -1,8 +1,8 @@
 //! Both HTTP adapters when the provider fails: rate limits, server errors,
 //! timeouts, broken bodies, rejections, native mode refused, missing keys.
 
-use callai_host::providers::from_config_with;
-use callai_host::{ErrorCode, Event, StructuredMode};
+use callai_host::wire::{ErrorCode, StructuredOutput};
+use callai_host::{Event, Host};
 use callai_tests::fake_server::Reply;
 use callai_tests::wire::{APIS, Api, KEY, call, scene_request, text_request};
 use serde_json::json;
@@ -29,9 +29,14 @@ async fn a_429_is_retried_after_its_retry_after() {
             (a.count, a.output_tokens, a.usage_complete),
             (2, Some(2), false)
         );
+        assert_eq!(
+            c.waits,
+            [Duration::from_secs(1)],
+            "retry-after honoured, exactly"
+        );
         assert!(
-            c.elapsed >= Duration::from_millis(950),
-            "retry-after honoured: {:?}",
+            c.elapsed < Duration::from_millis(900),
+            "and not waited out in the test: {:?}",
             c.elapsed
         );
         assert_eq!(
@@ -60,6 +65,13 @@ async fn a_500_is_retried_until_exhausted() {
         assert_eq!(c.received.len(), 3);
         assert_eq!(c.err().details.as_ref().unwrap()["totalAttempts"], 3);
         assert!(c.err().message.contains("500"), "{}", c.err().message);
+        // Full jitter: each wait under its doubling ceiling (500 ms, then 1 s).
+        assert_eq!(c.waits.len(), 2, "{:?}", c.waits);
+        assert!(
+            c.waits[0] < Duration::from_millis(500) && c.waits[1] < Duration::from_secs(1),
+            "{:?}",
+            c.waits
+        );
     }
 }
 
@@ -162,7 +174,7 @@ async fn a_rejected_native_mode_falls_back_to_the_prompt() {
         let a = c.ok().attempts.unwrap();
         assert_eq!(
             (a.count, a.structured_output),
-            (2, Some(StructuredMode::Prompt)),
+            (2, Some(StructuredOutput::Prompt)),
             "{api:?}"
         );
         assert!(api.native_in(&c.received[0]) && !api.native_in(&c.received[1]));
@@ -187,7 +199,7 @@ async fn native_false_uses_prompt_mode_from_the_start() {
         .await;
         assert_eq!(
             c.ok().attempts.unwrap().structured_output,
-            Some(StructuredMode::Prompt)
+            Some(StructuredOutput::Prompt)
         );
         assert!(!api.native_in(&c.received[0]));
         assert!(api.system_of(&c.received[0]).contains("JSON Schema"));
@@ -198,7 +210,14 @@ async fn native_false_uses_prompt_mode_from_the_start() {
 fn a_missing_key_is_an_error_at_start_up_naming_the_variable() {
     for api in APIS {
         let config = api.config("http://127.0.0.1:9/v1", true, 1000);
-        let err = from_config_with(&config, &|_| None).err().expect("refused");
+        let err = Host::builder(config)
+            .env(|_| None)
+            .build()
+            .expect_err("refused");
+        assert_eq!(
+            err.key(),
+            Some(format!("providers.{}.apiKeyEnv", api.name()).as_str())
+        );
         assert!(err.to_string().contains("CALLAI_TEST_KEY"), "{err}");
         assert!(err.to_string().contains(api.name()), "{err}");
     }

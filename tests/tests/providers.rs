@@ -1,7 +1,7 @@
 //! Both HTTP adapters against a fake provider on loopback that speaks their
 //! wire formats: the happy paths and the envelope retries.
 
-use callai_host::{ErrorCode, StructuredMode};
+use callai_host::wire::{ErrorCode, StructuredOutput};
 use callai_tests::wire::{APIS, call, scene_request, text_request};
 use serde_json::json;
 
@@ -52,7 +52,7 @@ async fn truncation_then_success_doubles_the_budget_in_the_second_body() {
             (2, Some(3800), true),
             "{api:?}"
         );
-        assert_eq!(a.structured_output, Some(StructuredMode::Native));
+        assert_eq!(a.structured_output, Some(StructuredOutput::Native));
         assert_eq!(c.ok().data, Some(json!({"scene": "ok"})));
         assert_eq!(
             c.received
@@ -136,4 +136,54 @@ async fn missing_usage_is_incomplete_never_zero() {
         );
         assert_eq!(c.ok().usage, None);
     }
+}
+
+#[tokio::test]
+async fn two_providers_of_one_kind_are_routed_by_name() {
+    use callai_host::wire::CallRequest;
+    use callai_host::{EventLog, HostConfig};
+    use callai_tests::fake_server::FakeServer;
+    use callai_tests::wire::{Api, host};
+
+    let api = Api::OpenAi;
+    let cloud = FakeServer::start(vec![api.reply("from cloud", None, "stop", Some(1))]).await;
+    let local = FakeServer::start(vec![api.reply("from local", None, "stop", Some(1))]).await;
+    let config = HostConfig::from_toml(&format!(
+        "[defaults]\nprovider = \"openai\"\n\
+         [providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"CALLAI_TEST_KEY\"\n\
+         [providers.local]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"llama3.1\"\n",
+        cloud.url(),
+        local.url()
+    ))
+    .unwrap();
+    let host = host(config);
+    let ask = |provider: Option<&str>| {
+        let mut r = json!({"messages": [{"role": "user", "content": "hi"}]});
+        if let Some(p) = provider {
+            r["provider"] = p.into();
+        }
+        CallRequest::from_value(&r, true).unwrap()
+    };
+    let events = EventLog::new();
+    let a = host.call("n", &ask(None), &events).await.unwrap();
+    let b = host.call("n", &ask(Some("local")), &events).await.unwrap();
+    assert_eq!(a.content.as_deref(), Some("from cloud"));
+    assert_eq!(b.content.as_deref(), Some("from local"));
+    assert_eq!((cloud.received().len(), local.received().len()), (1, 1));
+    // Each section's own settings: the key only to the one that has one,
+    // the local model to the local server.
+    assert!(cloud.received()[0].headers.contains_key("authorization"));
+    assert!(!local.received()[0].headers.contains_key("authorization"));
+    assert_eq!(local.received()[0].body["model"], "llama3.1");
+    let providers: Vec<String> = events
+        .snapshot()
+        .iter()
+        .map(|e| {
+            e.to_json()["payload"]["provider"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(providers, ["openai", "local"]);
 }

@@ -1,7 +1,7 @@
 //! Replay through the typed entry, with the run log behind its trait.
 
 use callai_host::{HostConfig, Journal, RunLog, SqliteRunLog};
-use callai_tests::{pack, run_journaled};
+use callai_tests::{block_on, pack, run_journaled};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -14,14 +14,14 @@ fn the_typed_entry_replays_its_attempts_exactly() {
     let script = json!([{"content": "{", "finishReason": "length", "outputTokens": 500},
                         {"content": "nope"},
                         {"content": "{\"ok\": true}", "outputTokens": 7}]);
-    let journal = Journal::record(log.clone(), "t", "test.node", false).unwrap();
+    let journal = block_on(Journal::record(log.clone(), "t", "test.node", false)).unwrap();
     let recorded = run_journaled(&typed, HostConfig::default(), &script, &input, journal);
     assert_eq!(
         recorded.ok()["result"]["attempts"],
         json!({"count": 3, "outputTokens": 107, "usageComplete": false, "structuredOutput": "native"})
     );
 
-    let journal = Journal::replay(log.as_ref(), "t").unwrap();
+    let journal = block_on(Journal::replay(log.as_ref(), "t")).unwrap();
     let replayed = run_journaled(&typed, HostConfig::default(), &json!([]), &input, journal);
     assert_eq!(replayed.ok(), recorded.ok());
     assert!(replayed.mock_log.is_empty());
@@ -29,7 +29,7 @@ fn the_typed_entry_replays_its_attempts_exactly() {
 
     // The same node asking through the typed entry with another budget diverges.
     let other = json!({"prompt": "p", "maxTokens": 101, "schema": {"type": "object"}}).to_string();
-    let journal = Journal::replay(log.as_ref(), "t").unwrap();
+    let journal = block_on(Journal::replay(log.as_ref(), "t")).unwrap();
     let diverged = run_journaled(&typed, HostConfig::default(), &json!([]), &other, journal);
     assert!(matches!(
         diverged.output,

@@ -44,16 +44,24 @@ fn a_trapping_pack_fails_its_run_and_the_host_goes_on() {
 
 #[test]
 fn a_node_error_is_reported_as_such() {
-    // typed_call fails its node when the input is not JSON.
-    let out = run(
-        &pack("typed_call"),
-        HostConfig::default(),
-        &json!([]),
-        "not json",
-    );
-    match out.output {
-        Err(RunError::Node(m)) => assert!(m.contains("invalid JSON"), "{m}"),
-        other => panic!("expected a node error, got {other:?}"),
+    // A typed node fails when its input is not what it takes, naming why.
+    for (input, needle) in [
+        ("not json", "expected ident"),
+        (r#"{"nothing": 1}"#, "missing field `prompt`"),
+    ] {
+        let out = run(
+            &pack("typed_call"),
+            HostConfig::default(),
+            &json!([]),
+            input,
+        );
+        match out.output {
+            Err(RunError::Node(m)) => {
+                assert!(m.contains("the node's input is not what it takes"), "{m}");
+                assert!(m.contains(needle), "{m}");
+            }
+            other => panic!("expected a node error, got {other:?}"),
+        }
     }
 }
 

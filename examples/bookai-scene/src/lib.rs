@@ -18,9 +18,38 @@ mod scene;
 use callai_sdk::{
     Budget, BudgetError, ErrorCode, Node, NodeError, Request, Retry, Spent, call_accounting, log,
 };
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 struct BookAiScene;
+
+/// The node's input.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Input {
+    premise: String,
+    /// Provider requests the node may cause (charged by `attempts.count`).
+    #[serde(default = "default_max_calls")]
+    max_calls: u32,
+    #[serde(default = "default_max_output_tokens")]
+    max_output_tokens: u64,
+    #[serde(default = "default_max_tokens")]
+    max_tokens: u32,
+    #[serde(default)]
+    host_retries: bool,
+}
+
+fn default_max_calls() -> u32 {
+    4
+}
+
+fn default_max_output_tokens() -> u64 {
+    12000
+}
+
+fn default_max_tokens() -> u32 {
+    1500
+}
 
 struct Settings {
     premise: String,
@@ -32,31 +61,17 @@ struct Settings {
 }
 
 impl Settings {
-    fn from_input(input: &str) -> Result<Self, NodeError> {
-        let v: Value = serde_json::from_str(input)?;
-        let premise = v["premise"]
-            .as_str()
-            .ok_or("input.premise must be a string")?
-            .to_owned();
-        let num = |k: &str, default: u64| v.get(k).map_or(Some(default), Value::as_u64);
-        let max_calls = num("maxCalls", 4).ok_or("input.maxCalls must be an integer")?;
-        let max_output_tokens =
-            num("maxOutputTokens", 12000).ok_or("input.maxOutputTokens must be an integer")?;
-        let max_tokens = num("maxTokens", 1500).ok_or("input.maxTokens must be an integer")?;
-        let host_retries = v
-            .get("hostRetries")
-            .map_or(Some(false), Value::as_bool)
-            .ok_or("input.hostRetries must be a boolean")?;
+    fn new(input: Input) -> Self {
         let flags = call_accounting();
-        Ok(Self {
-            premise,
-            max_calls: u32::try_from(max_calls).map_err(|_| "input.maxCalls is too large")?,
-            max_output_tokens,
-            max_tokens: u32::try_from(max_tokens).map_err(|_| "input.maxTokens is too large")?,
+        Self {
+            premise: input.premise,
+            max_calls: input.max_calls,
+            max_output_tokens: input.max_output_tokens,
+            max_tokens: input.max_tokens,
             // Host retries can only be turned off where the host honours `retry`.
-            own_loop: !host_retries && flags.retry_policy,
+            own_loop: !input.host_retries && flags.retry_policy,
             retry_policy: flags.retry_policy,
-        })
+        }
     }
 
     /// What the author is shown before the run: the worst case of the plan.
@@ -100,10 +115,13 @@ fn failure(settings: &Settings, budget: &Budget, reason: String) -> NodeError {
 }
 
 impl Node for BookAiScene {
-    fn run(input: &str) -> Result<String, NodeError> {
-        let settings = Settings::from_input(input)?;
+    type Input = Input;
+    type Output = Value;
+
+    fn run(input: Input) -> Result<Value, NodeError> {
+        let settings = Settings::new(input);
         let mut budget = Budget::new()
-            .max_calls(settings.max_calls)
+            .max_requests(settings.max_calls)
             .max_output_tokens(settings.max_output_tokens);
         log::info(&format!("estimate before the run: {}", settings.estimate()));
 
@@ -161,8 +179,7 @@ impl Node for BookAiScene {
             "hostRetries": if settings.own_loop { "off" } else { "on" },
             "estimate": settings.estimate(),
             "spent": spent_json(budget.spent()),
-        })
-        .to_string())
+        }))
     }
 }
 

@@ -6,7 +6,7 @@
 //! each field absent when the host left it out. On a failed call the node
 //! still succeeds, with `{"error": {"code", "message", "details"}}`.
 
-use callai_sdk::{Node, NodeError, call_json};
+use callai_sdk::{NodeError, RawNode, call_json};
 use serde_json::{Map, Value, json};
 
 struct EchoAttempts;
@@ -14,7 +14,7 @@ struct EchoAttempts;
 /// The result fields the conformance suite reads.
 const ECHOED: [&str; 5] = ["attempts", "usage", "finishReason", "content", "data"];
 
-impl Node for EchoAttempts {
+impl RawNode for EchoAttempts {
     fn run(input: &str) -> Result<String, NodeError> {
         let output = match call_json(input) {
             Ok(result) => {
@@ -31,4 +31,4 @@ impl Node for EchoAttempts {
     }
 }
 
-callai_sdk::export_node!(EchoAttempts);
+callai_sdk::export_node!(raw EchoAttempts);

@@ -1,10 +1,10 @@
 //! `examples.summarize`: a first small pack. It asks for a structured summary
 //! of its input text, and reports what the call really cost.
 //!
-//! Input: `{"text": "..."}`. Output: `{"summary", "keyPoints", "spent": {"requests", "outputTokens", "usageComplete"}}`.
+//! Input: `{"text": "..."}`. Output: `{"summary", "keyPoints", "spent": {"requests", "outputTokens", "usageComplete"} | null}`.
 
-use callai_sdk::{Node, NodeError, Request, call, log};
-use serde::Deserialize;
+use callai_sdk::{Node, NodeError, Request, call_as, log};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 struct Summarize;
@@ -14,17 +14,34 @@ struct Input {
     text: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Summary {
     summary: String,
     key_points: Vec<String>,
 }
 
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Spent {
+    requests: u32,
+    output_tokens: Option<u64>,
+    usage_complete: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Output {
+    #[serde(flatten)]
+    summary: Summary,
+    spent: Option<Spent>,
+}
+
 impl Node for Summarize {
-    fn run(input: &str) -> Result<String, NodeError> {
-        let input: Input = serde_json::from_str(input)
-            .map_err(|e| NodeError::new(format!("input must be {{\"text\": string}}: {e}")))?;
+    type Input = Input;
+    type Output = Output;
+
+    fn run(input: Input) -> Result<Output, NodeError> {
         let schema = json!({
             "type": "object",
             "required": ["summary", "keyPoints"],
@@ -39,20 +56,19 @@ impl Node for Summarize {
             .user(input.text)
             .max_tokens(400)
             .schema(schema);
-        let response = call(&request)?;
-        let summary: Summary = response.data_as()?;
-        let spent = match response.attempts() {
-            Some(a) => json!({"requests": a.count, "outputTokens": a.output_tokens,
-                              "usageComplete": a.usage_complete}),
-            None => {
-                log::warn("host does not advertise callAccounting.attempts; spend unknown");
-                json!(null)
-            }
-        };
-        Ok(
-            json!({"summary": summary.summary, "keyPoints": summary.key_points, "spent": spent})
-                .to_string(),
-        )
+        let answer = call_as::<Summary>(&request)?;
+        let spent = answer.response.attempts().map(|a| Spent {
+            requests: a.count,
+            output_tokens: a.output_tokens,
+            usage_complete: a.usage_complete,
+        });
+        if spent.is_none() {
+            log::warn("host does not advertise callAccounting.attempts; spend unknown");
+        }
+        Ok(Output {
+            summary: answer.data,
+            spent,
+        })
     }
 }
 

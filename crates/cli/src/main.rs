@@ -1,0 +1,31 @@
+//! `callai`: run packs on the callAI runtime, list the bundled examples,
+//! print the facet, run the conformance scenario.
+
+mod args;
+mod run;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(*args),
+        Command::Examples => {
+            for e in callai_cli::EXAMPLES {
+                println!("{:<16} {:<36} {}", e.name, e.node_id, e.description);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Facet { config } => run::facet(config.as_deref()),
+        Command::Conformance { json, config } => run::conformance(json, config.as_deref()),
+    };
+    outcome.unwrap_or_else(|message| {
+        eprintln!(
+            "{}",
+            serde_json::json!({"error": {"kind": "usage", "message": message}})
+        );
+        ExitCode::from(2)
+    })
+}

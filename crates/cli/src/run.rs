@@ -1,0 +1,199 @@
+//! `callai run`, `facet` and `conformance`.
+
+use crate::args::RunArgs;
+use callai_host::{
+    Host, HostConfig, Journal, MockProvider, MockScript, PackRuntime, RunOutput, RuntimeOptions,
+    SqliteRunLog, facet,
+};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The script used for a component file when no `--script` is given.
+const DEFAULT_SCRIPT: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
+
+fn load_config(path: Option<&Path>) -> Result<HostConfig, String> {
+    match path {
+        Some(p) => HostConfig::from_file(p).map_err(|e| e.to_string()),
+        None => Ok(HostConfig::default()),
+    }
+}
+
+/// The host of `config` with `mock`: every configured provider started and
+/// its API key read now, so a missing key stops every subcommand at start-up.
+fn host(config: HostConfig, mock: Option<MockProvider>) -> Result<Host, String> {
+    let mut builder = Host::builder(config);
+    if let Some(mock) = mock {
+        builder = builder.mock(mock);
+    }
+    builder.build().map_err(|e| e.to_string())
+}
+
+fn read(path: &Path, what: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>, String> {
+    File::create(path)
+        .map(BufWriter::new)
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+fn tokio() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start tokio: {e}"))
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode, String> {
+    let config = load_config(args.config.as_deref())?;
+    let example = callai_cli::example(&args.pack);
+    let pack_path = PathBuf::from(&args.pack);
+    if example.is_none() && !pack_path.exists() {
+        let names: Vec<&str> = callai_cli::EXAMPLES.iter().map(|e| e.name).collect();
+        return Err(format!(
+            "{:?} is neither a component file nor a bundled example ({})",
+            args.pack,
+            names.join(", ")
+        ));
+    }
+    let input = match (&args.input, &args.input_file, example) {
+        (Some(i), _, _) => i.clone(),
+        (None, Some(f), _) => read(f, "input")?,
+        (None, None, Some(e)) => e.default_input.to_owned(),
+        (None, None, None) => "{}".to_owned(),
+    };
+    let script_text = match (&args.script, example) {
+        (Some(s), _) => read(s, "script")?,
+        (None, Some(e)) => e.default_script.to_owned(),
+        (None, None) => DEFAULT_SCRIPT.to_owned(),
+    };
+    let script = MockScript::from_json(&script_text).map_err(|e| e.to_string())?;
+    let node_id = args.node_id.clone().unwrap_or_else(|| match example {
+        Some(e) => e.node_id.to_owned(),
+        None => pack_path
+            .file_stem()
+            .map_or_else(|| "node".into(), |s| s.to_string_lossy().into_owned()),
+    });
+    // Open the output files first: a bad path fails before the run, not after.
+    let mut events_out = args.events.as_deref().map(create).transpose()?;
+    let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
+
+    let mock =
+        Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
+    let runtime = runtime(&config)?;
+    let host = host(config, None)?.with_provider("mock", mock.clone());
+    let rt = tokio()?;
+    let journal = rt.block_on(journal(&args, &node_id))?;
+    let pack = match example {
+        Some(e) => runtime.load(e.component),
+        None => runtime.load_file(&pack_path),
+    }
+    .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
+
+    let output: RunOutput = rt.block_on(pack.run_journaled(&host, &node_id, &input, journal));
+
+    if let Some(out) = events_out.as_mut() {
+        callai_host::events::write_jsonl(&output.events, out)
+            .map_err(|e| format!("cannot write events: {e}"))?;
+    }
+    if let Some(out) = mock_log_out.as_mut() {
+        for entry in mock.log() {
+            serde_json::to_writer(&mut *out, &entry).map_err(|e| e.to_string())?;
+            out.write_all(b"\n").map_err(|e| e.to_string())?;
+        }
+        out.flush()
+            .map_err(|e| format!("cannot write the mock log: {e}"))?;
+    }
+    match output.result {
+        Ok(text) => {
+            match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(v) => println!("{}", serde_json::to_string_pretty(&v).expect("JSON")),
+                Err(_) => println!("{text}"),
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("{}", e.to_json());
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `--record` / `--replay`: the run log and what to do with it.
+async fn journal(args: &RunArgs, node_id: &str) -> Result<Journal, String> {
+    let run_id = args.run_id.as_deref().unwrap_or_default();
+    match (&args.record, &args.replay) {
+        (Some(path), _) => {
+            let log = SqliteRunLog::open(path).map_err(|e| e.to_string())?;
+            Journal::record(Arc::new(log), run_id, node_id, args.overwrite)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        (None, Some(path)) => {
+            let log = SqliteRunLog::open_existing(path).map_err(|e| e.to_string())?;
+            Journal::replay(&log, run_id)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        (None, None) => Ok(Journal::live()),
+    }
+}
+
+/// `callai facet`.
+pub fn facet(config: Option<&Path>) -> Result<ExitCode, String> {
+    let host = host(load_config(config)?, None)?;
+    let doc = facet::document(&host);
+    println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `callai conformance`.
+pub fn conformance(json: bool, config: Option<&Path>) -> Result<ExitCode, String> {
+    let config = load_config(config)?;
+    let host = host(config, None)?;
+    let fixture =
+        callai_cli::example("echo-attempts").ok_or("the echo-attempts fixture is not bundled")?;
+    let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
+    let pack = runtime
+        .load(fixture.component)
+        .map_err(|e| format!("cannot load the fixture: {e:#}"))?;
+    let target = callai_conformance::HostTarget::new(pack, host)
+        .map_err(|e| format!("cannot start tokio: {e}"))?;
+    let report = callai_conformance::run(&target);
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&report.to_json()).expect("JSON")
+        );
+    } else {
+        print!("{}", report.table());
+    }
+    Ok(if report.failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// The wasmtime runtime for `config`'s limits, with the compiled-component
+/// cache in `$CALLAI_CACHE_DIR`, else `$XDG_CACHE_HOME/callai`, else
+/// `~/.cache/callai` (none when no home is known).
+fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
+    let mut options = RuntimeOptions::from_limits(&config.limits);
+    let env = |k: &str| {
+        std::env::var_os(k)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let dir = env("CALLAI_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("callai")))
+        .or_else(|| env("HOME").map(|d| d.join(".cache/callai")));
+    if let Some(dir) = dir {
+        options = options.cache_dir(dir.join("components"));
+    }
+    PackRuntime::with_options(&options).map_err(|e| format!("cannot start wasmtime: {e:#}"))
+}

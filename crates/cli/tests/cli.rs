@@ -1,0 +1,201 @@
+//! The `callai` command as a user runs it.
+
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn callai(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(args)
+        .output()
+        .expect("callai runs")
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+fn stdout_json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "callai failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("stdout is JSON")
+}
+
+fn stderr_json(out: &Output) -> Value {
+    assert!(!out.status.success());
+    serde_json::from_slice(&out.stderr).expect("stderr is JSON")
+}
+
+#[test]
+fn run_echo_attempts_prints_content_usage_and_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = write(
+        dir.path(),
+        "s.json",
+        r#"[{"content": "Hi there", "finishReason": "stop", "outputTokens": 3, "inputTokens": 2}]"#,
+    );
+    let events = dir.path().join("events.jsonl");
+    let mock_log = dir.path().join("mock.jsonl");
+    let out = callai(&[
+        "run",
+        "echo-attempts",
+        "--input",
+        r#"{"messages":[{"role":"user","content":"hi"}]}"#,
+        "--script",
+        &script,
+        "--events",
+        events.to_str().unwrap(),
+        "--mock-log",
+        mock_log.to_str().unwrap(),
+    ]);
+    let v = stdout_json(&out);
+    assert_eq!(v["content"], "Hi there");
+    assert_eq!(v["usage"]["outputTokens"], 3);
+    assert_eq!(v["attempts"]["count"], 1);
+    let events = std::fs::read_to_string(events).unwrap();
+    let first: Value = serde_json::from_str(events.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "provider.usage");
+    assert_eq!(
+        first["payload"]["nodeId"],
+        "conformance.callai.echo-attempts"
+    );
+    let log = std::fs::read_to_string(mock_log).unwrap();
+    let line: Value = serde_json::from_str(log.trim()).unwrap();
+    assert_eq!(line, json!({"maxTokens": 4000, "messages": 1}));
+}
+
+#[test]
+fn the_demo_runs_with_no_flags_on_the_built_in_mock() {
+    // The README's demo: exactly what it prints.
+    assert_eq!(
+        stdout_json(&callai(&["run", "echo-attempts"])),
+        json!({"attempts": {"count": 1, "outputTokens": 9, "usageComplete": true},
+               "content": "Hello from the built-in mock provider.", "finishReason": "stop",
+               "usage": {"inputTokens": 12, "outputTokens": 9, "totalTokens": 21}})
+    );
+    // summarize's own script truncates once at its 400-token budget.
+    let v = stdout_json(&callai(&["run", "summarize"]));
+    assert_eq!(
+        v["summary"],
+        "A lighthouse keeper finds a message in a bottle."
+    );
+    assert_eq!(v["keyPoints"], json!(["lighthouse", "bottle", "message"]));
+    assert_eq!(
+        v["spent"],
+        json!({"requests": 2, "outputTokens": 431, "usageComplete": true})
+    );
+    let v = stdout_json(&callai(&["run", "bookai-scene"]));
+    assert_eq!(
+        v["spent"],
+        json!({"calls": 1, "requests": 1, "outputTokens": 420, "outputTokensIsFloor": false})
+    );
+    assert_eq!(v["scene"]["mood"], "tense");
+    let listed = String::from_utf8(callai(&["examples"]).stdout).unwrap();
+    for line in [
+        "bookai-scene",
+        "echo-attempts",
+        "summarize",
+        "conformance.callai.echo-attempts",
+    ] {
+        assert!(listed.contains(line), "{listed}");
+    }
+}
+
+#[test]
+fn a_trapping_component_file_exits_non_zero_with_a_json_error() {
+    let out = callai(&["run", callai_test_programs_artifacts::TRAP, "--input", "x"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(stderr_json(&out)["error"]["kind"], "trap");
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_script = write(dir.path(), "bad.json", r#"[{"content": 1}]"#);
+    let bad_config = write(dir.path(), "bad.toml", "[retry]\nmaxRetryAttempts = 99\n");
+    let keyless = write(
+        dir.path(),
+        "keyless.toml",
+        "[providers.openai]\napiKeyEnv = \"CALLAI_CLI_TEST_NO_SUCH_VARIABLE\"\n",
+    );
+    for (args, needle) in [
+        (
+            vec!["run", "echo-attempts", "--config", &keyless],
+            "CALLAI_CLI_TEST_NO_SUCH_VARIABLE",
+        ),
+        // A missing key stops every subcommand at start-up, not only `run`.
+        (
+            vec!["facet", "--config", &keyless],
+            "CALLAI_CLI_TEST_NO_SUCH_VARIABLE",
+        ),
+        (
+            vec!["conformance", "--config", &keyless],
+            "CALLAI_CLI_TEST_NO_SUCH_VARIABLE",
+        ),
+        (
+            vec!["run", "no-such-pack"],
+            "neither a component file nor a bundled example",
+        ),
+        (
+            vec!["run", "echo-attempts", "--script", &bad_script],
+            "entry 0",
+        ),
+        (
+            vec!["run", "echo-attempts", "--config", &bad_config],
+            "retry.maxRetryAttempts",
+        ),
+        (
+            vec!["facet", "--config", &bad_config],
+            "retry.maxRetryAttempts",
+        ),
+    ] {
+        let out = callai(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let message = stderr_json(&out)["error"]["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(message.contains(needle), "{args:?}: {message}");
+    }
+}
+
+#[test]
+fn facet_reflects_the_config() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write(
+        dir.path(),
+        "h.toml",
+        "[callAccounting]\nretryPolicy = false\n",
+    );
+    let v = stdout_json(&callai(&["facet", "--config", &config]));
+    assert_eq!(
+        v["aiProviders"]["callAccounting"],
+        json!({"attempts": true, "retryPolicy": false})
+    );
+    // The printed facet validates against the project's facet schema.
+    let schema: Value = serde_json::from_str(callai_host::facet::SCHEMA).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    assert!(validator.is_valid(&v["aiProviders"]), "{v}");
+    let reliability = &v["capabilities"]["envelopes"]["reliability"];
+    assert_eq!(reliability["maxRetryAttempts"], 3);
+    assert_eq!(reliability["completion"]["truncationBudgetMultiplier"], 2);
+    assert_eq!(reliability["completion"]["distinguishesTruncation"], true);
+}
+
+#[test]
+fn conformance_passes_on_this_host_as_a_table_and_as_json() {
+    let out = callai(&["conformance", "--json"]);
+    let v = stdout_json(&out);
+    assert_eq!(v["failed"], 0);
+    assert_eq!(v["legs"].as_array().unwrap().len(), 8);
+    let table = String::from_utf8(callai(&["conformance"]).stdout).unwrap();
+    assert!(
+        table.contains("count-and-sum") && table.contains("clamp-and-refuse"),
+        "{table}"
+    );
+}

@@ -1,0 +1,249 @@
+//! The host config (TOML, every key optional). An unknown key or a value out
+//! of range is an error naming the key, at start-up.
+
+mod limits;
+mod providers;
+
+pub use callai_wire::CallAccounting;
+pub use limits::Limits;
+pub use providers::{ProviderConfig, ProviderKind, ProviderSettings};
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// `[retry]`: the host's own retry behaviour (RFC 0032, 0033).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RetryConfig {
+    /// The host ceiling on provider requests per call, fallback included (1..16).
+    pub max_retry_attempts: u32,
+    /// Truncation retry budget factor (1..8).
+    pub truncation_budget_multiplier: u32,
+    /// Stands in when the caller names no maxTokens.
+    pub default_max_tokens: u32,
+    /// The provider ceiling; growth clamps here.
+    pub provider_max_tokens: u32,
+    /// Whether the natural-language-to-JSON fallback may be used.
+    pub nl_fallback: bool,
+    /// Transient failures (408, 429, 5xx, timeouts) wait up to
+    /// `backoffBaseMs * 2^n`, with full jitter, capped at `backoffMaxMs`.
+    pub backoff_base_ms: u64,
+    /// The cap of a backoff wait.
+    pub backoff_max_ms: u64,
+    /// A provider's `retry-after` is honoured up to this; asked for more,
+    /// the host gives up instead.
+    pub max_retry_after_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_retry_attempts: 3,
+            truncation_budget_multiplier: 2,
+            default_max_tokens: 4000,
+            provider_max_tokens: 64000,
+            nl_fallback: true,
+            backoff_base_ms: 500,
+            backoff_max_ms: 8000,
+            max_retry_after_ms: 60_000,
+        }
+    }
+}
+
+/// `[policy]`: what the host refuses before any request is sent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct PolicyConfig {
+    /// Unset: every provider is allowed.
+    pub allowed_providers: Option<Vec<String>>,
+}
+
+/// `[mock]`: the built-in mock provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct MockConfig {
+    /// False: the mock has no native structured output; prompt mode is used.
+    pub native: bool,
+    /// How long the mock takes to answer each request, like a real provider.
+    pub latency_ms: u64,
+}
+
+impl Default for MockConfig {
+    fn default() -> Self {
+        Self {
+            native: true,
+            latency_ms: 0,
+        }
+    }
+}
+
+impl MockConfig {
+    /// `latencyMs` as a duration.
+    pub fn latency(&self) -> Duration {
+        Duration::from_millis(self.latency_ms)
+    }
+}
+
+/// `[defaults]`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct DefaultsConfig {
+    /// Used when a request names no provider.
+    pub provider: String,
+}
+
+impl Default for DefaultsConfig {
+    fn default() -> Self {
+        Self {
+            provider: "mock".into(),
+        }
+    }
+}
+
+/// The whole host config.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct HostConfig {
+    /// `[retry]`
+    pub retry: RetryConfig,
+    /// `[callAccounting]`
+    pub call_accounting: CallAccounting,
+    /// `[policy]`
+    pub policy: PolicyConfig,
+    /// `[mock]`
+    pub mock: MockConfig,
+    /// `[defaults]`
+    pub defaults: DefaultsConfig,
+    /// `[providers.NAME]`, by name.
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[limits]`
+    pub limits: Limits,
+}
+
+/// A config that cannot be used, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {message}")]
+    Read {
+        /// The path given.
+        path: String,
+        /// The I/O error.
+        message: String,
+    },
+    /// Not TOML, an unknown key, or a value of the wrong type.
+    #[error("config: {0}")]
+    Parse(String),
+    /// A value out of range or inconsistent with another.
+    #[error("config key `{key}`: {message}")]
+    Invalid {
+        /// The dotted key, e.g. `retry.maxRetryAttempts`.
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+impl ConfigError {
+    /// The offending key, when the error names one precisely.
+    pub fn key(&self) -> Option<&str> {
+        match self {
+            Self::Invalid { key, .. } => Some(key),
+            _ => None,
+        }
+    }
+}
+
+pub(crate) fn invalid(key: &str, message: String) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message,
+    }
+}
+
+pub(crate) fn in_range(key: &str, value: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
+    if (lo..=hi).contains(&value) {
+        Ok(())
+    } else {
+        Err(invalid(key, format!("must be {lo}..{hi}, got {value}")))
+    }
+}
+
+impl HostConfig {
+    /// Parses and checks a config from TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        // toml's message names the unknown or mistyped key and its line.
+        let config: Self =
+            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string().trim().into()))?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Reads [`HostConfig::from_toml`] from a file.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Self::from_toml(&text)
+    }
+
+    /// Range and consistency checks of the config on its own. Which
+    /// providers exist is known only when a [`crate::Host`] is built (an
+    /// embedder may register its own), so `defaults.provider` and
+    /// `policy.allowedProviders` are checked there.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let r = &self.retry;
+        in_range("retry.maxRetryAttempts", r.max_retry_attempts.into(), 1, 16)?;
+        in_range(
+            "retry.truncationBudgetMultiplier",
+            r.truncation_budget_multiplier.into(),
+            1,
+            8,
+        )?;
+        in_range(
+            "retry.providerMaxTokens",
+            r.provider_max_tokens.into(),
+            1,
+            u32::MAX.into(),
+        )?;
+        in_range(
+            "retry.defaultMaxTokens",
+            r.default_max_tokens.into(),
+            1,
+            r.provider_max_tokens.into(),
+        )?;
+        in_range("retry.backoffBaseMs", r.backoff_base_ms, 0, 600_000)?;
+        in_range(
+            "retry.backoffMaxMs",
+            r.backoff_max_ms,
+            r.backoff_base_ms,
+            600_000,
+        )?;
+        in_range("retry.maxRetryAfterMs", r.max_retry_after_ms, 0, 3_600_000)?;
+        self.limits.validate()?;
+        in_range("mock.latencyMs", self.mock.latency_ms, 0, 600_000)?;
+        providers::validate(&self.providers)
+    }
+
+    /// The configured provider sections with their defaults filled in.
+    pub fn provider_settings(&self) -> Result<Vec<ProviderSettings>, ConfigError> {
+        self.providers
+            .iter()
+            .map(|(name, section)| section.settings(name))
+            .collect()
+    }
+
+    /// Whether the policy lets a request reach `provider`.
+    pub fn provider_allowed(&self, provider: &str) -> bool {
+        self.policy
+            .allowed_providers
+            .as_ref()
+            .is_none_or(|allowed| allowed.iter().any(|p| p == provider))
+    }
+}
+
+#[cfg(test)]
+mod tests;

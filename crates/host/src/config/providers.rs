@@ -1,0 +1,176 @@
+//! `[providers.NAME]`: the real providers a host may call, by name.
+
+use super::{ConfigError, invalid};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp, LM Studio).
+    Openai,
+    /// The Anthropic Messages API.
+    Anthropic,
+}
+
+impl ProviderKind {
+    /// `openai` or `anthropic`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Openai => "openai",
+            Self::Anthropic => "anthropic",
+        }
+    }
+
+    /// The kind a section of this name implies (`[providers.openai]`).
+    pub fn implied_by(name: &str) -> Option<Self> {
+        match name {
+            "openai" => Some(Self::Openai),
+            "anthropic" => Some(Self::Anthropic),
+            _ => None,
+        }
+    }
+
+    /// The API root used when `baseUrl` is absent.
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Openai => "https://api.openai.com/v1",
+            Self::Anthropic => "https://api.anthropic.com/v1",
+        }
+    }
+
+    /// The key variable used when `apiKeyEnv` is absent.
+    pub fn default_key_env(self) -> &'static str {
+        match self {
+            Self::Openai => "OPENAI_API_KEY",
+            Self::Anthropic => "ANTHROPIC_API_KEY",
+        }
+    }
+
+    /// The model used when `model` is absent.
+    pub fn default_model(self) -> &'static str {
+        match self {
+            Self::Openai => "gpt-4o-mini",
+            Self::Anthropic => "claude-sonnet-4-5",
+        }
+    }
+}
+
+/// One `[providers.NAME]` section. Absent keys take the kind's defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ProviderConfig {
+    /// The wire format; implied by a section named `openai` or `anthropic`.
+    pub kind: Option<ProviderKind>,
+    /// API root, e.g. `https://api.openai.com/v1`.
+    pub base_url: Option<String>,
+    /// The environment variable holding the API key; `""`: no key.
+    pub api_key_env: Option<String>,
+    /// The default model.
+    pub model: Option<String>,
+    /// Native structured output; false puts the schema in the prompt.
+    pub native: Option<bool>,
+    /// Per-request timeout.
+    pub timeout_ms: Option<u64>,
+}
+
+/// A section with its defaults filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSettings {
+    /// The section name: what a request's `provider` names.
+    pub name: String,
+    /// The wire format.
+    pub kind: ProviderKind,
+    /// API root.
+    pub base_url: String,
+    /// The key variable; empty for none.
+    pub api_key_env: String,
+    /// The default model.
+    pub model: String,
+    /// Native structured output.
+    pub native: bool,
+    /// Per-request timeout in milliseconds.
+    pub timeout_ms: u64,
+}
+
+impl ProviderConfig {
+    /// The kind this section speaks, or the error naming its `kind` key.
+    pub fn resolved_kind(&self, name: &str) -> Result<ProviderKind, ConfigError> {
+        match (self.kind, ProviderKind::implied_by(name)) {
+            (Some(kind), Some(implied)) if kind != implied => Err(invalid(
+                &format!("providers.{name}.kind"),
+                format!(
+                    "a section named {name:?} speaks {}, not {}",
+                    implied.as_str(),
+                    kind.as_str()
+                ),
+            )),
+            (Some(kind), _) | (None, Some(kind)) => Ok(kind),
+            (None, None) => Err(invalid(
+                &format!("providers.{name}.kind"),
+                "is required for a provider not named openai or anthropic (\"openai\" or \"anthropic\")".into(),
+            )),
+        }
+    }
+
+    /// The section with its defaults filled in.
+    pub fn settings(&self, name: &str) -> Result<ProviderSettings, ConfigError> {
+        let kind = self.resolved_kind(name)?;
+        Ok(ProviderSettings {
+            name: name.to_owned(),
+            kind,
+            base_url: self
+                .base_url
+                .clone()
+                .unwrap_or_else(|| kind.default_base_url().into()),
+            api_key_env: self
+                .api_key_env
+                .clone()
+                .unwrap_or_else(|| kind.default_key_env().into()),
+            model: self
+                .model
+                .clone()
+                .unwrap_or_else(|| kind.default_model().into()),
+            native: self.native.unwrap_or(true),
+            timeout_ms: self.timeout_ms.unwrap_or(60_000),
+        })
+    }
+}
+
+/// Checks every section: a name, a kind, a usable URL and timeout.
+pub(super) fn validate(sections: &BTreeMap<String, ProviderConfig>) -> Result<(), ConfigError> {
+    for (name, section) in sections {
+        if name == "mock" {
+            return Err(invalid(
+                "providers.mock",
+                "the mock provider is built in; configure it under [mock]".into(),
+            ));
+        }
+        let valid_name = !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        if !valid_name {
+            return Err(invalid(
+                &format!("providers.{name}"),
+                "a provider name is letters, digits, '-' and '_'".into(),
+            ));
+        }
+        let s = section.settings(name)?;
+        if !(1..=3_600_000).contains(&s.timeout_ms) {
+            return Err(invalid(
+                &format!("providers.{name}.timeoutMs"),
+                format!("must be 1..3600000, got {}", s.timeout_ms),
+            ));
+        }
+        let scheme_ok = s.base_url.starts_with("http://") || s.base_url.starts_with("https://");
+        if !scheme_ok {
+            return Err(invalid(
+                &format!("providers.{name}.baseUrl"),
+                format!("must be an http:// or https:// URL, got {:?}", s.base_url),
+            ));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,163 @@
+//! The host config against its documented defaults and errors.
+
+use super::*;
+
+#[test]
+fn empty_config_takes_the_documented_defaults() {
+    let c = HostConfig::from_toml("").unwrap();
+    assert_eq!(c.retry.max_retry_attempts, 3);
+    assert_eq!(c.retry.truncation_budget_multiplier, 2);
+    assert_eq!(c.retry.default_max_tokens, 4000);
+    assert_eq!(c.retry.provider_max_tokens, 64000);
+    assert!(c.retry.nl_fallback);
+    assert_eq!(
+        (
+            c.retry.backoff_base_ms,
+            c.retry.backoff_max_ms,
+            c.retry.max_retry_after_ms
+        ),
+        (500, 8000, 60_000)
+    );
+    assert!(c.call_accounting.attempts && c.call_accounting.retry_policy);
+    assert!(c.mock.native);
+    assert_eq!(c.defaults.provider, "mock");
+    assert!(c.providers.is_empty());
+}
+
+#[test]
+fn the_design_example_parses() {
+    let c = HostConfig::from_toml(
+        r#"
+[retry]
+maxRetryAttempts = 5
+truncationBudgetMultiplier = 4
+defaultMaxTokens = 1000
+providerMaxTokens = 8000
+nlFallback = false
+[callAccounting]
+attempts = false
+retryPolicy = true
+[policy]
+allowedProviders = ["mock", "openai"]
+[mock]
+native = false
+[defaults]
+provider = "mock"
+[providers.openai]
+baseUrl = "http://127.0.0.1:11434/v1"
+apiKeyEnv = "OPENAI_API_KEY"
+model = "llama3"
+native = false
+timeoutMs = 1000
+"#,
+    )
+    .unwrap();
+    assert_eq!(c.retry.max_retry_attempts, 5);
+    assert!(!c.call_accounting.attempts);
+    assert!(!c.mock.native);
+    let settings = c.provider_settings().unwrap();
+    assert_eq!(settings.len(), 1);
+    assert_eq!(settings[0].kind, ProviderKind::Openai);
+    assert_eq!(settings[0].model, "llama3");
+    assert!(!c.provider_allowed("anthropic"));
+}
+
+#[test]
+fn providers_of_one_kind_live_side_by_side_by_name() {
+    let c = HostConfig::from_toml(
+        r#"
+[providers.openai]
+[providers.local]
+kind = "openai"
+baseUrl = "http://127.0.0.1:11434/v1"
+apiKeyEnv = ""
+[providers.claude]
+kind = "anthropic"
+"#,
+    )
+    .unwrap();
+    let s = c.provider_settings().unwrap();
+    let by_name: Vec<(&str, ProviderKind, &str)> = s
+        .iter()
+        .map(|p| (p.name.as_str(), p.kind, p.base_url.as_str()))
+        .collect();
+    assert_eq!(
+        by_name,
+        [
+            (
+                "claude",
+                ProviderKind::Anthropic,
+                "https://api.anthropic.com/v1"
+            ),
+            ("local", ProviderKind::Openai, "http://127.0.0.1:11434/v1"),
+            ("openai", ProviderKind::Openai, "https://api.openai.com/v1"),
+        ]
+    );
+    assert_eq!(s[1].api_key_env, "");
+    assert_eq!(s[2].api_key_env, "OPENAI_API_KEY");
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_the_key() {
+    for (text, key) in [
+        ("[retry]\nmaxRetries = 3", "maxRetries"),
+        ("[bogus]\nx = 1", "bogus"),
+        ("[callAccounting]\nattempt = true", "attempt"),
+        ("[providers.openai]\nmodels = \"x\"", "models"),
+        ("[providers.gemini]\nmodel = \"x\"", "gemini"),
+        ("[providers.local]\nkind = \"gemini\"", "gemini"),
+    ] {
+        let err = HostConfig::from_toml(text).unwrap_err();
+        assert!(err.to_string().contains(key), "{err} should name {key}");
+    }
+}
+
+#[test]
+fn out_of_range_values_are_errors_naming_the_key() {
+    for (text, key) in [
+        ("[retry]\nmaxRetryAttempts = 0", "retry.maxRetryAttempts"),
+        ("[retry]\nmaxRetryAttempts = 17", "retry.maxRetryAttempts"),
+        (
+            "[retry]\ntruncationBudgetMultiplier = 9",
+            "retry.truncationBudgetMultiplier",
+        ),
+        ("[retry]\ndefaultMaxTokens = 0", "retry.defaultMaxTokens"),
+        (
+            "[retry]\ndefaultMaxTokens = 9000\nproviderMaxTokens = 8000",
+            "retry.defaultMaxTokens",
+        ),
+        ("[mock]\nlatencyMs = 600001", "mock.latencyMs"),
+        ("[retry]\nbackoffBaseMs = 600001", "retry.backoffBaseMs"),
+        (
+            "[retry]\nbackoffBaseMs = 900\nbackoffMaxMs = 800",
+            "retry.backoffMaxMs",
+        ),
+        (
+            "[retry]\nmaxRetryAfterMs = 3600001",
+            "retry.maxRetryAfterMs",
+        ),
+        (
+            "[providers.openai]\ntimeoutMs = 0",
+            "providers.openai.timeoutMs",
+        ),
+        (
+            "[providers.openai]\nbaseUrl = \"ftp://x\"",
+            "providers.openai.baseUrl",
+        ),
+        ("[providers.gemini]\nmodel = \"x\"", "providers.gemini.kind"),
+        (
+            "[providers.openai]\nkind = \"anthropic\"",
+            "providers.openai.kind",
+        ),
+        ("[providers.mock]\nkind = \"openai\"", "providers.mock"),
+        ("[providers.\"a b\"]\nkind = \"openai\"", "providers.a b"),
+    ] {
+        let err = HostConfig::from_toml(text).unwrap_err();
+        assert_eq!(err.key(), Some(key), "{text}: {err}");
+        assert!(err.to_string().contains(key));
+    }
+    let err = HostConfig::from_toml("[retry]\nmaxRetryAttempts = -1").unwrap_err();
+    assert!(err.to_string().contains("maxRetryAttempts"), "{err}");
+    let err = HostConfig::from_toml("[retry]\nnlFallback = 1").unwrap_err();
+    assert!(err.to_string().contains("nlFallback"), "{err}");
+}

@@ -1,0 +1,119 @@
+//! The loop that drives a [`CallMachine`]: it owns the provider, the clock,
+//! the sleeper, the random source and the event sink, all injected, so
+//! tests run on paused time and never wait real seconds.
+
+use super::classify::classify;
+use super::machine::{CallMachine, Context, Outcome, Step};
+use crate::events::EventSink;
+use crate::provider::{BoxFuture, Provider};
+use callai_wire::{CallError, CallResult};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// Where the engine reads the time: tokio's clock by default, so that a
+/// test on paused time sees paused time.
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> Instant;
+}
+
+/// How the engine waits between requests: tokio's timer by default.
+pub trait Sleeper: Send + Sync {
+    /// A future that completes after `duration`.
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+}
+
+/// Where backoff jitter comes from: draws in `[0, 1)`.
+pub trait Jitter: Send + Sync {
+    /// The next draw.
+    fn draw(&self) -> f64;
+}
+
+/// tokio's clock and timer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokioTime;
+
+impl Clock for TokioTime {
+    fn now(&self) -> Instant {
+        Instant::now()
+    }
+}
+
+impl Sleeper for TokioTime {
+    fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
+        Box::pin(tokio::time::sleep(duration))
+    }
+}
+
+impl Jitter for super::backoff::SplitMix {
+    fn draw(&self) -> f64 {
+        self.next_f64()
+    }
+}
+
+/// The engine's clock, sleeper and random source.
+#[derive(Clone)]
+pub(crate) struct Effects {
+    pub clock: Arc<dyn Clock>,
+    pub sleeper: Arc<dyn Sleeper>,
+    pub jitter: Arc<dyn Jitter>,
+}
+
+impl Default for Effects {
+    fn default() -> Self {
+        Self {
+            clock: Arc::new(TokioTime),
+            sleeper: Arc::new(TokioTime),
+            jitter: Arc::new(super::backoff::SplitMix::from_entropy()),
+        }
+    }
+}
+
+impl fmt::Debug for Effects {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Effects").finish_non_exhaustive()
+    }
+}
+
+/// Runs one call to its end: sends what the machine asks for, classifies
+/// each reply, waits when told to, and passes every event to `sink` as it
+/// happens. `deadline` is the run's: a wait that would pass it ends the call.
+pub(crate) async fn drive(
+    mut machine: CallMachine<'_>,
+    provider: &dyn Provider,
+    effects: &Effects,
+    sink: &dyn EventSink,
+    deadline: Option<Instant>,
+    max_response_bytes: u64,
+) -> Result<CallResult, CallError> {
+    let mut step = machine.start();
+    loop {
+        step = match step {
+            Step::Send(attempt) => {
+                let outcome = match provider.complete(&attempt.request).await {
+                    Ok(reply) => {
+                        let verdict = classify(&reply, machine.schema(), max_response_bytes);
+                        Outcome::Reply(reply, verdict)
+                    }
+                    Err(failure) => Outcome::Failed(failure),
+                };
+                let cx = Context {
+                    jitter: effects.jitter.draw(),
+                    remaining: deadline.map(|d| d.saturating_duration_since(effects.clock.now())),
+                };
+                machine.on_outcome(outcome, cx)
+            }
+            Step::Wait(duration) => {
+                effects.sleeper.sleep(duration).await;
+                machine.resume()
+            }
+            Step::Done(result) => {
+                machine.drain_events().for_each(|e| sink.emit(e));
+                return result;
+            }
+        };
+        machine.drain_events().for_each(|e| sink.emit(e));
+    }
+}

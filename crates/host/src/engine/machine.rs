@@ -1,0 +1,477 @@
+//! The retry engine as a state machine. It takes what the provider answered
+//! (classified) and says what to do next: send this request, wait this
+//! long, or finish with this result or error. No I/O, no clock, no
+//! randomness: the driver feeds it those (`driver.rs`), so every rule here
+//! is tested without a provider or real time.
+
+use super::attempts::Ledger;
+use super::backoff::{Backoff, Wait};
+use super::classify::Verdict;
+use super::prompts::{self, Extra};
+use super::reason::RequestReason;
+use super::schema::CompiledSchema;
+use crate::config::HostConfig;
+use crate::events::Event;
+use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
+use callai_wire::{
+    CallError, CallRequest, CallResult, ErrorCode, FinishReason, RetryPolicy, StructuredOutput,
+    Usage,
+};
+use std::time::Duration;
+
+/// One request to send.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Attempt {
+    /// What to send.
+    pub request: ProviderRequest,
+    /// Why.
+    pub reason: RequestReason,
+    /// Its number within the call (1..=16).
+    pub number: u32,
+}
+
+/// What the driver does next.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Step {
+    /// Send this request, and feed back what came of it.
+    Send(Attempt),
+    /// Wait this long, then [`CallMachine::resume`].
+    Wait(Duration),
+    /// The call is over.
+    Done(Result<CallResult, CallError>),
+}
+
+/// What came of one request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Outcome {
+    /// A reply, and what it means for the call.
+    Reply(ProviderReply, Verdict),
+    /// No reply.
+    Failed(ProviderFailure),
+}
+
+/// What the driver knows that the machine does not: a random draw in
+/// `[0, 1)` for backoff jitter, and the run's wall time left.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Context {
+    pub jitter: f64,
+    pub remaining: Option<Duration>,
+}
+
+/// Why the call cannot go on (yet): the error it fails with if it stops
+/// here, and the request that would go on, if any.
+struct Failure {
+    code: ErrorCode,
+    reason: &'static str,
+    message: String,
+    next: Option<RequestReason>,
+    retry_after: Option<Duration>,
+}
+
+impl Failure {
+    fn terminal(code: ErrorCode, reason: &'static str, message: String) -> Self {
+        Self {
+            code,
+            reason,
+            message,
+            next: None,
+            retry_after: None,
+        }
+    }
+}
+
+/// One call's state.
+pub(crate) struct CallMachine<'a> {
+    config: &'a HostConfig,
+    request: &'a CallRequest,
+    node_id: &'a str,
+    provider: &'a str,
+    model: String,
+    schema: Option<CompiledSchema>,
+    /// The host ceiling narrowed by the caller's `retry.maxAttempts`.
+    cap: u32,
+    grow: bool,
+    budget: u32,
+    mode: Option<StructuredOutput>,
+    ledger: Ledger,
+    /// The next request's extra text, and why it is sent.
+    extra: Extra,
+    reason: RequestReason,
+    transient_in_a_row: u32,
+    /// Events that announce the next request; emitted once it is sent.
+    announce: Vec<Event>,
+    events: Vec<Event>,
+}
+
+impl<'a> CallMachine<'a> {
+    /// A call of `request` to the provider called `provider`, which answers
+    /// as `default_model` and has native structured output if `native`. The
+    /// request's `retry` is read only when the host advertises `retryPolicy`
+    /// (§B), and then only narrows (§B.3).
+    pub(crate) fn new(
+        config: &'a HostConfig,
+        provider: &'a str,
+        default_model: &str,
+        native: bool,
+        node_id: &'a str,
+        request: &'a CallRequest,
+    ) -> Result<Self, CallError> {
+        let retry = &config.retry;
+        let policy = match config.call_accounting.retry_policy {
+            true => request.retry.unwrap_or_default(),
+            false => RetryPolicy::default(),
+        };
+        let schema = request
+            .response_schema
+            .as_ref()
+            .map(CompiledSchema::compile)
+            .transpose()?;
+        Ok(Self {
+            config,
+            request,
+            node_id,
+            provider,
+            model: request
+                .model
+                .clone()
+                .unwrap_or_else(|| default_model.to_owned()),
+            cap: policy.max_attempts.map_or(retry.max_retry_attempts, |n| {
+                n.min(retry.max_retry_attempts)
+            }),
+            grow: policy.grow_max_tokens.unwrap_or(true),
+            // The caller's budget (or the host default standing in), never
+            // above the provider ceiling.
+            budget: request
+                .max_tokens
+                .unwrap_or(retry.default_max_tokens)
+                .min(retry.provider_max_tokens),
+            mode: schema.as_ref().map(|_| match native {
+                true => StructuredOutput::Native,
+                false => StructuredOutput::Prompt,
+            }),
+            schema,
+            ledger: Ledger::new(),
+            extra: Extra::Nothing,
+            reason: RequestReason::First,
+            transient_in_a_row: 0,
+            announce: Vec::new(),
+            events: Vec::new(),
+        })
+    }
+
+    /// The compiled schema of a structured call, to classify replies with.
+    pub(crate) fn schema(&self) -> Option<&CompiledSchema> {
+        self.schema.as_ref()
+    }
+
+    /// The events produced since the last call, in order.
+    pub(crate) fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.events.drain(..)
+    }
+
+    /// The first request.
+    pub(crate) fn start(&mut self) -> Step {
+        self.send()
+    }
+
+    /// After a [`Step::Wait`]: the request that was waiting.
+    pub(crate) fn resume(&mut self) -> Step {
+        self.send()
+    }
+
+    fn send(&mut self) -> Step {
+        Step::Send(Attempt {
+            request: prompts::build(
+                self.request,
+                &self.model,
+                self.budget,
+                self.mode,
+                &self.extra,
+            ),
+            reason: self.reason,
+            number: self.ledger.count() + 1,
+        })
+    }
+
+    /// Takes what came of the request last sent, and decides.
+    pub(crate) fn on_outcome(&mut self, outcome: Outcome, cx: Context) -> Step {
+        let failure = match outcome {
+            Outcome::Failed(f) if !f.was_sent() => {
+                // The request never reached a provider: not an attempt, and
+                // the retry that would have announced it is not announced.
+                self.announce.clear();
+                let failure = Failure::terminal(
+                    ErrorCode::ProviderUnavailable,
+                    "x-host-callai-unanswerable",
+                    f.to_string(),
+                );
+                return Step::Done(Err(self.give_up(failure)));
+            }
+            Outcome::Failed(f) => {
+                self.sent(None, None);
+                self.extra = Extra::Nothing;
+                self.failed(f)
+            }
+            Outcome::Reply(reply, verdict) => {
+                self.sent(reply.input_tokens, reply.output_tokens);
+                self.transient_in_a_row = 0;
+                match self.judge(verdict, reply) {
+                    Ok(result) => return Step::Done(Ok(result)),
+                    Err(failure) => failure,
+                }
+            }
+        };
+        let Some(next) = failure.next.filter(|_| self.ledger.count() < self.cap) else {
+            return Step::Done(Err(self.give_up(failure)));
+        };
+        if next == RequestReason::Transient {
+            let backoff = Backoff::from(&self.config.retry);
+            match backoff.wait(
+                self.transient_in_a_row,
+                failure.retry_after,
+                cx.jitter,
+                cx.remaining,
+            ) {
+                Wait::GiveUp(why) => {
+                    let failure = Failure {
+                        message: format!("{}; {why}", failure.message),
+                        next: None,
+                        ..failure
+                    };
+                    return Step::Done(Err(self.give_up(failure)));
+                }
+                Wait::For(wait) => {
+                    self.announce_retry(next, failure.message);
+                    if !wait.is_zero() {
+                        return Step::Wait(wait);
+                    }
+                    return self.send();
+                }
+            }
+        }
+        self.announce_retry(next, failure.message);
+        self.send()
+    }
+
+    /// A failed request: transient failures go on after a wait; a rejected
+    /// native mode goes on in prompt mode; anything else ends the call.
+    fn failed(&mut self, f: ProviderFailure) -> Failure {
+        let message = f.to_string();
+        match f.kind {
+            FailureKind::Transient => {
+                self.transient_in_a_row += 1;
+                Failure {
+                    code: ErrorCode::ProviderUnavailable,
+                    reason: RequestReason::Transient.as_str(),
+                    message,
+                    next: Some(RequestReason::Transient),
+                    retry_after: f.retry_after,
+                }
+            }
+            FailureKind::NativeUnsupported if self.mode == Some(StructuredOutput::Native) => {
+                // The model rejected native structured output: the next
+                // attempt embeds the schema in the prompt.
+                self.mode = Some(StructuredOutput::Prompt);
+                Failure {
+                    code: ErrorCode::ProviderRejected,
+                    reason: RequestReason::NativeRejected.as_str(),
+                    message,
+                    next: Some(RequestReason::NativeRejected),
+                    retry_after: None,
+                }
+            }
+            FailureKind::TooLarge => {
+                Failure::terminal(ErrorCode::LimitExceeded, "x-host-callai-limit", message)
+            }
+            _ => Failure::terminal(
+                ErrorCode::ProviderRejected,
+                "x-host-callai-rejected",
+                message,
+            ),
+        }
+    }
+
+    /// Sets the next request's reason and what announces it once sent.
+    fn announce_retry(&mut self, next: RequestReason, previous_error: String) {
+        self.reason = next;
+        self.announce.push(Event::RetryAttempted {
+            node_id: self.node_id.into(),
+            attempt: self.ledger.count() + 1,
+            reason: next.as_str().into(),
+            previous_error: Some(previous_error),
+        });
+        if next == RequestReason::Fallback {
+            self.announce.push(Event::NlToFormatEngaged {
+                node_id: self.node_id.into(),
+                original_envelope_type: "json-schema".into(),
+                fallback_calls: 1,
+            });
+        }
+    }
+
+    /// Turns a classified reply into the result, or into the failure that
+    /// decides the next request.
+    fn judge(&mut self, verdict: Verdict, reply: ProviderReply) -> Result<CallResult, Failure> {
+        let reason = verdict.reason();
+        let failure = |code, message: String, next| Failure {
+            code,
+            reason,
+            message,
+            next,
+            retry_after: None,
+        };
+        match verdict {
+            Verdict::Accept { data, recovery } => {
+                if let Some(path) = recovery {
+                    self.events.push(Event::RecoveryApplied {
+                        node_id: self.node_id.into(),
+                        path: path.as_str().into(),
+                    });
+                }
+                Ok(self.result(reply, data))
+            }
+            Verdict::TooLarge { limit } => {
+                let message = format!(
+                    "limits.maxResponseBytes: a reply of {} bytes is over the limit of {limit}",
+                    reply.content.len()
+                );
+                Err(failure(ErrorCode::LimitExceeded, message, None))
+            }
+            Verdict::Refusal => {
+                self.events.push(Event::Refusal {
+                    node_id: self.node_id.into(),
+                    provider: self.provider.into(),
+                    model: self.model.clone(),
+                });
+                let message = format!("the provider refused ({})", reply.stop.as_str());
+                Err(failure(ErrorCode::EnvelopeRefusal, message, None))
+            }
+            Verdict::Truncated => {
+                self.events.push(Event::Truncated {
+                    node_id: self.node_id.into(),
+                    provider: self.provider.into(),
+                    model: self.model.clone(),
+                    stop_reason: reply.stop.as_str().into(),
+                    output_token_count: reply.output_tokens,
+                });
+                let ceiling = self.config.retry.provider_max_tokens;
+                let at_ceiling = self.grow && self.budget >= ceiling;
+                if self.grow {
+                    let factor = self.config.retry.truncation_budget_multiplier;
+                    self.budget = self.budget.saturating_mul(factor).min(ceiling);
+                }
+                self.extra = Extra::Nothing;
+                let message = match at_ceiling {
+                    true => format!("truncated at the provider ceiling of {ceiling} tokens"),
+                    false => "the reply was truncated by maxTokens".to_owned(),
+                };
+                // A clamped retry that truncates again is terminal.
+                let next = (!at_ceiling).then_some(RequestReason::Truncation);
+                Err(failure(
+                    ErrorCode::EnvelopeTruncationUnrecoverable,
+                    message,
+                    next,
+                ))
+            }
+            Verdict::ParseError(complaint) => {
+                // One request left and the model keeps answering in prose:
+                // spend it on the natural-language fallback.
+                let last = self.ledger.count() + 1 == self.cap;
+                let (extra, next) = match last && self.config.retry.nl_fallback {
+                    true => (Extra::Fallback(reply.content), RequestReason::Fallback),
+                    false => (
+                        Extra::Corrective(complaint.clone()),
+                        RequestReason::ParseError,
+                    ),
+                };
+                self.extra = extra;
+                Err(failure(ErrorCode::EnvelopeInvalid, complaint, Some(next)))
+            }
+            Verdict::SchemaViolation(complaint) => {
+                self.extra = Extra::Corrective(complaint.clone());
+                let next = Some(RequestReason::SchemaViolation);
+                Err(failure(ErrorCode::EnvelopeInvalid, complaint, next))
+            }
+        }
+    }
+
+    /// Records one request that reached the provider, with the events that
+    /// announced it.
+    fn sent(&mut self, input_tokens: Option<u32>, output_tokens: Option<u32>) {
+        self.events.append(&mut self.announce);
+        self.ledger.record(output_tokens);
+        self.events.push(Event::ProviderUsage {
+            provider: self.provider.into(),
+            model: self.model.clone(),
+            input_tokens,
+            output_tokens,
+            node_id: Some(self.node_id.into()),
+            attempt: self.ledger.count(),
+            reason: self.reason.as_str().into(),
+        });
+    }
+
+    /// The error the call fails with; `envelope.retry.exhausted` carries the
+    /// number of requests actually sent (none: no event).
+    fn give_up(&mut self, failure: Failure) -> CallError {
+        let total = self.ledger.count();
+        let mut error = CallError::new(failure.code, failure.message.clone());
+        if total > 0 {
+            self.events.push(Event::RetryExhausted {
+                node_id: self.node_id.into(),
+                total_attempts: total,
+                final_reason: failure.reason.into(),
+                final_error: Some(failure.message),
+            });
+            error = error.with_detail("totalAttempts", total);
+            if self.config.call_accounting.attempts {
+                // What a result's attempts would have said, so that a pack
+                // can budget a failed call too (a host extension, §A.6).
+                let spent = self.ledger.attempts(None);
+                if let Some(tokens) = spent.output_tokens {
+                    error = error.with_detail("outputTokens", tokens);
+                }
+                error = error.with_detail("usageComplete", spent.usage_complete);
+            }
+        }
+        error
+    }
+
+    fn result(&self, reply: ProviderReply, data: Option<serde_json::Value>) -> CallResult {
+        let usage = (reply.input_tokens.is_some() || reply.output_tokens.is_some())
+            .then(|| Usage::new(reply.input_tokens, reply.output_tokens));
+        let finish_reason = match reply.stop {
+            StopReason::Stop => FinishReason::Stop,
+            StopReason::Length => FinishReason::Length,
+            StopReason::Refusal | StopReason::ContentFilter => FinishReason::ContentFilter,
+            StopReason::ToolCall => FinishReason::ToolCall,
+            StopReason::Other => FinishReason::Other,
+        };
+        let structured = data.is_some();
+        CallResult {
+            content: (!structured).then_some(reply.content),
+            data,
+            usage,
+            finish_reason: Some(finish_reason),
+            model: Some(reply.model.unwrap_or_else(|| self.model.clone())),
+            attempts: self
+                .config
+                .call_accounting
+                .attempts
+                .then(|| self.ledger.attempts(self.mode)),
+        }
+    }
+}
+
+impl From<&crate::config::RetryConfig> for Backoff {
+    fn from(r: &crate::config::RetryConfig) -> Self {
+        Self {
+            base: Duration::from_millis(r.backoff_base_ms),
+            max: Duration::from_millis(r.backoff_max_ms),
+            max_retry_after: Duration::from_millis(r.max_retry_after_ms),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

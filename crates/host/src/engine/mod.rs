@@ -1,0 +1,24 @@
+//! The retry engine: one ctx.callAI call in, one result or error out, with
+//! every provider request counted. A pure state machine decides
+//! (`machine.rs`); a driver does (`driver.rs`) with an injected clock,
+//! sleeper and random source. No wasm in here: the wasm layer converts WIT
+//! types to the wire types and back.
+
+mod attempts;
+mod backoff;
+mod classify;
+mod driver;
+mod machine;
+mod prompts;
+mod reason;
+pub(crate) mod recovery;
+pub(crate) mod schema;
+
+pub use backoff::SplitMix;
+pub use driver::{Clock, Jitter, Sleeper, TokioTime};
+pub(crate) use driver::{Effects, drive};
+pub(crate) use machine::CallMachine;
+pub use reason::RequestReason;
+
+#[cfg(test)]
+mod tests;

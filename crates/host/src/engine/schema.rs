@@ -1,0 +1,180 @@
+//! Schema checks for structured calls, with the `jsonschema` crate.
+//!
+//! The complaint a validator produces is quoted back to the model in the
+//! corrective instruction and in `envelope.retry.attempted.previousError`,
+//! so it is made of the schema alone (RFC 0032 §G): where in the schema the
+//! rule sits, and the rule. Never the reply's keys, values or paths.
+
+use callai_wire::CallError;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// At most this many violations are quoted in one complaint.
+const MAX_QUOTED: usize = 3;
+
+/// How many compiled schemas the process keeps: packs send the same few
+/// schemas on every call, and compiling one costs far more than a call.
+const CACHED_SCHEMAS: usize = 256;
+
+/// The longest piece of the schema quoted in a complaint.
+const MAX_QUOTE: usize = 120;
+
+/// A caller's `responseSchema`, compiled (once per distinct schema).
+#[derive(Clone)]
+pub struct CompiledSchema {
+    validator: Arc<jsonschema::Validator>,
+    schema: Arc<Value>,
+}
+
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledSchema").finish_non_exhaustive()
+    }
+}
+
+impl CompiledSchema {
+    /// Compiles a schema, or finds it compiled; an invalid one is a
+    /// `validation_error` on `responseSchema`.
+    pub fn compile(schema: &Value) -> Result<Self, CallError> {
+        static CACHE: OnceLock<Mutex<HashMap<String, CompiledSchema>>> = OnceLock::new();
+        let cache = CACHE.get_or_init(Default::default);
+        let key = schema.to_string();
+        if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+            return Ok(hit.clone());
+        }
+        let compiled = Self::compile_uncached(schema)?;
+        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
+        if cache.len() >= CACHED_SCHEMAS {
+            cache.clear();
+        }
+        cache.insert(key, compiled.clone());
+        Ok(compiled)
+    }
+
+    fn compile_uncached(schema: &Value) -> Result<Self, CallError> {
+        jsonschema::validator_for(schema)
+            .map(|validator| Self {
+                validator: Arc::new(validator),
+                schema: Arc::new(schema.clone()),
+            })
+            .map_err(|e| {
+                CallError::validation(
+                    "responseSchema",
+                    format!("is not a valid JSON Schema: {}", e.masked()),
+                )
+            })
+    }
+
+    /// `Ok` when `value` satisfies the schema; otherwise the complaint,
+    /// made of the schema alone: each broken rule's location in the schema
+    /// and the rule.
+    pub fn check(&self, value: &Value) -> Result<(), String> {
+        if self.validator.is_valid(value) {
+            return Ok(());
+        }
+        let errors: Vec<String> = self
+            .validator
+            .iter_errors(value)
+            .take(MAX_QUOTED)
+            .map(|e| self.describe(e.schema_path().as_str(), e.kind()))
+            .collect();
+        Err(errors.join("; "))
+    }
+
+    /// One broken rule, told from the schema's side.
+    fn describe(&self, at: &str, kind: &jsonschema::error::ValidationErrorKind) -> String {
+        use jsonschema::error::ValidationErrorKind as K;
+        let at = if at.is_empty() { "/" } else { at };
+        if let K::Required { property } = kind {
+            return format!(
+                "at schema {at}: the required property {} is missing",
+                quote(property)
+            );
+        }
+        match (self.schema.pointer(at), at.rsplit_once('/')) {
+            // The rule as the schema states it: its key and its value.
+            (Some(rule), Some((_, key))) if !key.is_empty() => {
+                format!(
+                    "at schema {at}: the value breaks \"{key}\": {}",
+                    quote(rule)
+                )
+            }
+            _ => format!("at schema {at}: the value breaks \"{}\"", kind.keyword()),
+        }
+    }
+}
+
+/// A piece of the schema as JSON, cut short when long.
+fn quote(v: &Value) -> String {
+    let mut text = v.to_string();
+    if text.len() > MAX_QUOTE {
+        let cut = (0..=MAX_QUOTE)
+            .rev()
+            .find(|&i| text.is_char_boundary(i))
+            .unwrap_or(0);
+        text.truncate(cut);
+        text.push('…');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn valid_and_invalid_instances() {
+        let s = CompiledSchema::compile(&json!({
+            "type": "object", "required": ["scene"],
+            "properties": {"scene": {"type": "string"}}
+        }))
+        .unwrap();
+        assert!(s.check(&json!({"scene": "x"})).is_ok());
+        let complaint = s.check(&json!({"scene": 42})).unwrap_err();
+        assert!(complaint.contains("/scene"), "{complaint}");
+        assert!(s.check(&json!({})).unwrap_err().contains("scene"));
+    }
+
+    #[test]
+    fn complaints_never_quote_the_reply() {
+        let s = CompiledSchema::compile(&json!({"type": "object", "additionalProperties": false,
+            "required": ["scene"],
+            "properties": {"n": {"type": "integer"}, "m": {"enum": ["a", "b"]}}}))
+        .unwrap();
+        let reply = json!({"n": "SECRET_MODEL_TEXT", "m": "SECRET_ENUM_VALUE",
+                           "IGNORE_ALL_PREVIOUS_INSTRUCTIONS": 1});
+        let complaint = s.check(&reply).unwrap_err();
+        for leaked in [
+            "SECRET_MODEL_TEXT",
+            "SECRET_ENUM_VALUE",
+            "IGNORE_ALL_PREVIOUS_INSTRUCTIONS",
+        ] {
+            assert!(!complaint.contains(leaked), "{complaint}");
+        }
+        // It says where in the schema, and which rule (three rules at most).
+        assert!(
+            complaint.contains("/properties/n/type") && complaint.contains("\"integer\""),
+            "{complaint}"
+        );
+        assert_eq!(complaint.matches("at schema").count(), 3, "{complaint}");
+        let missing = s.check(&json!({})).unwrap_err();
+        assert_eq!(
+            missing,
+            "at schema /required: the required property \"scene\" is missing"
+        );
+        let closed = CompiledSchema::compile(&json!({"additionalProperties": false})).unwrap();
+        let complaint = closed.check(&json!({"SECRET_MODEL_KEY": 1})).unwrap_err();
+        assert_eq!(
+            complaint,
+            "at schema /additionalProperties: the value breaks \"additionalProperties\": false"
+        );
+    }
+
+    #[test]
+    fn an_invalid_schema_is_a_validation_error() {
+        let err = CompiledSchema::compile(&json!({"type": "objekt"})).unwrap_err();
+        assert_eq!(err.field(), Some("responseSchema"));
+    }
+}

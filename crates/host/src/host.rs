@@ -1,0 +1,292 @@
+//! [`Host`]: the retry engine of one host with its config and providers, and
+//! the routing and policy decided before any request is sent.
+
+use crate::config::{ConfigError, HostConfig, invalid};
+use crate::engine::{CallMachine, Clock, Effects, Jitter, Sleeper, drive};
+use crate::events::EventSink;
+use crate::mock::{MockProvider, MockScript};
+use crate::provider::{Provider, Providers};
+use crate::providers;
+use callai_wire::{CallError, CallRequest, CallResult, ErrorCode};
+use std::sync::Arc;
+use tokio::time::Instant;
+
+/// Serves ctx.callAI: one call in, every provider request it needs sent and
+/// counted, one result or error out. No wasm in here; packs reach it through
+/// [`crate::PackRuntime`], and other hosts can call it directly.
+///
+/// ```
+/// use callai_host::{EventLog, Host, HostConfig, MockProvider, MockScript};
+/// use callai_host::wire::CallRequest;
+///
+/// let config = HostConfig::default();
+/// let mock = MockProvider::new(MockScript::replies([("Hello!", 3)]), true);
+/// let host = Host::builder(config).mock(mock).build()?;
+/// let request = CallRequest::from_json(
+///     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 1}}"#,
+///     true,
+/// ).unwrap();
+///
+/// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+/// let result = rt.block_on(host.call("demo.node", &request, &EventLog::new())).unwrap();
+/// assert_eq!(result.content.as_deref(), Some("Hello!"));
+/// assert_eq!(result.attempts.unwrap().count, 1);
+/// # Ok::<(), callai_host::ConfigError>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Host {
+    config: Arc<HostConfig>,
+    providers: Providers,
+    effects: Effects,
+}
+
+/// How one call is made, beyond its request.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// The run's deadline: a backoff wait that would end past it gives up at
+    /// once, with `provider_unavailable` saying so.
+    pub deadline: Option<Instant>,
+}
+
+/// Where API keys are read from, by variable name.
+type KeySource = Box<dyn Fn(&str) -> Option<String>>;
+
+/// Builds a [`Host`]: the providers of its config (API keys read at build
+/// time), the built-in mock, and any provider an embedder registers.
+pub struct HostBuilder {
+    config: HostConfig,
+    mock: Option<MockProvider>,
+    extra: Providers,
+    env: KeySource,
+    effects: Effects,
+}
+
+impl std::fmt::Debug for HostBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostBuilder")
+            .field("extra", &self.extra)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostBuilder {
+    /// The mock provider to use (default: an empty script, so a request to
+    /// `mock` fails at once until a script is given).
+    pub fn mock(mut self, mock: MockProvider) -> Self {
+        self.mock = Some(mock);
+        self
+    }
+
+    /// Registers an embedder's own provider under `name`; requests, routing
+    /// and `policy.allowedProviders` treat it like a configured one. It
+    /// replaces a configured provider of the same name.
+    pub fn provider(mut self, name: impl Into<String>, provider: Arc<dyn Provider>) -> Self {
+        self.extra.insert(name, provider);
+        self
+    }
+
+    /// Where API keys are read (default: the process environment).
+    pub fn env(mut self, env: impl Fn(&str) -> Option<String> + 'static) -> Self {
+        self.env = Box::new(env);
+        self
+    }
+
+    /// The clock the engine reads (default: tokio's, paused in paused tests).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.effects.clock = clock;
+        self
+    }
+
+    /// How the engine waits between requests (default: tokio's timer).
+    pub fn sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
+        self.effects.sleeper = sleeper;
+        self
+    }
+
+    /// Where backoff jitter comes from (default: seeded from the clock).
+    pub fn jitter(mut self, jitter: Arc<dyn Jitter>) -> Self {
+        self.effects.jitter = jitter;
+        self
+    }
+
+    /// Starts the configured providers and checks that `defaults.provider`
+    /// and `policy.allowedProviders` name providers that exist.
+    pub fn build(self) -> Result<Host, ConfigError> {
+        let config = self.config;
+        let mock = self.mock.unwrap_or_else(|| {
+            MockProvider::new(MockScript::default(), config.mock.native)
+                .with_latency(config.mock.latency())
+        });
+        let mut providers = Providers::new().with("mock", Arc::new(mock));
+        for settings in config.provider_settings()? {
+            let provider = providers::start(&settings, &*self.env)?;
+            providers.insert(settings.name, provider);
+        }
+        providers.extend(self.extra);
+        let mut host = Host::new(Arc::new(config), providers)?;
+        host.effects = self.effects;
+        Ok(host)
+    }
+}
+
+impl Host {
+    /// Starts building a host for `config`.
+    pub fn builder(config: HostConfig) -> HostBuilder {
+        HostBuilder {
+            config,
+            mock: None,
+            extra: Providers::new(),
+            env: Box::new(|name| std::env::var(name).ok()),
+            effects: Effects::default(),
+        }
+    }
+
+    /// A host calling exactly `providers` under `config`; refused when
+    /// `defaults.provider` or `policy.allowedProviders` names a provider
+    /// that is not there.
+    pub fn new(config: Arc<HostConfig>, providers: Providers) -> Result<Self, ConfigError> {
+        let known: Vec<&str> = providers.names().collect();
+        if let Some(allowed) = &config.policy.allowed_providers {
+            for (i, name) in allowed.iter().enumerate() {
+                if !known.contains(&name.as_str()) {
+                    return Err(invalid(
+                        &format!("policy.allowedProviders[{i}]"),
+                        format!(
+                            "names provider {name:?}, which this host does not have (known: {known:?})"
+                        ),
+                    ));
+                }
+            }
+        }
+        let default = config.defaults.provider.as_str();
+        if !known.contains(&default) {
+            return Err(invalid(
+                "defaults.provider",
+                format!(
+                    "names provider {default:?}, which this host does not have (known: {known:?})"
+                ),
+            ));
+        }
+        if !config.provider_allowed(default) {
+            return Err(invalid(
+                "defaults.provider",
+                format!("provider {default:?} is not in policy.allowedProviders"),
+            ));
+        }
+        Ok(Self {
+            config,
+            providers,
+            effects: Effects::default(),
+        })
+    }
+
+    /// The same host with `provider` under `name` (e.g. a mock serving one
+    /// run's script).
+    pub fn with_provider(&self, name: &str, provider: Arc<dyn Provider>) -> Self {
+        Self {
+            config: self.config.clone(),
+            providers: self.providers.clone().with(name, provider),
+            effects: self.effects.clone(),
+        }
+    }
+
+    /// The host config.
+    pub fn config(&self) -> &HostConfig {
+        &self.config
+    }
+
+    /// The providers requests may reach, before the policy.
+    pub fn providers(&self) -> &Providers {
+        &self.providers
+    }
+
+    /// The providers a request may name: every provider the policy allows.
+    pub fn allowed_providers(&self) -> Vec<&str> {
+        self.providers
+            .names()
+            .filter(|p| self.config.provider_allowed(p))
+            .collect()
+    }
+
+    /// Runs one ctx.callAI call for `node_id`. The request must have been
+    /// checked (`CallRequest::from_json`, or `check` for a typed one); its
+    /// `retry` is read only when the host advertises `retryPolicy`. Its
+    /// `responseSchema` is compiled here, and refused with
+    /// `validation_error` when it is not a usable JSON Schema.
+    pub async fn call(
+        &self,
+        node_id: &str,
+        request: &CallRequest,
+        events: &dyn EventSink,
+    ) -> Result<CallResult, CallError> {
+        self.call_with(node_id, request, events, CallOptions::default())
+            .await
+    }
+
+    /// [`Host::call`], with `options`.
+    pub async fn call_with(
+        &self,
+        node_id: &str,
+        request: &CallRequest,
+        events: &dyn EventSink,
+        options: CallOptions,
+    ) -> Result<CallResult, CallError> {
+        let (name, provider) = self.resolve_provider(request)?;
+        let machine = CallMachine::new(
+            &self.config,
+            name,
+            provider.default_model(),
+            provider.supports_native(),
+            node_id,
+            request,
+        )?;
+        let max_response_bytes = self.config.limits.max_response_bytes;
+        drive(
+            machine,
+            provider.as_ref(),
+            &self.effects,
+            events,
+            options.deadline,
+            max_response_bytes,
+        )
+        .await
+    }
+
+    /// The JSON entry: parses and checks `request` (refusing a malformed
+    /// `retry` when the host honours it), then calls.
+    pub async fn call_json(
+        &self,
+        node_id: &str,
+        request: &str,
+        events: &dyn EventSink,
+    ) -> Result<CallResult, CallError> {
+        let request = CallRequest::from_json(request, self.config.call_accounting.retry_policy)?;
+        self.call(node_id, &request, events).await
+    }
+
+    /// The provider a request goes to, or the refusal made before any request.
+    fn resolve_provider(
+        &self,
+        request: &CallRequest,
+    ) -> Result<(&str, &Arc<dyn Provider>), CallError> {
+        let name = request
+            .provider
+            .as_deref()
+            .unwrap_or(&self.config.defaults.provider);
+        let Some(found) = self.providers.get(name) else {
+            let known: Vec<&str> = self.allowed_providers();
+            return Err(CallError::validation(
+                "provider",
+                format!("names {name:?}, which this host does not have (known: {known:?})"),
+            ));
+        };
+        if !self.config.provider_allowed(name) {
+            return Err(CallError::new(
+                ErrorCode::PolicyDenied,
+                format!("provider {name:?} is not allowed by this host's policy"),
+            )
+            .with_detail("provider", name));
+        }
+        Ok(found)
+    }
+}

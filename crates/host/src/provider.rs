@@ -1,0 +1,243 @@
+//! What the retry engine asks of a model provider: one request in, one reply
+//! or one failure out. The mock and the HTTP adapters implement [`Provider`];
+//! [`Providers`] holds them by the name a request's `provider` names.
+
+use callai_wire::{Message, StructuredOutput};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A boxed future, as [`Provider::complete`] returns.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// How a structured attempt asks for JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StructuredRequest {
+    /// Native or prompt. In prompt mode the engine has already written the
+    /// schema into the system prompt; the provider must not use its native
+    /// mechanism.
+    pub mode: StructuredOutput,
+    /// The caller's JSON Schema.
+    pub schema: Value,
+}
+
+/// One provider request, as the engine built it for one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderRequest {
+    /// The model; the provider's default when absent.
+    pub model: Option<String>,
+    /// The system instruction (in prompt mode it carries the schema).
+    pub system_prompt: Option<String>,
+    /// The conversation, with any corrective instruction appended.
+    pub messages: Vec<Message>,
+    /// Sampling temperature.
+    pub temperature: Option<f64>,
+    /// This attempt's output budget.
+    pub max_tokens: u32,
+    /// Stop sequences.
+    pub stop_sequences: Vec<String>,
+    /// Present for structured calls.
+    pub structured: Option<StructuredRequest>,
+}
+
+/// Why the provider stopped generating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A natural stop.
+    Stop,
+    /// The output budget ran out (`length`, `max_tokens`).
+    Length,
+    /// An explicit refusal.
+    Refusal,
+    /// A safety filter.
+    ContentFilter,
+    /// A tool call.
+    ToolCall,
+    /// Anything else.
+    Other,
+}
+
+impl StopReason {
+    /// The provider-neutral spelling used in events.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::Refusal => "refusal",
+            Self::ContentFilter => "content-filter",
+            Self::ToolCall => "tool-call",
+            Self::Other => "other",
+        }
+    }
+}
+
+/// A reply that reached the engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderReply {
+    /// The text (for a native structured reply, the JSON text).
+    pub content: String,
+    /// Why generation stopped.
+    pub stop: StopReason,
+    /// Reported input tokens; `None` when the provider reported no usage.
+    pub input_tokens: Option<u32>,
+    /// Reported output tokens; `None` when the provider reported no usage.
+    pub output_tokens: Option<u32>,
+    /// The model that answered.
+    pub model: Option<String>,
+}
+
+/// What kind of failure a request met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// Timeout, connection error, 429, 5xx: worth another request.
+    Transient,
+    /// A 4xx other than 429: the request itself is wrong; not retried.
+    Rejected,
+    /// The provider rejected native structured output: prompt mode may work.
+    NativeUnsupported,
+    /// The provider cannot answer at all (e.g. the mock script ran out); the
+    /// request produced nothing and is not retried.
+    Unanswerable,
+    /// The response was larger than the host reads; not retried.
+    TooLarge,
+}
+
+/// A request that did not produce a reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderFailure {
+    /// How the engine should treat it.
+    pub kind: FailureKind,
+    /// The HTTP status, when there was one.
+    pub status: Option<u16>,
+    /// A sentence for a person (never containing a secret).
+    pub message: String,
+    /// The provider's `retry-after`, honoured before the next request.
+    pub retry_after: Option<Duration>,
+}
+
+impl ProviderFailure {
+    /// A failure of the given kind.
+    pub fn new(kind: FailureKind, status: Option<u16>, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            status,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    /// Classifies an HTTP status: 408, 429 and 5xx are transient.
+    pub fn from_status(status: u16, message: impl Into<String>) -> Self {
+        let kind = if status == 408 || status == 429 || status >= 500 {
+            FailureKind::Transient
+        } else {
+            FailureKind::Rejected
+        };
+        Self::new(kind, Some(status), message)
+    }
+
+    /// Whether this failure reached the provider (and so is an attempt).
+    pub fn was_sent(&self) -> bool {
+        self.kind != FailureKind::Unanswerable
+    }
+}
+
+impl fmt::Display for ProviderFailure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(status) => write!(f, "HTTP {status}: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+/// A model provider. Implement it to plug in your own model client, and
+/// register it in [`Providers`] under the name requests use.
+pub trait Provider: Send + Sync {
+    /// The model used when a request names none.
+    fn default_model(&self) -> &str;
+    /// Whether native structured output may be used.
+    fn supports_native(&self) -> bool;
+    /// Sends one request.
+    fn complete<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>>;
+}
+
+/// The providers a host may call, by name.
+#[derive(Clone, Default)]
+pub struct Providers {
+    map: BTreeMap<String, Arc<dyn Provider>>,
+}
+
+impl fmt::Debug for Providers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.map.keys()).finish()
+    }
+}
+
+impl Providers {
+    /// No providers.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds (or replaces) the provider requests reach as `name`.
+    pub fn insert(&mut self, name: impl Into<String>, provider: Arc<dyn Provider>) -> &mut Self {
+        self.map.insert(name.into(), provider);
+        self
+    }
+
+    /// Adds a provider, builder style.
+    pub fn with(mut self, name: impl Into<String>, provider: Arc<dyn Provider>) -> Self {
+        self.insert(name, provider);
+        self
+    }
+
+    /// Adds (or replaces) every provider of `other`, under its name there.
+    pub fn extend(&mut self, other: Providers) {
+        self.map.extend(other.map);
+    }
+
+    /// The provider called `name`, with the name as it is stored.
+    pub fn get(&self, name: &str) -> Option<(&str, &Arc<dyn Provider>)> {
+        self.map.get_key_value(name).map(|(k, p)| (k.as_str(), p))
+    }
+
+    /// The names, sorted.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.map.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_are_classified() {
+        for s in [408, 429, 500, 502, 503, 599] {
+            assert_eq!(
+                ProviderFailure::from_status(s, "x").kind,
+                FailureKind::Transient,
+                "{s}"
+            );
+        }
+        for s in [400, 401, 403, 404, 422] {
+            assert_eq!(
+                ProviderFailure::from_status(s, "x").kind,
+                FailureKind::Rejected,
+                "{s}"
+            );
+        }
+        assert_eq!(
+            ProviderFailure::from_status(503, "down").to_string(),
+            "HTTP 503: down"
+        );
+    }
+}

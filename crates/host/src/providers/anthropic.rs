@@ -1,0 +1,121 @@
+//! The Anthropic Messages API. Native structured output is a forced tool
+//! call whose input schema is the caller's `responseSchema`.
+
+use super::adapter::WireFormat;
+use super::http::{ApiKey, tokens};
+use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
+use callai_wire::{Role, StructuredOutput};
+use serde_json::{Value, json};
+
+/// The API version this adapter speaks.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+/// The forced tool of native structured output.
+const TOOL: &str = "respond";
+
+/// The Anthropic Messages API wire format.
+#[derive(Debug)]
+pub struct AnthropicWire;
+
+impl WireFormat for AnthropicWire {
+    const PATH: &'static str = "/messages";
+    const NATIVE_TERMS: &'static [&'static str] = &["tool_choice", "tools", "input_schema"];
+
+    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+        let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
+        if let Some(k) = key {
+            headers.push(("x-api-key", k.expose().to_owned()));
+        }
+        headers
+    }
+
+    /// The request body for one attempt. System-role messages join the
+    /// system prompt; consecutive turns of one role are merged.
+    fn body(model: &str, r: &ProviderRequest) -> Value {
+        let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
+        let mut turns: Vec<(&str, String)> = Vec::new();
+        for m in &r.messages {
+            let role = match m.role {
+                Role::System => {
+                    system.push(&m.content);
+                    continue;
+                }
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            match turns.last_mut() {
+                Some((last, text)) if *last == role => {
+                    text.push_str("\n\n");
+                    text.push_str(&m.content);
+                }
+                _ => turns.push((role, m.content.clone())),
+            }
+        }
+        let messages: Vec<Value> = turns
+            .into_iter()
+            .map(|(role, content)| json!({"role": role, "content": content}))
+            .collect();
+        let mut body = json!({
+            "model": r.model.as_deref().unwrap_or(model),
+            "max_tokens": r.max_tokens,
+            "messages": messages,
+        });
+        if !system.is_empty() {
+            body["system"] = system.join("\n\n").into();
+        }
+        if let Some(t) = r.temperature {
+            body["temperature"] = t.into();
+        }
+        if !r.stop_sequences.is_empty() {
+            body["stop_sequences"] = r.stop_sequences.clone().into();
+        }
+        if let Some(s) = &r.structured
+            && s.mode == StructuredOutput::Native
+        {
+            body["tools"] = json!([{
+                "name": TOOL,
+                "description": "Respond with a value that satisfies the input schema.",
+                "input_schema": s.schema,
+            }]);
+            body["tool_choice"] = json!({"type": "tool", "name": TOOL});
+        }
+        body
+    }
+
+    /// Reads a Messages API response: the forced tool call's input (as JSON
+    /// text) when there is one, else the text blocks.
+    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
+        let blocks = response["content"].as_array().ok_or_else(|| {
+            ProviderFailure::new(
+                FailureKind::Transient,
+                Some(200),
+                "the response has no content",
+            )
+        })?;
+        let tool_input = blocks
+            .iter()
+            .find(|b| b["type"] == "tool_use" && b["name"] == TOOL)
+            .map(|b| b["input"].to_string());
+        let content = tool_input.unwrap_or_else(|| {
+            blocks
+                .iter()
+                .filter(|b| b["type"] == "text")
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("")
+        });
+        let stop = match response["stop_reason"].as_str() {
+            Some("end_turn" | "stop_sequence" | "tool_use") => StopReason::Stop,
+            Some("max_tokens") => StopReason::Length,
+            Some("refusal") => StopReason::Refusal,
+            _ => StopReason::Other,
+        };
+        let usage = response.get("usage");
+        Ok(ProviderReply {
+            content,
+            stop,
+            input_tokens: tokens(usage.and_then(|u| u.get("input_tokens"))),
+            output_tokens: tokens(usage.and_then(|u| u.get("output_tokens"))),
+            model: response["model"].as_str().map(str::to_owned),
+        })
+    }
+}

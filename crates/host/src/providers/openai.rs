@@ -1,0 +1,90 @@
+//! OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp
+//! server, LM Studio). Native structured output is
+//! `response_format: {type: "json_schema"}`.
+
+use super::adapter::WireFormat;
+use super::http::{ApiKey, tokens};
+use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
+use callai_wire::{Role, StructuredOutput};
+use serde_json::{Value, json};
+
+/// The OpenAI chat-completions wire format.
+#[derive(Debug)]
+pub struct OpenAiWire;
+
+impl WireFormat for OpenAiWire {
+    const PATH: &'static str = "/chat/completions";
+    const NATIVE_TERMS: &'static [&'static str] = &["response_format", "json_schema"];
+
+    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+        key.map(|k| ("authorization", format!("Bearer {}", k.expose())))
+            .into_iter()
+            .collect()
+    }
+
+    /// The request body for one attempt.
+    fn body(model: &str, r: &ProviderRequest) -> Value {
+        let mut messages = Vec::new();
+        if let Some(system) = &r.system_prompt {
+            messages.push(json!({"role": "system", "content": system}));
+        }
+        for m in &r.messages {
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+                Role::System => "system",
+            };
+            messages.push(json!({"role": role, "content": m.content}));
+        }
+        let mut body = json!({
+            "model": r.model.as_deref().unwrap_or(model),
+            "messages": messages,
+            "max_tokens": r.max_tokens,
+        });
+        if let Some(t) = r.temperature {
+            body["temperature"] = t.into();
+        }
+        if !r.stop_sequences.is_empty() {
+            body["stop"] = r.stop_sequences.clone().into();
+        }
+        if let Some(s) = &r.structured
+            && s.mode == StructuredOutput::Native
+        {
+            body["response_format"] = json!({
+                "type": "json_schema",
+                "json_schema": {"name": "response", "schema": s.schema, "strict": false},
+            });
+        }
+        body
+    }
+
+    /// Reads a chat-completions response.
+    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
+        let choice = response.pointer("/choices/0").ok_or_else(|| {
+            ProviderFailure::new(
+                FailureKind::Transient,
+                Some(200),
+                "the response has no choices",
+            )
+        })?;
+        let message = &choice["message"];
+        let refusal = message["refusal"].as_str().filter(|r| !r.is_empty());
+        let stop = match (refusal, choice["finish_reason"].as_str()) {
+            (Some(_), _) => StopReason::Refusal,
+            (None, Some("stop")) => StopReason::Stop,
+            (None, Some("length")) => StopReason::Length,
+            (None, Some("content_filter")) => StopReason::ContentFilter,
+            (None, Some("tool_calls" | "function_call")) => StopReason::ToolCall,
+            _ => StopReason::Other,
+        };
+        let content = refusal.or(message["content"].as_str()).unwrap_or_default();
+        let usage = response.get("usage");
+        Ok(ProviderReply {
+            content: content.to_owned(),
+            stop,
+            input_tokens: tokens(usage.and_then(|u| u.get("prompt_tokens"))),
+            output_tokens: tokens(usage.and_then(|u| u.get("completion_tokens"))),
+            model: response["model"].as_str().map(str::to_owned),
+        })
+    }
+}

@@ -1,0 +1,238 @@
+//! The durable run log: per run, every event in order and each ctx.callAI
+//! call's recorded outcome, so that a replay serves the same results —
+//! `attempts` included (RFC 0248 §A.5) — without any provider request.
+//!
+//! [`RunLog`] is the storage seam: [`SqliteRunLog`] is the built-in one, and
+//! a host can put the same records in its own database.
+
+mod sqlite;
+
+pub use sqlite::SqliteRunLog;
+
+use crate::events::Event;
+use crate::provider::BoxFuture;
+use callai_wire::{CallError, CallResult, MAX_ATTEMPTS};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Which entry a call came through; part of its key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Entry {
+    /// `call-ai` (typed).
+    Typed,
+    /// `call-ai-json`.
+    Json,
+}
+
+impl Entry {
+    /// `typed` or `json`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Typed => "typed",
+            Self::Json => "json",
+        }
+    }
+
+    /// The entry of a stored `typed` / `json`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "typed" => Some(Self::Typed),
+            "json" => Some(Self::Json),
+            _ => None,
+        }
+    }
+}
+
+/// What a recorded call returned to the pack.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase", deny_unknown_fields)]
+pub enum Outcome {
+    /// `{"result": ...}`
+    Result(CallResult),
+    /// `{"error": ...}`
+    Error(CallError),
+}
+
+impl Outcome {
+    /// The outcome of a call.
+    pub fn of(outcome: &Result<CallResult, CallError>) -> Self {
+        match outcome {
+            Ok(r) => Self::Result(r.clone()),
+            Err(e) => Self::Error(e.clone()),
+        }
+    }
+
+    /// Back to what the call returns.
+    pub fn into_result(self) -> Result<CallResult, CallError> {
+        match self {
+            Self::Result(r) => Ok(r),
+            Self::Error(e) => Err(e),
+        }
+    }
+
+    /// What a well-formed outcome must satisfy: an `attempts.count` of
+    /// 1..=16 (a host never reports a call that made no request, or more
+    /// than the spec allows). `Err` says what is wrong.
+    pub fn check(&self) -> Result<(), String> {
+        let count = match self {
+            Self::Result(r) => r.attempts.map(|a| a.count),
+            Self::Error(e) => e.total_attempts(),
+        };
+        match count {
+            Some(n) if !(1..=MAX_ATTEMPTS).contains(&n) => {
+                Err(format!("attempts count {n} is outside 1..{MAX_ATTEMPTS}"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+/// One recorded ctx.callAI call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RecordedCall {
+    /// The node that made it.
+    pub node_id: String,
+    /// Its position among the run's calls (0-based).
+    pub index: u32,
+    /// The entry it came through.
+    pub entry: Entry,
+    /// The request, as its canonical JSON: replay compares parsed JSON, so
+    /// a request with its keys in another order is the same request.
+    pub request: Value,
+    /// What the pack received.
+    pub outcome: Outcome,
+    /// The events the call emitted, in order.
+    pub events: Vec<Event>,
+}
+
+/// How a recorded run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Still running, or killed before it finished.
+    Running,
+    /// The node returned `Ok`.
+    Ok,
+    /// The node failed or trapped.
+    Failed,
+}
+
+impl RunStatus {
+    /// `running`, `ok` or `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Ok => "ok",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The status of a stored `running` / `ok` / `failed`.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "running" => Some(Self::Running),
+            "ok" => Some(Self::Ok),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
+/// A run as the log holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedRun {
+    /// The run id.
+    pub run_id: String,
+    /// The node it ran.
+    pub node_id: String,
+    /// How it ended.
+    pub status: RunStatus,
+    /// The node's output or error text, once finished.
+    pub output: Option<String>,
+    /// Its calls, by index.
+    pub calls: Vec<RecordedCall>,
+    /// Every event, in order.
+    pub events: Vec<Event>,
+}
+
+/// The token a recording holds on its run: every commit carries it, and a
+/// log refuses a commit whose fence is no longer the run's (the run was
+/// overwritten or taken over by another recorder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Fence(pub i64);
+
+/// A run log that cannot be used. Never a panic, never an overwrite.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RunLogError {
+    /// The file is not a run log (not SQLite, or another program's database).
+    #[error("{path} is not a callai run log: {reason}; it was left untouched")]
+    Foreign {
+        /// The path given.
+        path: String,
+        /// What was found.
+        reason: String,
+    },
+    /// The log, or a record in it, is damaged.
+    #[error("run log {path} is corrupt: {reason}; it was left untouched")]
+    Corrupt {
+        /// The path given.
+        path: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Recording into a run id that already exists.
+    #[error(
+        "run {0:?} is already recorded in this log; choose another run id or ask to overwrite it"
+    )]
+    RunExists(String),
+    /// Replaying a run id the log does not hold.
+    #[error("run {0:?} is not in this log")]
+    NoSuchRun(String),
+    /// Another recorder took the run over (overwrote or resumed it): this
+    /// one may no longer commit to it.
+    #[error("run {0:?} was taken over by another recorder; this recording stopped")]
+    Fenced(String),
+    /// Any other storage failure.
+    #[error("run log: {0}")]
+    Storage(String),
+}
+
+/// Where recorded runs live. Every method is async, so that a log backed by
+/// a file or a database server never blocks an async worker.
+pub trait RunLog: Send + Sync {
+    /// Starts recording `run_id`. An existing run with that id is an error
+    /// unless `overwrite`, which replaces it and fences off any recorder
+    /// still writing the old one.
+    fn begin<'a>(
+        &'a self,
+        run_id: &'a str,
+        node_id: &'a str,
+        overwrite: bool,
+    ) -> BoxFuture<'a, Result<Fence, RunLogError>>;
+
+    /// Commits one call and the events emitted since the previous commit, in
+    /// one transaction: after a crash, a call is either wholly there or
+    /// absent. Refused with [`RunLogError::Fenced`] when `fence` is stale.
+    fn commit_call<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        call: &'a RecordedCall,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+
+    /// Ends the run with its remaining events and its output.
+    fn finish<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        events: &'a [Event],
+        status: RunStatus,
+        output: &'a str,
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+
+    /// Loads a run for replay; every record is checked on the way in.
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>>;
+}

@@ -1,0 +1,304 @@
+//! The component runtime: compile a pack once (through the on-disk cache),
+//! keep it pre-instantiated, and run a node on a fresh instance per run from
+//! the pooling allocator, within the run's limits. The guest gets no
+//! preopened directories, no network and no environment variables.
+
+use super::bindings::{PackNode, PackNodePre};
+use super::cache;
+use super::limits::RunLimiter;
+use super::view::{CallAiCtx, CallAiView, add_to_linker};
+use crate::Host;
+use crate::config::Limits;
+use crate::events::Event;
+use crate::session::{Journal, RunError, RunSession};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Semaphore;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{
+    Config, Enabled, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap,
+    UpdateDeadline,
+};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// How often the epoch advances: the granularity of the wall-clock limit and
+/// how often a busy pack yields to other runs.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The store data of one run.
+pub(super) struct RunState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    callai: CallAiCtx,
+    pub(super) limiter: RunLimiter,
+}
+
+impl WasiView for RunState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+/// What one run left behind besides its output.
+#[derive(Debug, Clone)]
+pub struct RunOutput {
+    /// The node's result.
+    pub result: Result<String, RunError>,
+    /// Every event of the run, in order.
+    pub events: Vec<Event>,
+    /// The ctx.callAI calls the node made.
+    pub calls: u32,
+}
+
+/// How a [`PackRuntime`] is set up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuntimeOptions {
+    /// Runs at once (instance slots in the pool); more wait for a slot.
+    pub max_concurrent_runs: u32,
+    /// The largest linear memory a run may have.
+    pub max_memory_bytes: u64,
+    /// Where compiled components are cached; `None`: no cache.
+    pub cache_dir: Option<PathBuf>,
+}
+
+impl Default for RuntimeOptions {
+    fn default() -> Self {
+        Self::from_limits(&Limits::default())
+    }
+}
+
+impl RuntimeOptions {
+    /// Options sized for `limits`, without a cache.
+    pub fn from_limits(limits: &Limits) -> Self {
+        Self {
+            max_concurrent_runs: limits.max_concurrent_runs,
+            max_memory_bytes: limits.memory_bytes,
+            cache_dir: None,
+        }
+    }
+
+    /// With the compiled-component cache in `dir`.
+    pub fn cache_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cache_dir = Some(dir.into());
+        self
+    }
+}
+
+/// A wasmtime engine and linker set up for pack nodes. Build one per process.
+#[derive(Clone)]
+pub struct PackRuntime {
+    engine: wasmtime::Engine,
+    linker: Linker<RunState>,
+    slots: Arc<Semaphore>,
+    cache_dir: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for PackRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PackRuntime").finish_non_exhaustive()
+    }
+}
+
+impl PackRuntime {
+    /// A runtime with the default options.
+    pub fn new() -> wasmtime::Result<Self> {
+        Self::with_options(&RuntimeOptions::default())
+    }
+
+    /// A runtime: async, fuel and epochs on, the pooling allocator sized for
+    /// `options`, and the WASI and callAI imports linked.
+    pub fn with_options(options: &RuntimeOptions) -> wasmtime::Result<Self> {
+        let n = options.max_concurrent_runs.max(1);
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(n)
+            .total_core_instances(n.saturating_mul(8))
+            .total_memories(n.saturating_mul(2))
+            .total_tables(n.saturating_mul(8))
+            .total_stacks(n)
+            .max_memories_per_component(4)
+            .max_tables_per_component(8)
+            .max_memory_size(usize::try_from(options.max_memory_bytes).unwrap_or(usize::MAX))
+            // Freed slots are decommitted in batches: each decommit is a
+            // madvise whose TLB shootdown interrupts every worker thread.
+            .decommit_batch_size(32)
+            // Where the kernel can say which pages a run dirtied (Linux 6.7+),
+            // reset only those and keep the slot resident: no madvise at all.
+            .pagemap_scan(Enabled::Auto)
+            .linear_memory_keep_resident(2 << 20)
+            .table_keep_resident(64 << 10);
+        let mut config = Config::new();
+        config
+            .wasm_component_model(true)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = wasmtime::Engine::new(&config)?;
+        start_epoch_ticker(&engine);
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        add_to_linker(&mut linker, |s: &mut RunState| CallAiView {
+            ctx: &mut s.callai,
+        })?;
+        Ok(Self {
+            engine,
+            linker,
+            slots: Arc::new(Semaphore::new(n as usize)),
+            cache_dir: options.cache_dir.clone(),
+        })
+    }
+
+    /// Compiles (or loads from the cache) and pre-instantiates a component.
+    pub fn load(&self, bytes: &[u8]) -> wasmtime::Result<Pack> {
+        let component = match &self.cache_dir {
+            Some(dir) => cache::load(&self.engine, bytes, dir)?,
+            None => Component::new(&self.engine, bytes)?,
+        };
+        self.pre_instantiate(&component)
+    }
+
+    /// [`PackRuntime::load`] from a file.
+    pub fn load_file(&self, path: &Path) -> wasmtime::Result<Pack> {
+        let bytes = std::fs::read(path)
+            .map_err(|e| wasmtime::Error::msg(format!("cannot read {}: {e}", path.display())))?;
+        self.load(&bytes)
+    }
+
+    fn pre_instantiate(&self, component: &Component) -> wasmtime::Result<Pack> {
+        let pre = self.linker.instantiate_pre(component)?;
+        Ok(Pack {
+            engine: self.engine.clone(),
+            pre: PackNodePre::new(pre)?,
+            slots: self.slots.clone(),
+        })
+    }
+}
+
+/// Advances the engine's epoch every tick while the engine lives.
+fn start_epoch_ticker(engine: &wasmtime::Engine) {
+    let weak = engine.weak();
+    std::thread::Builder::new()
+        .name("callai-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(EPOCH_TICK);
+            }
+        })
+        .expect("cannot start the epoch thread");
+}
+
+/// A compiled, pre-instantiated pack: cheap to run many times, at once.
+#[derive(Clone)]
+pub struct Pack {
+    engine: wasmtime::Engine,
+    pre: PackNodePre<RunState>,
+    slots: Arc<Semaphore>,
+}
+
+impl std::fmt::Debug for Pack {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pack").finish_non_exhaustive()
+    }
+}
+
+impl Pack {
+    /// Runs the node once on a fresh instance. A pack that traps or hits a
+    /// limit fails this run only.
+    pub async fn run(&self, host: &Host, node_id: &str, input: &str) -> RunOutput {
+        self.run_journaled(host, node_id, input, Journal::live())
+            .await
+    }
+
+    /// [`Pack::run`], recording the run's calls into a run log or serving
+    /// them from one, as `journal` says.
+    pub async fn run_journaled(
+        &self,
+        host: &Host,
+        node_id: &str,
+        input: &str,
+        journal: Journal,
+    ) -> RunOutput {
+        let limits = host.config().limits;
+        // Wait for an instance slot rather than fail when the pool is full.
+        let _slot = self
+            .slots
+            .acquire()
+            .await
+            .expect("the slot semaphore is never closed");
+        let state = RunState {
+            // Nothing granted: no preopens, no env, no args, no sockets,
+            // stdio closed.
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            callai: CallAiCtx::with_session(
+                RunSession::new(host.clone(), node_id, journal).with_deadline(
+                    tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms),
+                ),
+            ),
+            limiter: RunLimiter::new(&limits),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_fuel(limits.fuel).expect("fuel is enabled");
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(|mut ctx| {
+            if ctx.data_mut().limiter.past_deadline() {
+                Err(wasmtime::Error::msg("the run's wall-clock limit passed"))
+            } else {
+                // Yield each tick so a busy pack never starves other runs.
+                Ok(UpdateDeadline::Yield(1))
+            }
+        });
+        // The epoch deadline stops wasm that computes; this stops a run that
+        // waits (on a provider) past its wall-clock limit.
+        let wall = Duration::from_millis(limits.wall_ms);
+        let result = match tokio::time::timeout(wall, self.call(&mut store, input)).await {
+            Ok(result) => result,
+            Err(_) => {
+                store.data_mut().limiter.record_wall();
+                Err(RunError::Trap("the run's wall-clock limit passed".into()))
+            }
+        };
+        let state = store.data_mut();
+        // A limit the host recorded names itself, over the trap the guest saw.
+        let result = match (result, state.limiter.hit.take()) {
+            (Err(_), Some(hit)) => Err(RunError::Limit {
+                key: hit.key,
+                message: hit.message,
+            }),
+            (result, _) => result,
+        };
+        let calls = state.callai.calls();
+        let (result, events) = state.callai.finish(result).await;
+        RunOutput {
+            result,
+            events,
+            calls,
+        }
+    }
+
+    async fn call(&self, store: &mut Store<RunState>, input: &str) -> Result<String, RunError> {
+        let trap = |e: wasmtime::Error| match e.downcast_ref::<Trap>() {
+            Some(Trap::OutOfFuel) => RunError::Limit {
+                key: "limits.fuel",
+                message: "the pack ran out of fuel (too much computation)".into(),
+            },
+            _ => RunError::Trap(format!("{e:#}")),
+        };
+        let instance: PackNode = self
+            .pre
+            .instantiate_async(&mut *store)
+            .await
+            .map_err(trap)?;
+        match instance.call_run(&mut *store, input).await {
+            Ok(Ok(output)) => Ok(output),
+            Ok(Err(message)) => Err(RunError::Node(message)),
+            Err(e) => Err(trap(e)),
+        }
+    }
+}

@@ -1,0 +1,44 @@
+//! The ctx.callAI wire types of RFC 0248, defined once.
+//!
+//! A pack asks its host for one model completion with a [`CallRequest`]; the
+//! host answers with a [`CallResult`] carrying [`Attempts`] (every provider
+//! request the call made), or fails with a [`CallError`]. The request may
+//! narrow the host's retries with a [`RetryPolicy`]. These types serialise to
+//! the spec's wire JSON (camelCase), and they are shared by the host, the
+//! guest SDK (this crate builds for `wasm32-wasip2`) and the conformance
+//! judges.
+//!
+//! ```
+//! use callai_wire::{CallRequest, ErrorCode};
+//!
+//! let request = CallRequest::from_json(
+//!     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 2}}"#,
+//!     true,
+//! )?;
+//! assert_eq!(request.retry.unwrap().max_attempts, Some(2));
+//!
+//! // §B.5: a malformed retry is refused, naming the key.
+//! let refused = CallRequest::from_json(
+//!     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 2.5}}"#,
+//!     true,
+//! ).unwrap_err();
+//! assert_eq!(refused.code, ErrorCode::ValidationError);
+//! assert_eq!(refused.field(), Some("retry.maxAttempts"));
+//! # Ok::<(), callai_wire::CallError>(())
+//! ```
+
+mod convert;
+mod error;
+mod parse;
+mod request;
+mod result;
+
+pub use error::{CallError, ErrorCode};
+pub use request::{CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role};
+pub use result::{Attempts, CallAccounting, CallResult, FinishReason, StructuredOutput, Usage};
+
+/// Used by [`wit_conversions!`]; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde_json;
+}
