@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -22,6 +23,11 @@ pub enum Reply {
     Reset,
     /// Declares a longer body than it sends, then closes.
     Truncated(String),
+    /// A redirect to `location`, with this status.
+    Redirect(u16, String),
+    /// A 200 whose chunked body streams `bytes` bytes of JSON-ish filler,
+    /// for as long as the client reads.
+    Huge(u64),
 }
 
 impl Reply {
@@ -47,6 +53,7 @@ pub struct Received {
 pub struct FakeServer {
     url: String,
     received: Arc<Mutex<Vec<Received>>>,
+    sent: Arc<AtomicU64>,
 }
 
 impl FakeServer {
@@ -56,20 +63,30 @@ impl FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
-        let log = received.clone();
+        let sent = Arc::new(AtomicU64::new(0));
+        let (log, counter) = (received.clone(), sent.clone());
         tokio::spawn(async move {
             let replies = Arc::new(replies);
             loop {
                 let Ok((stream, _)) = listener.accept().await else {
                     return;
                 };
-                let (replies, log) = (replies.clone(), log.clone());
+                let (replies, log, counter) = (replies.clone(), log.clone(), counter.clone());
                 tokio::spawn(async move {
-                    let _ = serve(stream, &replies, &log).await;
+                    let _ = serve(stream, &replies, &log, &counter).await;
                 });
             }
         });
-        Self { url, received }
+        Self {
+            url,
+            received,
+            sent,
+        }
+    }
+
+    /// Body bytes the fake has written so far, over every response.
+    pub fn body_bytes_sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// The base URL, e.g. `http://127.0.0.1:PORT/v1`.
@@ -87,6 +104,7 @@ async fn serve(
     mut stream: TcpStream,
     replies: &[Reply],
     log: &Mutex<Vec<Received>>,
+    sent: &AtomicU64,
 ) -> std::io::Result<()> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
@@ -155,6 +173,29 @@ async fn serve(
             stream.write_all(b.as_bytes()).await?;
             return stream.shutdown().await;
         }
+        Reply::Redirect(status, location) => {
+            let head = format!(
+                "HTTP/1.1 {status} Moved\r\nlocation: {location}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            );
+            stream.write_all(head.as_bytes()).await?;
+            return stream.shutdown().await;
+        }
+        Reply::Huge(bytes) => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            stream.write_all(head.as_bytes()).await?;
+            let chunk = "{\"x\": 1}, ".repeat(6554);
+            let mut left = bytes;
+            while left > 0 {
+                let piece = &chunk[..chunk.len().min(left as usize)];
+                stream
+                    .write_all(format!("{:x}\r\n{piece}\r\n", piece.len()).as_bytes())
+                    .await?;
+                sent.fetch_add(piece.len() as u64, Ordering::Relaxed);
+                left -= piece.len() as u64;
+            }
+            stream.write_all(b"0\r\n\r\n").await?;
+            return stream.shutdown().await;
+        }
         Reply::Delay(..) => unreachable!(),
     };
     let mut head = format!(
@@ -167,5 +208,6 @@ async fn serve(
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).await?;
     stream.write_all(body.as_bytes()).await?;
+    sent.fetch_add(body.len() as u64, Ordering::Relaxed);
     stream.shutdown().await
 }

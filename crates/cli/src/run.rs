@@ -42,10 +42,7 @@ fn create(path: &Path) -> Result<BufWriter<File>, String> {
 }
 
 fn tokio() -> Result<tokio::runtime::Runtime, String> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start tokio: {e}"))
+    callai_host::tokio_runtime(None).map_err(|e| format!("cannot start tokio: {e}"))
 }
 
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
@@ -110,10 +107,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
     match output.result {
         Ok(text) => {
-            match serde_json::from_str::<serde_json::Value>(&text) {
-                Ok(v) => println!("{}", serde_json::to_string_pretty(&v).expect("JSON")),
-                Err(_) => println!("{text}"),
-            }
+            // Output that is not JSON is printed as a JSON string: escaped,
+            // so a pack cannot send control sequences to the terminal.
+            let value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
+            println!("{}", serde_json::to_string_pretty(&value).expect("JSON"));
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {

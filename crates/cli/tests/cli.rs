@@ -114,6 +114,20 @@ fn a_trapping_component_file_exits_non_zero_with_a_json_error() {
 }
 
 #[test]
+fn output_that_is_not_json_is_printed_as_an_escaped_string() {
+    let out = callai(&["run", callai_test_programs_artifacts::RAW_OUTPUT]);
+    assert!(out.status.success());
+    assert!(
+        !out.stdout.contains(&0x1b) && !out.stdout.contains(&0x07),
+        "raw control bytes reached the terminal"
+    );
+    assert_eq!(
+        stdout_json(&out),
+        json!("\u{1b}[2J\u{1b}[31mred alert\u{1b}[0m\u{7}")
+    );
+}
+
+#[test]
 fn bad_inputs_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad_script = write(dir.path(), "bad.json", r#"[{"content": 1}]"#);

@@ -110,6 +110,16 @@ pub enum Event {
         /// What differed.
         reason: String,
     },
+    /// Log lines the run's `limits.maxLogBytes` / `maxLogLines` left out.
+    #[serde(rename = "pack.log.dropped", rename_all = "camelCase")]
+    PackLogDropped {
+        /// The node that logged them.
+        node_id: String,
+        /// Lines dropped.
+        lines: u64,
+        /// Their bytes.
+        bytes: u64,
+    },
     /// A line the pack logged.
     #[serde(rename = "pack.log", rename_all = "camelCase")]
     PackLog {
@@ -135,6 +145,7 @@ impl Event {
             Self::ProviderUsage { .. } => "provider.usage",
             Self::ReplayDiverged { .. } => "replay.diverged",
             Self::PackLog { .. } => "pack.log",
+            Self::PackLogDropped { .. } => "pack.log.dropped",
         }
     }
 

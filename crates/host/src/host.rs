@@ -2,7 +2,7 @@
 //! the routing and policy decided before any request is sent.
 
 use crate::config::{ConfigError, HostConfig, invalid};
-use crate::engine::{CallMachine, Clock, Effects, Jitter, Sleeper, drive};
+use crate::engine::{CallMachine, Clock, Effects, Jitter, SchemaCache, Sleeper, drive};
 use crate::events::EventSink;
 use crate::mock::{MockProvider, MockScript};
 use crate::provider::{Provider, Providers};
@@ -38,6 +38,7 @@ pub struct Host {
     config: Arc<HostConfig>,
     providers: Providers,
     effects: Effects,
+    schemas: Arc<SchemaCache>,
 }
 
 /// How one call is made, beyond its request.
@@ -119,7 +120,8 @@ impl HostBuilder {
         });
         let mut providers = Providers::new().with("mock", Arc::new(mock));
         for settings in config.provider_settings()? {
-            let provider = providers::start(&settings, &*self.env)?;
+            let max_body = config.limits.max_provider_body_bytes;
+            let provider = providers::start(&settings, &*self.env, max_body)?;
             providers.insert(settings.name, provider);
         }
         providers.extend(self.extra);
@@ -173,10 +175,15 @@ impl Host {
                 format!("provider {default:?} is not in policy.allowedProviders"),
             ));
         }
+        let limits = config.limits;
         Ok(Self {
             config,
             providers,
             effects: Effects::default(),
+            schemas: Arc::new(SchemaCache::new(
+                limits.schema_cache_bytes,
+                limits.max_schema_work,
+            )),
         })
     }
 
@@ -187,6 +194,7 @@ impl Host {
             config: self.config.clone(),
             providers: self.providers.clone().with(name, provider),
             effects: self.effects.clone(),
+            schemas: self.schemas.clone(),
         }
     }
 
@@ -232,6 +240,10 @@ impl Host {
         options: CallOptions,
     ) -> Result<CallResult, CallError> {
         let (name, provider) = self.resolve_provider(request)?;
+        let schema = match &request.response_schema {
+            Some(schema) => Some(self.schemas.compile(schema)?),
+            None => None,
+        };
         let machine = CallMachine::new(
             &self.config,
             name,
@@ -239,7 +251,8 @@ impl Host {
             provider.supports_native(),
             node_id,
             request,
-        )?;
+            schema,
+        );
         let max_response_bytes = self.config.limits.max_response_bytes;
         drive(
             machine,

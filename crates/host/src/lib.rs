@@ -71,6 +71,23 @@ pub use wasm::{
     CallAiCtx, CallAiView, Pack, PackRuntime, RunOutput, RuntimeOptions, add_to_linker,
 };
 
+/// A tokio runtime set up for running packs beside each other: all its
+/// timers and I/O, and the tasks other threads wake, are looked at every
+/// few task polls (tokio's default is every 61). A busy pack yields its
+/// worker every millisecond; with the defaults, a run waiting on a provider
+/// could wait 61 such slices for its turn.
+pub fn tokio_runtime(workers: Option<usize>) -> std::io::Result<tokio::runtime::Runtime> {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    builder
+        .enable_all()
+        .event_interval(4)
+        .global_queue_interval(4);
+    if let Some(n) = workers {
+        builder.worker_threads(n);
+    }
+    builder.build()
+}
+
 /// Entry points for the fuzz targets and their property tests; not part of
 /// the API.
 #[doc(hidden)]

@@ -1,24 +1,41 @@
-//! `[limits]`: the per-run bounds on an untrusted pack.
+//! `[limits]`: the bounds on everything an untrusted pack, or a provider
+//! the host does not control, can make the host spend.
 
 use super::{ConfigError, in_range};
 use serde::Deserialize;
 
-/// `[limits]`: what one run of an untrusted pack may use.
+/// `[limits]`: what one run of an untrusted pack may use, and what the host
+/// reads from a provider.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Limits {
     /// Linear memory per run.
     pub memory_bytes: u64,
-    /// Wall-clock time per run, provider waits included.
+    /// Wall-clock time per run, provider waits and host work included.
     pub wall_ms: u64,
     /// Fuel per run: a bound on the wasm instructions it may execute.
     pub fuel: u64,
     /// ctx.callAI calls per run.
     pub max_calls_per_run: u32,
-    /// The largest request a pack may send (its JSON, or the typed request's text).
+    /// The largest request a pack may send, counted on its wire JSON.
     pub max_request_bytes: u64,
     /// The largest reply text a provider may return.
     pub max_response_bytes: u64,
+    /// The largest response body the host reads from a provider; the rest
+    /// is never read.
+    pub max_provider_body_bytes: u64,
+    /// Log text a run may leave (`pack.log` events); past it, lines are
+    /// counted and dropped.
+    pub max_log_bytes: u64,
+    /// Log lines a run may leave.
+    pub max_log_lines: u32,
+    /// The most work one reply's schema check may take, in rule
+    /// applications, judged from the schema before any reply arrives: a
+    /// schema whose cost could pass it is refused with `validation_error`
+    /// on `responseSchema`.
+    pub max_schema_work: u64,
+    /// Schema text kept compiled for reuse, in bytes, over every run.
+    pub schema_cache_bytes: u64,
     /// Runs at once; more wait for a slot (the pooling allocator's size).
     pub max_concurrent_runs: u32,
 }
@@ -32,6 +49,11 @@ impl Default for Limits {
             max_calls_per_run: 256,
             max_request_bytes: 1 << 20,
             max_response_bytes: 4 << 20,
+            max_provider_body_bytes: 16 << 20,
+            max_log_bytes: 1 << 20,
+            max_log_lines: 10_000,
+            max_schema_work: 1_000_000,
+            schema_cache_bytes: 8 << 20,
             max_concurrent_runs: 1000,
         }
     }
@@ -39,7 +61,7 @@ impl Default for Limits {
 
 impl Limits {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let ranges: [(&str, u64, u64, u64); 7] = [
+        let ranges: [(&str, u64, u64, u64); 12] = [
             ("limits.memoryBytes", self.memory_bytes, 1 << 20, 4 << 30),
             ("limits.wallMs", self.wall_ms, 1, 86_400_000),
             ("limits.fuel", self.fuel, 1, u64::MAX),
@@ -54,6 +76,26 @@ impl Limits {
                 "limits.maxResponseBytes",
                 self.max_response_bytes,
                 1,
+                1 << 30,
+            ),
+            (
+                "limits.maxProviderBodyBytes",
+                self.max_provider_body_bytes,
+                1024,
+                1 << 30,
+            ),
+            ("limits.maxLogBytes", self.max_log_bytes, 0, 1 << 30),
+            (
+                "limits.maxLogLines",
+                self.max_log_lines.into(),
+                0,
+                10_000_000,
+            ),
+            ("limits.maxSchemaWork", self.max_schema_work, 1, 1 << 40),
+            (
+                "limits.schemaCacheBytes",
+                self.schema_cache_bytes,
+                0,
                 1 << 30,
             ),
             (

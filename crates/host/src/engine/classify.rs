@@ -108,7 +108,8 @@ mod tests {
     }
 
     fn schema() -> CompiledSchema {
-        CompiledSchema::compile(&json!({"type": "object", "required": ["scene"]})).unwrap()
+        CompiledSchema::compile(&json!({"type": "object", "required": ["scene"]}), 1_000_000)
+            .unwrap()
     }
 
     #[test]

@@ -2,10 +2,11 @@
 //! the sleeper, the random source and the event sink, all injected, so
 //! tests run on paused time and never wait real seconds.
 
-use super::classify::classify;
+use super::classify::{Verdict, classify};
 use super::machine::{CallMachine, Context, Outcome, Step};
+use super::schema::CompiledSchema;
 use crate::events::EventSink;
-use crate::provider::{BoxFuture, Provider};
+use crate::provider::{BoxFuture, Provider, ProviderReply};
 use callai_wire::{CallError, CallResult};
 use std::fmt;
 use std::sync::Arc;
@@ -77,6 +78,36 @@ impl fmt::Debug for Effects {
     }
 }
 
+/// Above this much work (rule applications times reply bytes), a reply is
+/// checked on tokio's blocking pool, not on an async worker that other runs
+/// share.
+const INLINE_WORK: u64 = 1 << 20;
+
+/// Classifies `reply`: inline when it is cheap, on the blocking pool when
+/// its size and its schema make it long.
+async fn judge(
+    reply: ProviderReply,
+    schema: Option<CompiledSchema>,
+    max_bytes: u64,
+) -> (ProviderReply, Verdict) {
+    let heavy = schema
+        .as_ref()
+        .is_some_and(|s| s.work_for(reply.content.len()) > INLINE_WORK);
+    if !heavy {
+        let verdict = classify(&reply, schema.as_ref(), max_bytes);
+        return (reply, verdict);
+    }
+    let task = tokio::task::spawn_blocking(move || {
+        let verdict = classify(&reply, schema.as_ref(), max_bytes);
+        (reply, verdict)
+    });
+    match task.await {
+        Ok(judged) => judged,
+        // A panic while classifying is a host bug: surface it, do not hide it.
+        Err(e) => std::panic::resume_unwind(e.into_panic()),
+    }
+}
+
 /// Runs one call to its end: sends what the machine asks for, classifies
 /// each reply, waits when told to, and passes every event to `sink` as it
 /// happens. `deadline` is the run's: a wait that would pass it ends the call.
@@ -94,7 +125,8 @@ pub(crate) async fn drive(
             Step::Send(attempt) => {
                 let outcome = match provider.complete(&attempt.request).await {
                     Ok(reply) => {
-                        let verdict = classify(&reply, machine.schema(), max_response_bytes);
+                        let schema = machine.schema().cloned();
+                        let (reply, verdict) = judge(reply, schema, max_response_bytes).await;
                         Outcome::Reply(reply, verdict)
                     }
                     Err(failure) => Outcome::Failed(failure),

@@ -115,18 +115,14 @@ impl<'a> CallMachine<'a> {
         native: bool,
         node_id: &'a str,
         request: &'a CallRequest,
-    ) -> Result<Self, CallError> {
+        schema: Option<CompiledSchema>,
+    ) -> Self {
         let retry = &config.retry;
         let policy = match config.call_accounting.retry_policy {
             true => request.retry.unwrap_or_default(),
             false => RetryPolicy::default(),
         };
-        let schema = request
-            .response_schema
-            .as_ref()
-            .map(CompiledSchema::compile)
-            .transpose()?;
-        Ok(Self {
+        Self {
             config,
             request,
             node_id,
@@ -156,7 +152,7 @@ impl<'a> CallMachine<'a> {
             transient_in_a_row: 0,
             announce: Vec::new(),
             events: Vec::new(),
-        })
+        }
     }
 
     /// The compiled schema of a structured call, to classify replies with.

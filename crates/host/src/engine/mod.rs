@@ -19,6 +19,7 @@ pub use driver::{Clock, Jitter, Sleeper, TokioTime};
 pub(crate) use driver::{Effects, drive};
 pub(crate) use machine::CallMachine;
 pub use reason::RequestReason;
+pub(crate) use schema::SchemaCache;
 
 #[cfg(test)]
 mod tests;

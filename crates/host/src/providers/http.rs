@@ -1,10 +1,13 @@
-//! What both HTTP adapters share: one reqwest client (rustls), the API key
-//! kept out of every message, and the mapping of transport outcomes onto
+//! What both HTTP adapters share: one reqwest client (rustls, no
+//! redirects), bodies read up to a cap, the API key kept out of every text
+//! that comes back, and the mapping of transport outcomes onto
 //! [`ProviderFailure`].
 
+use super::redact::Redactor;
 use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::StructuredOutput;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
 
@@ -30,30 +33,48 @@ impl fmt::Debug for ApiKey {
 }
 
 /// The longest provider text kept in an error message.
-const MAX_MESSAGE: usize = 500;
+const MAX_MESSAGE: usize = 200;
+/// The most of an error response's body the host reads.
+const MAX_ERROR_BODY: u64 = 64 << 10;
 
-/// An HTTP client for one provider.
+/// An HTTP client for one provider: no redirects followed (a key must not
+/// follow one to another server), bodies read up to a cap, the key kept out
+/// of every text that comes back.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
     client: reqwest::Client,
     key: Option<ApiKey>,
+    redactor: Redactor,
     timeout: Duration,
+    max_body: u64,
+}
+
+/// Why a body was not read whole.
+enum Read {
+    /// Longer than the cap.
+    Over,
+    /// The transport failed.
+    Failed(reqwest::Error),
 }
 
 impl HttpClient {
-    /// A client whose every request times out after `timeout`.
-    pub fn new(key: Option<ApiKey>, timeout: Duration) -> Result<Self, String> {
+    /// A client whose every request times out after `timeout`, and that
+    /// reads no success body over `max_body` bytes.
+    pub fn new(key: Option<ApiKey>, timeout: Duration, max_body: u64) -> Result<Self, String> {
         // reqwest is built without a bundled crypto provider; use ring's.
         let _ = rustls::crypto::ring::default_provider().install_default();
         let client = reqwest::Client::builder()
             .timeout(timeout)
             .connect_timeout(timeout.min(Duration::from_secs(10)))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(Self {
+            redactor: Redactor::new(key.as_ref().map(ApiKey::expose)),
             client,
             key,
             timeout,
+            max_body,
         })
     }
 
@@ -62,27 +83,44 @@ impl HttpClient {
         self.key.as_ref()
     }
 
-    /// Removes the key from any text that leaves this module.
-    pub fn redact(&self, text: &str) -> String {
-        let mut text = match &self.key {
-            Some(k) if !k.0.is_empty() => text.replace(&k.0, "[redacted]"),
-            _ => text.to_owned(),
-        };
-        if text.len() > MAX_MESSAGE {
-            let cut = (0..=MAX_MESSAGE)
-                .rev()
-                .find(|&i| text.is_char_boundary(i))
-                .unwrap_or(0);
-            text.truncate(cut);
-            text.push('…');
+    /// `text` with the key removed in every encoding [`Redactor`] knows.
+    pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.redactor.redact(text)
+    }
+
+    /// A short message for a person from a provider's error body: the
+    /// `error.message` of its JSON when it has one, else its text; control
+    /// characters blanked, the key removed, at most 200 characters. The raw
+    /// body never leaves this module.
+    fn error_message(&self, body: &[u8]) -> String {
+        let text = String::from_utf8_lossy(body);
+        let parsed: Option<Value> = serde_json::from_str(&text).ok();
+        let message = parsed
+            .as_ref()
+            .and_then(|v| {
+                v.pointer("/error/message")
+                    .or_else(|| v.get("error").filter(|e| e.is_string()))
+                    .or_else(|| v.get("message"))
+            })
+            .and_then(Value::as_str)
+            .unwrap_or(&text);
+        let blanked: String = message
+            .chars()
+            .map(|c| if c.is_control() { ' ' } else { c })
+            .collect();
+        let mut short = self.redact(blanked.trim()).into_owned();
+        if short.chars().count() > MAX_MESSAGE {
+            short = short.chars().take(MAX_MESSAGE).collect();
+            short.push('…');
         }
-        text
+        short
     }
 
     /// POSTs `body` as JSON and returns the parsed JSON response, or the
-    /// failure: timeouts, connection errors, 429 (with `retry-after`) and 5xx
-    /// are transient; other statuses are rejections; a 2xx whose body is not
-    /// JSON (or is cut short) is transient.
+    /// failure: timeouts, connection errors, 408, 429 (with its
+    /// `retry-after`) and 5xx are transient; a redirect is not followed; any
+    /// other status is a rejection; a 2xx body over the cap is not read, and
+    /// one that is not JSON (or is cut short) is transient.
     pub async fn post_json(
         &self,
         url: &str,
@@ -99,20 +137,39 @@ impl HttpClient {
         }
         let response = request.send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
-        let retry_after = response
-            .headers()
-            .get("retry-after")
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<f64>().ok())
-            .filter(|s| s.is_finite() && *s >= 0.0)
-            .map(Duration::from_secs_f64);
-        let text = response.text().await.map_err(|e| self.transport(&e))?;
+        if (300..400).contains(&status) {
+            return Err(ProviderFailure::new(
+                FailureKind::Rejected,
+                Some(status),
+                "the provider answered with a redirect, which this host does not follow",
+            ));
+        }
         if !(200..300).contains(&status) {
-            let mut failure = ProviderFailure::from_status(status, self.redact(text.trim()));
+            let retry_after = retry_after(response.headers());
+            let text = match read_capped(response, MAX_ERROR_BODY, true).await {
+                Ok(text) => text,
+                Err(Read::Failed(e)) => return Err(self.transport(&e)),
+                Err(Read::Over) => unreachable!("an error body is cut, not refused"),
+            };
+            let mut failure = ProviderFailure::from_status(status, self.error_message(&text));
             failure.retry_after = retry_after;
             return Err(failure);
         }
-        serde_json::from_str(&text).map_err(|e| {
+        let text = match read_capped(response, self.max_body, false).await {
+            Ok(text) => text,
+            Err(Read::Failed(e)) => return Err(self.transport(&e)),
+            Err(Read::Over) => {
+                return Err(ProviderFailure::new(
+                    FailureKind::TooLarge,
+                    Some(status),
+                    format!(
+                        "limits.maxProviderBodyBytes: the provider's response is over {} bytes; the rest was not read",
+                        self.max_body
+                    ),
+                ));
+            }
+        };
+        serde_json::from_slice(&text).map_err(|e| {
             ProviderFailure::new(
                 FailureKind::Transient,
                 Some(status),
@@ -121,9 +178,10 @@ impl HttpClient {
         })
     }
 
-    /// One attempt: POSTs `body` and reads the reply with `parse`. When the
-    /// request asked for native structured output and a 400 names one of
-    /// `native_terms`, the failure says the native mode was rejected.
+    /// One attempt: POSTs `body` and reads the reply with `parse`, its text
+    /// redacted. When the request asked for native structured output and a
+    /// 400 names one of `native_terms`, the failure says the native mode was
+    /// rejected.
     pub async fn attempt(
         &self,
         url: &str,
@@ -138,7 +196,13 @@ impl HttpClient {
             .as_ref()
             .is_some_and(|s| s.mode == StructuredOutput::Native);
         match self.post_json(url, headers, body).await {
-            Ok(response) => parse(&response),
+            Ok(response) => {
+                let mut reply = parse(&response)?;
+                if let Cow::Owned(clean) = self.redact(&reply.content) {
+                    reply.content = clean;
+                }
+                Ok(reply)
+            }
             Err(mut f) if native && rejects_native(&f, native_terms) => {
                 f.kind = FailureKind::NativeUnsupported;
                 Err(f)
@@ -158,9 +222,55 @@ impl HttpClient {
             "the request failed".to_owned()
         };
         // reqwest's own text names the URL, never a header.
-        let detail = self.redact(&e.to_string());
+        let detail = self.error_message(e.to_string().as_bytes());
         ProviderFailure::new(FailureKind::Transient, None, format!("{what}: {detail}"))
     }
+}
+
+/// Reads a body up to `cap` bytes: past it, `Over` (or, when `cut`, the
+/// first `cap` bytes). The rest is never read.
+async fn read_capped(
+    mut response: reqwest::Response,
+    cap: u64,
+    cut: bool,
+) -> Result<Vec<u8>, Read> {
+    if !cut && response.content_length().is_some_and(|n| n > cap) {
+        return Err(Read::Over);
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(Read::Failed)? {
+        let room = (cap as usize).saturating_sub(body.len());
+        if chunk.len() > room {
+            if cut {
+                body.extend_from_slice(&chunk[..room]);
+                return Ok(body);
+            }
+            return Err(Read::Over);
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// The wait a response asks for: `retry-after-ms` (milliseconds) or
+/// `retry-after` (seconds), as a duration; a value too large for one is
+/// `Duration::MAX` (longer than any host waits), a negative or unreadable
+/// one (or an HTTP date) is none.
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let number = |name: &str| {
+        headers
+            .get(name)?
+            .to_str()
+            .ok()?
+            .trim()
+            .parse::<f64>()
+            .ok()
+            .filter(|n| !n.is_nan() && *n >= 0.0)
+    };
+    let seconds = number("retry-after-ms")
+        .map(|ms| ms / 1000.0)
+        .or_else(|| number("retry-after"))?;
+    Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
 }
 
 /// Reads a token count; absent, null or out of range is `None`.
@@ -178,16 +288,52 @@ fn rejects_native(failure: &ProviderFailure, needles: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use reqwest::header::{HeaderMap, HeaderValue};
 
     #[test]
     fn keys_never_show() {
         let key = ApiKey::new("sk-test-SECRET".into());
         assert_eq!(format!("{key:?}"), "ApiKey([redacted])");
-        let c = HttpClient::new(Some(key), Duration::from_secs(1)).unwrap();
+        let c = HttpClient::new(Some(key), Duration::from_secs(1), 1 << 20).unwrap();
         assert_eq!(
-            c.redact("bad key sk-test-SECRET given"),
+            c.error_message(br#"{"error": {"message": "bad key sk-test-SECRET given"}}"#),
             "bad key [redacted] given"
         );
-        assert!(c.redact(&"x".repeat(2000)).chars().count() <= MAX_MESSAGE + 1);
+        let long = c.error_message("x\u{1b}[31m\n".repeat(1000).as_bytes());
+        assert!(long.chars().count() <= MAX_MESSAGE + 1, "{long}");
+        assert!(
+            !long.contains('\u{1b}') && !long.contains('\n'),
+            "control characters are blanked"
+        );
+    }
+
+    #[test]
+    fn retry_after_never_panics_and_never_waits_forever() {
+        let wait = |pairs: &[(&'static str, &str)]| {
+            let mut h = HeaderMap::new();
+            for (k, v) in pairs {
+                h.insert(*k, HeaderValue::from_str(v).unwrap());
+            }
+            retry_after(&h)
+        };
+        assert_eq!(wait(&[("retry-after", "2")]), Some(Duration::from_secs(2)));
+        assert_eq!(
+            wait(&[("retry-after", "0.5")]),
+            Some(Duration::from_millis(500))
+        );
+        assert_eq!(
+            wait(&[("retry-after-ms", "250"), ("retry-after", "9")]),
+            Some(Duration::from_millis(250))
+        );
+        for huge in ["1e20", "1e400", "inf", "18446744073709551616"] {
+            assert_eq!(
+                wait(&[("retry-after", huge)]),
+                Some(Duration::MAX),
+                "{huge}"
+            );
+        }
+        for none in ["-1", "NaN", "soon", "Wed, 21 Oct 2015 07:28:00 GMT", ""] {
+            assert_eq!(wait(&[("retry-after", none)]), None, "{none}");
+        }
     }
 }

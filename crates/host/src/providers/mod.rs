@@ -5,6 +5,7 @@ mod adapter;
 mod anthropic;
 mod http;
 mod openai;
+mod redact;
 
 use adapter::HttpProvider;
 use anthropic::AnthropicWire;
@@ -43,12 +44,15 @@ fn key(
     }
 }
 
-/// Starts the provider of one section, reading its key with `env`.
+/// Starts the provider of one section, reading its key with `env`; it reads
+/// no response body over `max_body` bytes.
 pub fn start(
     s: &ProviderSettings,
     env: &dyn Fn(&str) -> Option<String>,
+    max_body: u64,
 ) -> Result<Arc<dyn Provider>, ConfigError> {
-    let http = HttpClient::new(key(s, env)?, Duration::from_millis(s.timeout_ms))
+    let timeout = Duration::from_millis(s.timeout_ms);
+    let http = HttpClient::new(key(s, env)?, timeout, max_body)
         .map_err(|message| invalid(&format!("providers.{}", s.name), message))?;
     Ok(match s.kind {
         ProviderKind::Openai => Arc::new(OpenAi::new(http, &s.base_url, &s.model, s.native)),

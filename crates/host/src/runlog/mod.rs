@@ -140,6 +140,31 @@ impl RunStatus {
     }
 }
 
+/// What makes a run's sandbox deterministic: the seed of its random
+/// source and where its wall clock starts. Recorded with the run, so that a
+/// replay gives the pack the same values.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunSeed {
+    /// Seeds the pack's `wasi:random` sources.
+    pub seed: u64,
+    /// The pack's wall clock at the run's start, in ms since the Unix epoch.
+    pub clock_ms: u64,
+}
+
+impl RunSeed {
+    /// A fresh seed from the operating system's random source, and now.
+    pub fn fresh() -> Self {
+        use rand::TryRng;
+        let seed = rand::rngs::SysRng
+            .try_next_u64()
+            .expect("the operating system's random source answers");
+        let clock_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        Self { seed, clock_ms }
+    }
+}
+
 /// A run as the log holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRun {
@@ -147,6 +172,8 @@ pub struct RecordedRun {
     pub run_id: String,
     /// The node it ran.
     pub node_id: String,
+    /// Its sandbox's seed and clock.
+    pub seed: RunSeed,
     /// How it ended.
     pub status: RunStatus,
     /// The node's output or error text, once finished.
@@ -202,13 +229,14 @@ pub enum RunLogError {
 /// Where recorded runs live. Every method is async, so that a log backed by
 /// a file or a database server never blocks an async worker.
 pub trait RunLog: Send + Sync {
-    /// Starts recording `run_id`. An existing run with that id is an error
-    /// unless `overwrite`, which replaces it and fences off any recorder
-    /// still writing the old one.
+    /// Starts recording `run_id` with its sandbox's `seed`. An existing run
+    /// with that id is an error unless `overwrite`, which replaces it and
+    /// fences off any recorder still writing the old one.
     fn begin<'a>(
         &'a self,
         run_id: &'a str,
         node_id: &'a str,
+        seed: RunSeed,
         overwrite: bool,
     ) -> BoxFuture<'a, Result<Fence, RunLogError>>;
 

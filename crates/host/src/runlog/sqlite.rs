@@ -2,7 +2,9 @@
 //! synchronous commits), one transaction per call. SQLite is blocking, so
 //! every operation runs on tokio's blocking pool, never on an async worker.
 
-use super::{Entry, Fence, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus};
+use super::{
+    Entry, Fence, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError, RunSeed, RunStatus,
+};
 use crate::events::Event;
 use crate::provider::BoxFuture;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
@@ -16,7 +18,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 2] = [
+const MIGRATIONS: [&str; 3] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -41,6 +43,9 @@ const MIGRATIONS: [&str; 2] = [
     );",
     // The fence of the recorder that owns each run.
     "ALTER TABLE runs ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;",
+    // The seed and clock of each run's sandbox.
+    "ALTER TABLE runs ADD COLUMN seed INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE runs ADD COLUMN clock_ms INTEGER NOT NULL DEFAULT 0;",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -270,8 +275,11 @@ impl RunLog for SqliteRunLog {
         &'a self,
         run_id: &'a str,
         node_id: &'a str,
+        seed: RunSeed,
         overwrite: bool,
     ) -> BoxFuture<'a, Result<Fence, RunLogError>> {
+        // SQLite integers are signed: the seed is stored bit for bit.
+        let (stored_seed, clock_ms) = (seed.seed as i64, seed.clock_ms as i64);
         let (run_id, node_id) = (run_id.to_owned(), node_id.to_owned());
         self.blocking(move |conn, _| {
             let tx = immediate(conn)?;
@@ -288,17 +296,18 @@ impl RunLog for SqliteRunLog {
                             .map_err(storage)?;
                     }
                     tx.execute(
-                        "UPDATE runs SET node_id = ?2, status = 'running', output = NULL, fence = ?3
-                         WHERE run_id = ?1",
-                        params![run_id, node_id, old + 1],
+                        "UPDATE runs SET node_id = ?2, status = 'running', output = NULL, fence = ?3,
+                         seed = ?4, clock_ms = ?5 WHERE run_id = ?1",
+                        params![run_id, node_id, old + 1, stored_seed, clock_ms],
                     )
                     .map_err(storage)?;
                     old + 1
                 }
                 None => {
                     tx.execute(
-                        "INSERT INTO runs (run_id, node_id, status, fence) VALUES (?1, ?2, 'running', 1)",
-                        params![run_id, node_id],
+                        "INSERT INTO runs (run_id, node_id, status, fence, seed, clock_ms)
+                         VALUES (?1, ?2, 'running', 1, ?3, ?4)",
+                        params![run_id, node_id, stored_seed, clock_ms],
                     )
                     .map_err(storage)?;
                     1
@@ -376,11 +385,11 @@ fn load(conn: &Connection, path: &str, run_id: &str) -> Result<RecordedRun, RunL
         path: path.into(),
         reason: format!("run {run_id:?}: {what}"),
     };
-    let (node_id, status, output): (String, String, Option<String>) = conn
-        .query_row(
-            "SELECT node_id, status, output FROM runs WHERE run_id = ?1",
+    let (node_id, status, output, seed, clock_ms): (String, String, Option<String>, i64, i64) =
+        conn.query_row(
+            "SELECT node_id, status, output, seed, clock_ms FROM runs WHERE run_id = ?1",
             [run_id],
-            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
         )
         .optional()
         .map_err(storage)?
@@ -446,6 +455,10 @@ fn load(conn: &Connection, path: &str, run_id: &str) -> Result<RecordedRun, RunL
     Ok(RecordedRun {
         run_id: run_id.into(),
         node_id,
+        seed: RunSeed {
+            seed: seed as u64,
+            clock_ms: clock_ms as u64,
+        },
         status,
         output,
         calls,

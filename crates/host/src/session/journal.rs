@@ -4,7 +4,7 @@
 
 use crate::events::{Event, EventLog};
 use crate::runlog::{
-    Entry, Fence, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus,
+    Entry, Fence, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError, RunSeed, RunStatus,
 };
 use serde_json::Value;
 use std::fmt;
@@ -15,6 +15,9 @@ use std::sync::Arc;
 /// [`Journal::replay`] and hand it to the run.
 pub struct Journal {
     mode: Mode,
+    /// The run's sandbox seed: fresh when live or recording (and recorded),
+    /// the recorded one on replay.
+    seed: RunSeed,
 }
 
 enum Mode {
@@ -58,7 +61,10 @@ pub(crate) enum Replayed {
 impl Journal {
     /// Calls go to the providers; nothing is kept.
     pub fn live() -> Self {
-        Self { mode: Mode::Live }
+        Self {
+            mode: Mode::Live,
+            seed: RunSeed::fresh(),
+        }
     }
 
     /// Starts recording `run_id` of `node_id` into `log`; with `overwrite`,
@@ -69,7 +75,8 @@ impl Journal {
         node_id: &str,
         overwrite: bool,
     ) -> Result<Self, RunLogError> {
-        let fence = log.begin(run_id, node_id, overwrite).await?;
+        let seed = RunSeed::fresh();
+        let fence = log.begin(run_id, node_id, seed, overwrite).await?;
         Ok(Self {
             mode: Mode::Record {
                 log,
@@ -77,16 +84,22 @@ impl Journal {
                 fence,
                 flushed: 0,
             },
+            seed,
         })
     }
 
     /// Loads `run_id` from `log` for replay.
     pub async fn replay(log: &dyn RunLog, run_id: &str) -> Result<Self, RunLogError> {
+        let run = log.load(run_id).await?;
         Ok(Self {
-            mode: Mode::Replay {
-                run: Box::new(log.load(run_id).await?),
-            },
+            seed: run.seed,
+            mode: Mode::Replay { run: Box::new(run) },
         })
+    }
+
+    /// The seed and clock the run's sandbox gets.
+    pub fn seed(&self) -> RunSeed {
+        self.seed
     }
 
     /// Whether calls are served live (the request key need not be made).

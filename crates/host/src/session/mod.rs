@@ -80,13 +80,50 @@ impl CallInput {
     fn size(&self) -> u64 {
         match self {
             Self::Json(text) => text.len() as u64,
-            Self::Typed(request) => {
-                let mut counter = ByteCounter(0);
-                serde_json::to_writer(&mut counter, request).expect("counting cannot fail");
-                counter.0
-            }
+            Self::Typed(request) => wire_size(request),
         }
     }
+}
+
+/// The length of `request`'s wire JSON, counted without writing it: each
+/// string's escaped length plus the framing around it.
+fn wire_size(r: &CallRequest) -> u64 {
+    fn text(s: &str) -> u64 {
+        s.bytes()
+            .map(|b| match b {
+                b'"' | b'\\' => 2,
+                0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 2,
+                0..0x20 => 6,
+                _ => 1,
+            })
+            .sum::<u64>()
+            + 2
+    }
+    let field = |name: &str, value: Option<u64>| value.map_or(0, |v| name.len() as u64 + 4 + v);
+    let messages: u64 = r
+        .messages
+        .iter()
+        // {"role":"user","content":...},
+        .map(|m| 23 + m.role.as_str().len() as u64 + text(&m.content))
+        .sum();
+    let stops = r
+        .stop_sequences
+        .as_ref()
+        .map(|s| s.iter().map(|x| text(x) + 1).sum::<u64>() + 2);
+    let schema = r.response_schema.as_ref().map(|s| {
+        let mut counter = ByteCounter(0);
+        serde_json::to_writer(&mut counter, s).expect("counting cannot fail");
+        counter.0
+    });
+    2 + field("messages", Some(messages + 2))
+        + field("provider", r.provider.as_deref().map(text))
+        + field("model", r.model.as_deref().map(text))
+        + field("systemPrompt", r.system_prompt.as_deref().map(text))
+        + field("temperature", r.temperature.map(|_| 24))
+        + field("maxTokens", r.max_tokens.map(|_| 10))
+        + field("stopSequences", stops)
+        + field("responseSchema", schema)
+        + field("retry", r.retry.map(|_| 48))
 }
 
 struct ByteCounter(u64);
@@ -113,6 +150,16 @@ pub struct RunSession {
     abort: Option<RunError>,
     /// When the run's wall time ends.
     deadline: Option<tokio::time::Instant>,
+    log: LogBudget,
+}
+
+/// What a run has logged, against `limits.maxLogBytes` and `maxLogLines`.
+#[derive(Debug, Default)]
+struct LogBudget {
+    lines: u64,
+    bytes: u64,
+    dropped_lines: u64,
+    dropped_bytes: u64,
 }
 
 impl RunSession {
@@ -126,6 +173,7 @@ impl RunSession {
             journal,
             abort: None,
             deadline: None,
+            log: LogBudget::default(),
         }
     }
 
@@ -156,8 +204,28 @@ impl RunSession {
         self.events.snapshot()
     }
 
-    /// Records a line the pack logged.
-    pub fn log(&mut self, level: &str, message: String) {
+    /// Records a line the pack logged, within the run's log limits: past
+    /// `limits.maxLogLines` or `maxLogBytes` a line is counted and dropped
+    /// (one `pack.log.dropped` event says how many at the end), and the line
+    /// that crosses the byte limit is cut to fit.
+    pub fn log(&mut self, level: &str, mut message: String) {
+        let limits = self.host.config().limits;
+        let room = limits.max_log_bytes.saturating_sub(self.log.bytes);
+        if self.log.lines >= u64::from(limits.max_log_lines) || room == 0 {
+            self.log.dropped_lines += 1;
+            self.log.dropped_bytes += message.len() as u64;
+            return;
+        }
+        if message.len() as u64 > room {
+            let cut = (0..=room as usize)
+                .rev()
+                .find(|&i| message.is_char_boundary(i))
+                .unwrap_or(0);
+            self.log.dropped_bytes += (message.len() - cut) as u64;
+            message.truncate(cut);
+        }
+        self.log.lines += 1;
+        self.log.bytes += message.len() as u64;
         self.events.emit(Event::PackLog {
             node_id: self.node_id.clone(),
             level: level.into(),
@@ -303,6 +371,13 @@ impl RunSession {
         {
             result = Err(self.diverged(self.calls, reason));
         }
+        if self.log.dropped_lines > 0 || self.log.dropped_bytes > 0 {
+            self.events.emit(Event::PackLogDropped {
+                node_id: self.node_id.clone(),
+                lines: self.log.dropped_lines,
+                bytes: self.log.dropped_bytes,
+            });
+        }
         let (status, output) = match &result {
             Ok(out) => (RunStatus::Ok, out.clone()),
             Err(e) => (RunStatus::Failed, e.to_json().to_string()),
@@ -311,5 +386,31 @@ impl RunSession {
             result = Err(RunError::RunLog(e.to_string()));
         }
         (result, self.events.take())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_counted_size_is_the_wire_json_or_a_little_more() {
+        let many = json!({"messages": vec![json!({"role": "user", "content": ""}); 1000]});
+        for request in [
+            json!({"messages": [{"role": "user", "content": "hi"}]}),
+            json!({"messages": [{"role": "assistant", "content": "quotes \" and \\ and \n and \u{1} é ✓"}],
+                   "provider": "mock", "model": "m", "systemPrompt": "s\"", "temperature": 0.123456789,
+                   "maxTokens": 4_000_000_000u32, "stopSequences": ["a", "\"b\""],
+                   "responseSchema": {"type": "object", "properties": {"x": {"enum": ["\"", 1.5]}}},
+                   "retry": {"maxAttempts": 16, "growMaxTokens": false}}),
+            many,
+        ] {
+            let r = CallRequest::from_value(&request, true).unwrap();
+            let real = serde_json::to_string(&r).unwrap().len() as u64;
+            let counted = wire_size(&r);
+            assert!(counted >= real, "{counted} < {real}");
+            assert!(counted <= real + 128, "{counted} vs {real}");
+        }
     }
 }

@@ -1,28 +1,52 @@
-//! The compiled-component cache: a component compiled once is kept on disk,
-//! keyed by its bytes and the engine's settings, so a changed wasmtime or
-//! config never loads a stale one.
+//! The compiled-component cache: a component compiled once is kept on disk
+//! so the next process loads it instead of compiling it. Loading one runs
+//! its native code, so an entry is trusted only when it proves where it came
+//! from: each entry names the component it was compiled from (the SHA-256
+//! of its bytes) and carries a MAC keyed by this installation's
+//! `cache.key` (made on first use, readable by the owner alone), over that
+//! name, this engine's compatibility hash and the artifact. An entry copied
+//! from another component, another installation, or damaged on disk is
+//! recompiled and replaced, never loaded. Files are created with exclusive
+//! create under random names and renamed into place, and are never opened
+//! through a symlink.
 
 use sha2::{Digest, Sha256};
+use std::fs::{File, OpenOptions};
 use std::hash::{Hash, Hasher};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 
+const MAGIC: &[u8; 8] = b"CALLAIc1";
+const KEY_FILE: &str = "cache.key";
+/// MAGIC, the component's SHA-256, the MAC.
+const HEADER: usize = 8 + 32 + 32;
+
 /// Loads `bytes` as a component through the cache in `dir`, compiling (and
-/// storing) it on a miss. A cache entry that is unreadable, damaged or made
-/// by another engine is recompiled and replaced, never trusted.
+/// storing) it on a miss.
 pub fn load(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> wasmtime::Result<Component> {
-    let path = entry(engine, bytes, dir);
-    if let Some(component) = read(engine, &path) {
+    let source = Sha256::digest(bytes);
+    let compat = compatibility(engine);
+    let key = install_key(dir).ok();
+    let path = dir.join(format!(
+        "{}.cwasm",
+        hex(&Sha256::digest([&compat[..], &source[..]].concat()))
+    ));
+    if let Some(key) = &key
+        && let Some(component) = read(engine, &path, key, &source, &compat)
+    {
         return Ok(component);
     }
     let component = Component::new(engine, bytes)?;
-    // A cache that cannot be written only costs the next load its speed.
-    let _ = write(&component, &path);
+    if let Some(key) = &key {
+        // A cache that cannot be written only costs the next load its speed.
+        let _ = write(&component, dir, &path, key, &source, &compat);
+    }
     Ok(component)
 }
 
-/// `dir/<sha256 of the component and the engine's compatibility hash>.cwasm`.
-fn entry(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> PathBuf {
+/// This engine's compatibility hash, with this build's version.
+fn compatibility(engine: &wasmtime::Engine) -> [u8; 32] {
     struct Sink(Sha256);
     impl Hasher for Sink {
         fn finish(&self) -> u64 {
@@ -35,41 +59,157 @@ fn entry(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> PathBuf {
     let mut sink = Sink(Sha256::new());
     engine.precompile_compatibility_hash().hash(&mut sink);
     sink.0.update(env!("CARGO_PKG_VERSION").as_bytes());
-    sink.0.update(bytes);
-    dir.join(format!("{}.cwasm", hex(&sink.0.finalize())))
+    sink.0.finalize().into()
 }
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// An entry is `sha256(artifact) ++ artifact`; the checksum guards against
-/// a file damaged on disk, which deserialising must never see.
-fn read(engine: &wasmtime::Engine, path: &Path) -> Option<Component> {
-    let data = std::fs::read(path).ok()?;
-    let (sum, artifact) = data.split_at_checked(32)?;
-    if Sha256::digest(artifact).as_slice() != sum {
+/// HMAC-SHA256 (RFC 2104) of `parts` under `key`.
+fn mac(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
+    let pad = |byte: u8| -> [u8; 64] {
+        let mut block = [byte; 64];
+        block.iter_mut().zip(key).for_each(|(b, k)| *b ^= k);
+        block
+    };
+    let mut inner = Sha256::new();
+    inner.update(pad(0x36));
+    parts.iter().for_each(|p| inner.update(p));
+    let mut outer = Sha256::new();
+    outer.update(pad(0x5c));
+    outer.update(inner.finalize());
+    outer.finalize().into()
+}
+
+/// Opens an existing file for reading, refusing a symlink.
+fn open_nofollow(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW);
+    }
+    options.open(path)
+}
+
+/// Creates `dir` (owner-only where it is made).
+fn make_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+/// This installation's key: `dir/cache.key`, made on first use with
+/// exclusive create, owner-only.
+fn install_key(dir: &Path) -> std::io::Result<[u8; 32]> {
+    let path = dir.join(KEY_FILE);
+    let read = |path: &Path| -> std::io::Result<[u8; 32]> {
+        let mut key = [0u8; 32];
+        open_nofollow(path)?.read_exact(&mut key)?;
+        Ok(key)
+    };
+    if let Ok(key) = read(&path) {
+        return Ok(key);
+    }
+    make_dir(dir)?;
+    let mut key = [0u8; 32];
+    rand::TryRng::try_fill_bytes(&mut rand::rngs::SysRng, &mut key)
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    let mut options = OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    match options.open(&path) {
+        Ok(mut file) => {
+            file.write_all(&key)?;
+            file.sync_all()?;
+            Ok(key)
+        }
+        // Another process made it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read(&path),
+        Err(e) => Err(e),
+    }
+}
+
+/// The entry at `path`, if it proves it was compiled from `source` by this
+/// installation with a compatible engine.
+fn read(
+    engine: &wasmtime::Engine,
+    path: &Path,
+    key: &[u8; 32],
+    source: &[u8],
+    compat: &[u8; 32],
+) -> Option<Component> {
+    let mut data = Vec::new();
+    open_nofollow(path).ok()?.read_to_end(&mut data).ok()?;
+    let (header, artifact) = data.split_at_checked(HEADER)?;
+    let (magic, rest) = header.split_at(8);
+    let (named, tag) = rest.split_at(32);
+    if magic != MAGIC || named != source || mac(key, &[named, compat, artifact]) != tag {
         return None;
     }
-    // SAFETY: wasmtime checks that the artifact was compiled by a compatible
-    // engine, and the checksum that it was not damaged on disk; neither is
-    // proof of where it came from. Whoever can write the cache directory can
-    // make this process run native code of their choosing: the directory
-    // must be the host's own (see the README's threat model).
+    // SAFETY: the MAC proves the artifact was written by `write` of this
+    // installation, for this component, by an engine of this compatibility
+    // hash (which wasmtime checks again). Whoever can read `cache.key` can
+    // forge entries: the cache directory must be the host's own (see the
+    // README's threat model).
     #[allow(unsafe_code)]
     let component = unsafe { Component::deserialize(engine, artifact) };
     component.ok()
 }
 
-/// Writes the entry atomically: a crash leaves the old entry or none.
-fn write(component: &Component, path: &Path) -> std::io::Result<()> {
+/// Writes the entry: to a new file of a random name (exclusive create,
+/// owner-only), then renamed into place, which replaces a symlink there
+/// rather than following it. A crash leaves the old entry or none.
+fn write(
+    component: &Component,
+    dir: &Path,
+    path: &PathBuf,
+    key: &[u8; 32],
+    source: &[u8],
+    compat: &[u8; 32],
+) -> std::io::Result<()> {
     let artifact = component.serialize().map_err(std::io::Error::other)?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+    make_dir(dir)?;
+    let mut file = tempfile::Builder::new()
+        .prefix(".entry-")
+        .tempfile_in(dir)?;
+    file.write_all(MAGIC)?;
+    file.write_all(source)?;
+    file.write_all(&mac(key, &[source, compat, &artifact]))?;
+    file.write_all(&artifact)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hmac_matches_rfc_4231_case_2_shape() {
+        // RFC 4231 uses keys of any length; ours are 32 bytes: check the
+        // construction against a key padded the same way.
+        let key = [0x0bu8; 32];
+        let a = mac(&key, &[b"Hi ", b"There"]);
+        let b = mac(&key, &[b"Hi There"]);
+        assert_eq!(a, b, "parts are one message");
+        assert_ne!(mac(&[0u8; 32], &[b"Hi There"]), a, "the key matters");
+        assert_eq!(
+            hex(&mac(&[0u8; 32], &[b""])),
+            "b613679a0814d9ec772f95d778c35fc5ff1697c493715653c6c712144292c5ad",
+            "HMAC-SHA256 with a zero key over nothing, as any implementation gives"
+        );
     }
-    let mut data = Sha256::digest(&artifact).to_vec();
-    data.extend_from_slice(&artifact);
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, &data)?;
-    std::fs::rename(&tmp, path)
 }

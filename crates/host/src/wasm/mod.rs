@@ -14,6 +14,7 @@ mod bindings {
 }
 
 mod cache;
+mod clocks;
 mod limits;
 mod runtime;
 mod view;

@@ -23,8 +23,8 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// How often the epoch advances: the granularity of the wall-clock limit and
-/// how often a busy pack yields to other runs.
-const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// how often a busy pack yields its worker to other runs.
+const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The store data of one run.
 pub(super) struct RunState {
@@ -231,9 +231,7 @@ impl Pack {
             .await
             .expect("the slot semaphore is never closed");
         let state = RunState {
-            // Nothing granted: no preopens, no env, no args, no sockets,
-            // stdio closed.
-            wasi: WasiCtx::builder().build(),
+            wasi: super::clocks::sandbox(journal.seed()),
             table: ResourceTable::new(),
             callai: CallAiCtx::with_session(
                 RunSession::new(host.clone(), node_id, journal).with_deadline(

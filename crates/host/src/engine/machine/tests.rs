@@ -28,6 +28,14 @@ fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply 
     }
 }
 
+fn machine<'a>(config: &'a HostConfig, r: &'a CallRequest) -> CallMachine<'a> {
+    let schema = r
+        .response_schema
+        .as_ref()
+        .map(|s| CompiledSchema::compile(s, 1_000_000).unwrap());
+    CallMachine::new(config, "mock", "m-1", true, "node", r, schema)
+}
+
 const CX: Context = Context {
     jitter: 0.5,
     remaining: None,
@@ -54,7 +62,7 @@ fn types(m: &mut CallMachine<'_>) -> Vec<&'static str> {
 fn the_seed_example_step_by_step() {
     let config = HostConfig::default();
     let r = request(json!({"maxTokens": 2000}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     let first = m.start();
     assert_eq!(
         (sent(&first).reason, sent(&first).number),
@@ -91,7 +99,7 @@ fn the_seed_example_step_by_step() {
 fn a_transient_failure_waits_with_jitter_then_resends() {
     let config = HostConfig::default();
     let r = request(json!({}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     m.start();
     let f = ProviderFailure::from_status(503, "busy");
     let step = m.on_outcome(
@@ -136,7 +144,7 @@ fn a_transient_failure_waits_with_jitter_then_resends() {
 fn retry_after_is_honoured_and_a_longer_one_gives_up() {
     let config = HostConfig::default();
     let r = request(json!({}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     m.start();
     let mut f = ProviderFailure::from_status(429, "slow down");
     f.retry_after = Some(Duration::from_secs(2));
@@ -158,7 +166,7 @@ fn retry_after_is_honoured_and_a_longer_one_gives_up() {
 fn a_wait_longer_than_the_run_has_left_gives_up_at_once() {
     let config = HostConfig::default();
     let r = request(json!({}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     m.start();
     let mut f = ProviderFailure::from_status(503, "busy");
     f.retry_after = Some(Duration::from_secs(5));
@@ -181,7 +189,7 @@ fn a_wait_longer_than_the_run_has_left_gives_up_at_once() {
 fn a_request_that_is_never_sent_is_never_announced() {
     let config = HostConfig::default();
     let r = request(json!({}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     m.start();
     answer(
         &mut m,
@@ -206,7 +214,7 @@ fn a_request_that_is_never_sent_is_never_announced() {
 fn every_request_says_why_it_was_sent() {
     let config = HostConfig::default();
     let r = request(json!({"retry": {"maxAttempts": 3}}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     let mut reasons = vec![sent(&m.start()).reason];
     reasons.push(
         sent(&answer(
@@ -244,7 +252,7 @@ fn every_request_says_why_it_was_sent() {
 
     // A native mode the provider rejects: the next request is in prompt mode.
     let r = request(json!({}));
-    let mut m = CallMachine::new(&config, "mock", "m-1", true, "node", &r).unwrap();
+    let mut m = machine(&config, &r);
     assert_eq!(
         sent(&m.start()).request.structured.as_ref().unwrap().mode,
         StructuredOutput::Native

@@ -10,6 +10,11 @@ fn rt() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+const SEED: RunSeed = RunSeed {
+    seed: u64::MAX - 7,
+    clock_ms: 1_800_000_000_000,
+};
+
 fn call(index: u32) -> RecordedCall {
     RecordedCall {
         node_id: "n".into(),
@@ -39,7 +44,7 @@ fn a_run_round_trips() {
     let rt = rt();
     let log = SqliteRunLog::open(&path).unwrap();
     rt.block_on(async {
-        let f = log.begin("r", "n", false).await.unwrap();
+        let f = log.begin("r", "n", SEED, false).await.unwrap();
         log.commit_call("r", f, &call(0), &call(0).events)
             .await
             .unwrap();
@@ -56,6 +61,7 @@ fn a_run_round_trips() {
     assert_eq!(run.events.len(), 2);
     assert_eq!(run.status, RunStatus::Ok);
     assert_eq!(run.output.as_deref(), Some("{}"));
+    assert_eq!(run.seed, SEED, "the seed round-trips bit for bit");
 }
 
 #[test]
@@ -64,7 +70,7 @@ fn a_log_another_handle_is_writing_opens_and_reads() {
     let path = dir.path().join("log.db");
     let rt = rt();
     let writer = SqliteRunLog::open(&path).unwrap();
-    let f = rt.block_on(writer.begin("r", "n", false)).unwrap();
+    let f = rt.block_on(writer.begin("r", "n", SEED, false)).unwrap();
     rt.block_on(writer.commit_call("r", f, &call(0), &[]))
         .unwrap();
     // The writer is still open: its changes sit in the WAL, not yet in the
@@ -78,10 +84,10 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
     let dir = tempfile::tempdir().unwrap();
     let log = SqliteRunLog::open(&dir.path().join("log.db")).unwrap();
     rt().block_on(async {
-        let first = log.begin("r", "n", false).await.unwrap();
+        let first = log.begin("r", "n", SEED, false).await.unwrap();
         log.commit_call("r", first, &call(0), &[]).await.unwrap();
         assert_eq!(
-            log.begin("r", "n", false).await,
+            log.begin("r", "n", SEED, false).await,
             Err(RunLogError::RunExists("r".into()))
         );
         assert_eq!(
@@ -89,7 +95,7 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
             1,
             "the refused begin lost nothing"
         );
-        let second = log.begin("r", "n", true).await.unwrap();
+        let second = log.begin("r", "n", SEED, true).await.unwrap();
         assert!(second > first);
         assert!(log.load("r").await.unwrap().calls.is_empty());
         // The first recorder, still running, can no longer splice its calls in.
@@ -191,7 +197,7 @@ fn a_tampered_record_is_a_run_log_error_naming_the_call() {
     let log = SqliteRunLog::open(&path).unwrap();
     let rt = rt();
     rt.block_on(async {
-        let f = log.begin("r", "n", false).await.unwrap();
+        let f = log.begin("r", "n", SEED, false).await.unwrap();
         log.commit_call("r", f, &call(0), &[]).await.unwrap();
     });
     for (outcome, needle) in [
@@ -239,5 +245,8 @@ fn a_version_one_log_is_migrated_in_place() {
         .query_row("PRAGMA user_version", [], |r| r.get(0))
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
-    assert_eq!(rt.block_on(log.begin("old", "n", true)).unwrap(), Fence(1));
+    assert_eq!(
+        rt.block_on(log.begin("old", "n", SEED, true)).unwrap(),
+        Fence(1)
+    );
 }

@@ -5,17 +5,18 @@
 //! so it is made of the schema alone (RFC 0032 §G): where in the schema the
 //! rule sits, and the rule. Never the reply's keys, values or paths.
 
+mod cache;
+mod cost;
+
+pub(crate) use cache::SchemaCache;
+
 use callai_wire::CallError;
+use jsonschema::PatternOptions;
 use serde_json::Value;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 
 /// At most this many violations are quoted in one complaint.
 const MAX_QUOTED: usize = 3;
-
-/// How many compiled schemas the process keeps: packs send the same few
-/// schemas on every call, and compiling one costs far more than a call.
-const CACHED_SCHEMAS: usize = 256;
 
 /// The longest piece of the schema quoted in a complaint.
 const MAX_QUOTE: usize = 120;
@@ -25,6 +26,9 @@ const MAX_QUOTE: usize = 120;
 pub struct CompiledSchema {
     validator: Arc<jsonschema::Validator>,
     schema: Arc<Value>,
+    /// Rule applications one value costs, at most (from [`cost::check`]):
+    /// with the reply's size, how long a check can take.
+    cost: u64,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -34,36 +38,32 @@ impl std::fmt::Debug for CompiledSchema {
 }
 
 impl CompiledSchema {
-    /// Compiles a schema, or finds it compiled; an invalid one is a
-    /// `validation_error` on `responseSchema`.
-    pub fn compile(schema: &Value) -> Result<Self, CallError> {
-        static CACHE: OnceLock<Mutex<HashMap<String, CompiledSchema>>> = OnceLock::new();
-        let cache = CACHE.get_or_init(Default::default);
-        let key = schema.to_string();
-        if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(hit.clone());
-        }
-        let compiled = Self::compile_uncached(schema)?;
-        let mut cache = cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= CACHED_SCHEMAS {
-            cache.clear();
-        }
-        cache.insert(key, compiled.clone());
-        Ok(compiled)
+    /// Compiles a schema, refusing with a `validation_error` on
+    /// `responseSchema` one that is not a usable JSON Schema, or whose check
+    /// of a reply could cost more than `max_work` rule applications. Its
+    /// `pattern`s run on a linear-time regex engine (no backtracking).
+    pub fn compile(schema: &Value, max_work: u64) -> Result<Self, CallError> {
+        let refuse = |why: String| CallError::validation("responseSchema", why);
+        let cost =
+            cost::check(schema, max_work).map_err(|why| refuse(format!("is refused: {why}")))?;
+        let validator = jsonschema::options()
+            .with_pattern_options(
+                PatternOptions::regex()
+                    .size_limit(1 << 20)
+                    .dfa_size_limit(1 << 20),
+            )
+            .build(schema)
+            .map_err(|e| refuse(format!("is not a usable JSON Schema: {}", e.masked())))?;
+        Ok(Self {
+            validator: Arc::new(validator),
+            schema: Arc::new(schema.clone()),
+            cost,
+        })
     }
 
-    fn compile_uncached(schema: &Value) -> Result<Self, CallError> {
-        jsonschema::validator_for(schema)
-            .map(|validator| Self {
-                validator: Arc::new(validator),
-                schema: Arc::new(schema.clone()),
-            })
-            .map_err(|e| {
-                CallError::validation(
-                    "responseSchema",
-                    format!("is not a valid JSON Schema: {}", e.masked()),
-                )
-            })
+    /// An estimate of the rule applications checking `bytes` of reply takes.
+    pub fn work_for(&self, bytes: usize) -> u64 {
+        self.cost.saturating_mul(bytes as u64)
     }
 
     /// `Ok` when `value` satisfies the schema; otherwise the complaint,
@@ -126,10 +126,13 @@ mod tests {
 
     #[test]
     fn valid_and_invalid_instances() {
-        let s = CompiledSchema::compile(&json!({
-            "type": "object", "required": ["scene"],
-            "properties": {"scene": {"type": "string"}}
-        }))
+        let s = CompiledSchema::compile(
+            &json!({
+                "type": "object", "required": ["scene"],
+                "properties": {"scene": {"type": "string"}}
+            }),
+            1_000_000,
+        )
         .unwrap();
         assert!(s.check(&json!({"scene": "x"})).is_ok());
         let complaint = s.check(&json!({"scene": 42})).unwrap_err();
@@ -139,9 +142,12 @@ mod tests {
 
     #[test]
     fn complaints_never_quote_the_reply() {
-        let s = CompiledSchema::compile(&json!({"type": "object", "additionalProperties": false,
+        let s = CompiledSchema::compile(
+            &json!({"type": "object", "additionalProperties": false,
             "required": ["scene"],
-            "properties": {"n": {"type": "integer"}, "m": {"enum": ["a", "b"]}}}))
+            "properties": {"n": {"type": "integer"}, "m": {"enum": ["a", "b"]}}}),
+            1_000_000,
+        )
         .unwrap();
         let reply = json!({"n": "SECRET_MODEL_TEXT", "m": "SECRET_ENUM_VALUE",
                            "IGNORE_ALL_PREVIOUS_INSTRUCTIONS": 1});
@@ -164,7 +170,8 @@ mod tests {
             missing,
             "at schema /required: the required property \"scene\" is missing"
         );
-        let closed = CompiledSchema::compile(&json!({"additionalProperties": false})).unwrap();
+        let closed =
+            CompiledSchema::compile(&json!({"additionalProperties": false}), 1_000_000).unwrap();
         let complaint = closed.check(&json!({"SECRET_MODEL_KEY": 1})).unwrap_err();
         assert_eq!(
             complaint,
@@ -174,7 +181,7 @@ mod tests {
 
     #[test]
     fn an_invalid_schema_is_a_validation_error() {
-        let err = CompiledSchema::compile(&json!({"type": "objekt"})).unwrap_err();
+        let err = CompiledSchema::compile(&json!({"type": "objekt"}), 1_000_000).unwrap_err();
         assert_eq!(err.field(), Some("responseSchema"));
     }
 }

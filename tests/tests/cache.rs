@@ -1,0 +1,133 @@
+//! The compiled-component cache trusts an entry only for the component and
+//! the installation it was written for, and never follows a symlink.
+
+use callai_host::{HostConfig, PackRuntime, RuntimeOptions};
+use callai_tests::{block_on, host_with_script};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+fn runtime(dir: &Path) -> PackRuntime {
+    let options = RuntimeOptions {
+        max_concurrent_runs: 2,
+        ..RuntimeOptions::default()
+    }
+    .cache_dir(dir);
+    PackRuntime::with_options(&options).unwrap()
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Runs `bytes` as the echo-attempts node would be asked, and says whether
+/// it behaved as echo-attempts (it echoes `attempts`).
+fn behaves_as_echo(rt: &PackRuntime, bytes: &[u8]) -> bool {
+    let pack = rt.load(bytes).unwrap();
+    let (host, _) = host_with_script(
+        HostConfig::default(),
+        &json!([{"content": "x", "outputTokens": 1}]),
+    );
+    let input = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+    let out = block_on(pack.run(&host, "n", input));
+    out.result.is_ok_and(|o| o.contains("attempts"))
+}
+
+#[test]
+fn an_entry_copied_over_anothers_is_recompiled_not_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let echo = callai_cli::example("echo-attempts").unwrap().component;
+    let other = callai_cli::example("summarize").unwrap().component;
+    let rt = runtime(dir.path());
+    rt.load(echo).unwrap();
+    let echo_entry = entries(dir.path());
+    rt.load(other).unwrap();
+    let both = entries(dir.path());
+    assert_eq!(both.len(), 2);
+    let other_entry = both
+        .iter()
+        .find(|p| !echo_entry.contains(p))
+        .unwrap()
+        .clone();
+    let echo_entry = &echo_entry[0];
+    // The attack: echo-attempts' native code put where summarize's goes.
+    std::fs::copy(echo_entry, &other_entry).unwrap();
+    let fresh = runtime(dir.path());
+    assert!(
+        !behaves_as_echo(&fresh, other),
+        "summarize ran echo-attempts' code"
+    );
+    assert!(
+        behaves_as_echo(&fresh, echo),
+        "echo-attempts itself still loads"
+    );
+    assert_ne!(
+        std::fs::read(&other_entry).unwrap(),
+        std::fs::read(echo_entry).unwrap(),
+        "the planted entry was replaced"
+    );
+}
+
+#[test]
+fn an_entry_from_another_installation_is_not_trusted() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let echo = callai_cli::example("echo-attempts").unwrap().component;
+    runtime(a.path()).load(echo).unwrap();
+    runtime(b.path()).load(echo).unwrap();
+    // B's entry, MAC'd with B's key, copied into A's cache under its name.
+    let (entry_a, entry_b) = (&entries(a.path())[0], &entries(b.path())[0]);
+    assert_eq!(entry_a.file_name(), entry_b.file_name());
+    assert_ne!(
+        std::fs::read(entry_a).unwrap(),
+        std::fs::read(entry_b).unwrap()
+    );
+    std::fs::copy(entry_b, entry_a).unwrap();
+    let planted = std::fs::read(entry_a).unwrap();
+    assert!(behaves_as_echo(&runtime(a.path()), echo));
+    assert_ne!(
+        std::fs::read(entry_a).unwrap(),
+        planted,
+        "recompiled and rewritten under A's key"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlink_in_the_cache_is_neither_followed_nor_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let echo = callai_cli::example("echo-attempts").unwrap().component;
+    runtime(dir.path()).load(echo).unwrap();
+    let entry = entries(dir.path())[0].clone();
+    // The entry replaced by a link to a file the attacker wants written.
+    let victim = outside.path().join("victim");
+    std::fs::write(&victim, b"keep me").unwrap();
+    std::fs::remove_file(&entry).unwrap();
+    std::os::unix::fs::symlink(&victim, &entry).unwrap();
+    assert!(behaves_as_echo(&runtime(dir.path()), echo));
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"keep me",
+        "written through the link"
+    );
+    assert!(
+        !std::fs::symlink_metadata(&entry)
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the link was replaced"
+    );
+    // The key file too: a link there is not read as the key.
+    let key = dir.path().join("cache.key");
+    assert!(std::fs::symlink_metadata(&key).unwrap().is_file());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
