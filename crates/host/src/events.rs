@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
@@ -18,7 +19,7 @@ pub enum Event {
         /// The number of the request about to be sent (2..16).
         attempt: u32,
         /// Why the request is sent, as `provider.usage.reason` spells it.
-        reason: String,
+        reason: Cow<'static, str>,
         /// What went wrong with the previous request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         previous_error: Option<String>,
@@ -31,7 +32,7 @@ pub enum Event {
         /// Provider requests actually made for the call.
         total_attempts: u32,
         /// Why the last request failed.
-        final_reason: String,
+        final_reason: Cow<'static, str>,
         /// The last request's error.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         final_error: Option<String>,
@@ -98,7 +99,7 @@ pub enum Event {
         /// Why it was sent: `first`, `schema-violation`, `parse-error`,
         /// `truncation`, `x-host-callai-transient`, `x-host-callai-fallback`,
         /// `x-host-callai-native-rejected`.
-        reason: String,
+        reason: Cow<'static, str>,
     },
     /// Replay met a call other than the recorded one.
     #[serde(rename = "replay.diverged", rename_all = "camelCase")]

@@ -21,8 +21,8 @@ pub struct StructuredRequest {
     /// schema into the system prompt; the provider must not use its native
     /// mechanism.
     pub mode: StructuredOutput,
-    /// The caller's JSON Schema.
-    pub schema: Value,
+    /// The caller's JSON Schema (shared, never copied per attempt).
+    pub schema: Arc<Value>,
 }
 
 /// One provider request, as the engine built it for one attempt.

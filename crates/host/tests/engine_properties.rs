@@ -163,7 +163,7 @@ proptest! {
         let attempted = events.iter().filter(|e| e.type_name() == "envelope.retry.attempted").count() as u32;
         prop_assert_eq!(attempted, seen.saturating_sub(1));
         let mut usage = events.iter().filter_map(|e| match e {
-            Event::ProviderUsage { reason, .. } => Some(reason.as_str()),
+            Event::ProviderUsage { reason, .. } => Some(reason.as_ref()),
             _ => None,
         });
         prop_assert_eq!(usage.next(), (seen > 0).then_some("first"));

@@ -131,9 +131,11 @@ pub(crate) async fn drive(
                     }
                     Err(failure) => Outcome::Failed(failure),
                 };
+                let remaining =
+                    || deadline.map(|d| d.saturating_duration_since(effects.clock.now()));
                 let cx = Context {
                     jitter: effects.jitter.draw(),
-                    remaining: deadline.map(|d| d.saturating_duration_since(effects.clock.now())),
+                    remaining: &remaining,
                 };
                 machine.on_outcome(outcome, cx)
             }

@@ -51,11 +51,12 @@ pub(crate) enum Outcome {
 }
 
 /// What the driver knows that the machine does not: a random draw in
-/// `[0, 1)` for backoff jitter, and the run's wall time left.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Context {
+/// `[0, 1)` for backoff jitter, and the run's wall time left (read only
+/// when a wait is decided: most calls never need the clock).
+#[derive(Clone, Copy)]
+pub(crate) struct Context<'c> {
     pub jitter: f64,
-    pub remaining: Option<Duration>,
+    pub remaining: &'c dyn Fn() -> Option<Duration>,
 }
 
 /// Why the call cannot go on (yet): the error it fails with if it stops
@@ -181,7 +182,8 @@ impl<'a> CallMachine<'a> {
                 self.request,
                 &self.model,
                 self.budget,
-                self.mode,
+                self.mode
+                    .zip(self.schema.as_ref().map(CompiledSchema::schema)),
                 &self.extra,
             ),
             reason: self.reason,
@@ -190,7 +192,7 @@ impl<'a> CallMachine<'a> {
     }
 
     /// Takes what came of the request last sent, and decides.
-    pub(crate) fn on_outcome(&mut self, outcome: Outcome, cx: Context) -> Step {
+    pub(crate) fn on_outcome(&mut self, outcome: Outcome, cx: Context<'_>) -> Step {
         let failure = match outcome {
             Outcome::Failed(f) if !f.was_sent() => {
                 // The request never reached a provider: not an attempt, and
@@ -226,7 +228,7 @@ impl<'a> CallMachine<'a> {
                 self.transient_in_a_row,
                 failure.retry_after,
                 cx.jitter,
-                cx.remaining,
+                (cx.remaining)(),
             ) {
                 Wait::GiveUp(why) => {
                     let failure = Failure {

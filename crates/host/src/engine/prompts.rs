@@ -4,6 +4,8 @@
 
 use crate::provider::{ProviderRequest, StructuredRequest};
 use callai_wire::{CallRequest, Message, StructuredOutput};
+use serde_json::Value;
+use std::sync::Arc;
 
 /// What the next request carries beyond the caller's own, decided by the
 /// previous reply.
@@ -18,17 +20,19 @@ pub(super) enum Extra {
     Fallback(String),
 }
 
-/// Builds one attempt's request.
+/// Builds one attempt's request; `structured` is the mode and the compiled
+/// schema of a structured call.
 pub(super) fn build(
     r: &CallRequest,
     model: &str,
     max_tokens: u32,
-    mode: Option<StructuredOutput>,
+    structured: Option<(StructuredOutput, &Arc<Value>)>,
     extra: &Extra,
 ) -> ProviderRequest {
+    let mode = structured.map(|(mode, _)| mode);
     // The schema's text goes into a prompt only in prompt mode and in the
     // fallback; a native attempt never renders it.
-    let schema_text = || r.response_schema.as_ref().map(|s| s.to_string());
+    let schema_text = || structured.map(|(_, s)| s.to_string());
     let mut system_prompt = r.system_prompt.clone();
     let mut messages = r.messages.clone();
     match extra {
@@ -66,8 +70,9 @@ pub(super) fn build(
         temperature: r.temperature,
         max_tokens,
         stop_sequences: r.stop_sequences.clone().unwrap_or_default(),
-        structured: mode
-            .zip(r.response_schema.clone())
-            .map(|(mode, schema)| StructuredRequest { mode, schema }),
+        structured: structured.map(|(mode, schema)| StructuredRequest {
+            mode,
+            schema: schema.clone(),
+        }),
     }
 }

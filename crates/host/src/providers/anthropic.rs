@@ -74,7 +74,7 @@ impl WireFormat for AnthropicWire {
             body["tools"] = json!([{
                 "name": TOOL,
                 "description": "Respond with a value that satisfies the input schema.",
-                "input_schema": s.schema,
+                "input_schema": &*s.schema,
             }]);
             body["tool_choice"] = json!({"type": "tool", "name": TOOL});
         }

@@ -52,7 +52,7 @@ impl WireFormat for OpenAiWire {
         {
             body["response_format"] = json!({
                 "type": "json_schema",
-                "json_schema": {"name": "response", "schema": s.schema, "strict": false},
+                "json_schema": {"name": "response", "schema": &*s.schema, "strict": false},
             });
         }
         body

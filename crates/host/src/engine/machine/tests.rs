@@ -36,9 +36,9 @@ fn machine<'a>(config: &'a HostConfig, r: &'a CallRequest) -> CallMachine<'a> {
     CallMachine::new(config, "mock", "m-1", true, "node", r, schema)
 }
 
-const CX: Context = Context {
+const CX: Context<'static> = Context {
     jitter: 0.5,
-    remaining: None,
+    remaining: &|| None,
 };
 
 /// Feeds `reply` to the machine, classified as the driver would.
@@ -106,7 +106,7 @@ fn a_transient_failure_waits_with_jitter_then_resends() {
         Outcome::Failed(f.clone()),
         Context {
             jitter: 0.5,
-            remaining: None,
+            remaining: &|| None,
         },
     );
     assert_eq!(
@@ -121,7 +121,7 @@ fn a_transient_failure_waits_with_jitter_then_resends() {
         Outcome::Failed(f),
         Context {
             jitter: 0.5,
-            remaining: None,
+            remaining: &|| None,
         },
     );
     assert_eq!(step, Step::Wait(Duration::from_millis(500)));
@@ -172,7 +172,7 @@ fn a_wait_longer_than_the_run_has_left_gives_up_at_once() {
     f.retry_after = Some(Duration::from_secs(5));
     let cx = Context {
         jitter: 0.5,
-        remaining: Some(Duration::from_secs(1)),
+        remaining: &|| Some(Duration::from_secs(1)),
     };
     let Step::Done(Err(e)) = m.on_outcome(Outcome::Failed(f), cx) else {
         panic!("gives up")

@@ -7,6 +7,8 @@ use super::CompiledSchema;
 use callai_wire::CallError;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::hash::{DefaultHasher, Hasher};
+use std::io::Write;
 use std::sync::Mutex;
 
 /// One host's compiled schemas.
@@ -17,11 +19,41 @@ pub(crate) struct SchemaCache {
     inner: Mutex<Inner>,
 }
 
+#[derive(Debug)]
+struct Entry {
+    compiled: CompiledSchema,
+    /// The schema's text length: what it costs against the budget.
+    size: u64,
+    used: u64,
+}
+
 #[derive(Debug, Default)]
 struct Inner {
-    entries: HashMap<String, (CompiledSchema, u64)>,
+    /// By the hash of the schema's text; schemas compared for equality.
+    entries: HashMap<u64, Vec<Entry>>,
     bytes: u64,
     clock: u64,
+}
+
+/// Hashes and measures a value's JSON text as it is written, without
+/// keeping it.
+struct Fingerprint(DefaultHasher, u64);
+
+impl Write for Fingerprint {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.write(buf);
+        self.1 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn fingerprint(schema: &Value) -> (u64, u64) {
+    let mut f = Fingerprint(DefaultHasher::new(), 0);
+    serde_json::to_writer(&mut f, schema).expect("hashing cannot fail");
+    (f.0.finish(), f.1)
 }
 
 impl SchemaCache {
@@ -37,32 +69,32 @@ impl SchemaCache {
 
     /// The compiled `schema`, from the cache or compiled now.
     pub(crate) fn compile(&self, schema: &Value) -> Result<CompiledSchema, CallError> {
-        let key = schema.to_string();
+        let (hash, size) = fingerprint(schema);
         {
             let mut inner = self.lock();
             inner.clock += 1;
             let now = inner.clock;
-            if let Some((hit, used)) = inner.entries.get_mut(&key) {
-                *used = now;
-                return Ok(hit.clone());
+            let bucket = inner.entries.get_mut(&hash).into_iter().flatten();
+            if let Some(hit) = bucket
+                .into_iter()
+                .find(|e| **e.compiled.schema() == *schema)
+            {
+                hit.used = now;
+                return Ok(hit.compiled.clone());
             }
         }
         let compiled = CompiledSchema::compile(schema, self.max_work)?;
-        let size = key.len() as u64;
         if size <= self.budget {
             let mut inner = self.lock();
-            while inner.bytes + size > self.budget {
-                let oldest = inner
-                    .entries
-                    .iter()
-                    .min_by_key(|(_, (_, used))| *used)
-                    .map(|(k, _)| k.clone());
-                let Some(oldest) = oldest else { break };
-                inner.entries.remove(&oldest);
-                inner.bytes -= oldest.len() as u64;
-            }
-            let now = inner.clock;
-            if inner.entries.insert(key, (compiled.clone(), now)).is_none() {
+            while inner.bytes + size > self.budget && inner.evict_oldest() {}
+            let used = inner.clock;
+            let bucket = inner.entries.entry(hash).or_default();
+            if !bucket.iter().any(|e| **e.compiled.schema() == *schema) {
+                bucket.push(Entry {
+                    compiled: compiled.clone(),
+                    size,
+                    used,
+                });
                 inner.bytes += size;
             }
         }
@@ -75,8 +107,43 @@ impl SchemaCache {
         self.lock().bytes
     }
 
+    /// Whether `schema` is kept.
+    #[cfg(test)]
+    fn holds(&self, schema: &Value) -> bool {
+        let inner = self.lock();
+        inner
+            .entries
+            .get(&fingerprint(schema).0)
+            .is_some_and(|b| b.iter().any(|e| **e.compiled.schema() == *schema))
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Inner {
+    /// Drops the least recently used entry; false when there is none.
+    fn evict_oldest(&mut self) -> bool {
+        let oldest = self
+            .entries
+            .iter()
+            .flat_map(|(hash, bucket)| {
+                bucket
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, e)| (e.used, *hash, i))
+            })
+            .min();
+        let Some((_, hash, i)) = oldest else {
+            return false;
+        };
+        let bucket = self.entries.get_mut(&hash).expect("found above");
+        self.bytes -= bucket.swap_remove(i).size;
+        if bucket.is_empty() {
+            self.entries.remove(&hash);
+        }
+        true
     }
 }
 
@@ -103,21 +170,11 @@ mod tests {
             cache.compile(&schema(2000 + i, 1000)).unwrap();
             cache.compile(&schema(1000, 100)).unwrap();
         }
-        assert!(
-            cache
-                .lock()
-                .entries
-                .contains_key(&schema(1000, 100).to_string())
-        );
+        assert!(cache.holds(&schema(1000, 100)));
         assert!(kept <= 10_000);
         // Larger than the whole budget: compiled, not kept.
         cache.compile(&schema(3000, 20_000)).unwrap();
         assert!(cache.bytes() <= 10_000);
-        assert!(
-            !cache
-                .lock()
-                .entries
-                .contains_key(&schema(3000, 20_000).to_string())
-        );
+        assert!(!cache.holds(&schema(3000, 20_000)));
     }
 }

@@ -61,6 +61,11 @@ impl CompiledSchema {
         })
     }
 
+    /// The schema as the caller sent it.
+    pub fn schema(&self) -> &Arc<Value> {
+        &self.schema
+    }
+
     /// An estimate of the rule applications checking `bytes` of reply takes.
     pub fn work_for(&self, bytes: usize) -> u64 {
         self.cost.saturating_mul(bytes as u64)
