@@ -42,7 +42,7 @@ pub fn runtime() -> &'static PackRuntime {
 /// Loads a pack by name into another runtime (one with other options).
 pub fn pack_in(runtime: &PackRuntime, name: &str) -> Pack {
     match callai_cli::example(name) {
-        Some(e) => runtime.load(e.component),
+        Some(e) => runtime.load(&e.component()),
         None => {
             let path = callai_test_programs_artifacts::path(name)
                 .unwrap_or_else(|| panic!("no example or test program {name}"));

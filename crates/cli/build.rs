@@ -1,13 +1,22 @@
-//! Builds every example pack (`examples/*` with `[package.metadata.callai]`)
-//! into a WebAssembly component and writes `examples.rs`, which bundles them
-//! into the `callai` binary. The only build script that builds examples, and
-//! the only one that adds the wasm target when it is missing.
+//! Builds every example pack into a WebAssembly component and writes
+//! `examples.rs`, which bundles them into the `callai` binary: Rust packs
+//! (`Cargo.toml` with `[package.metadata.callai]`) with a nested cargo,
+//! TypeScript packs (`package.json` with a `callai` key) with the TS SDK's
+//! build tool, Python packs (`pyproject.toml` with `[tool.callai]`) with the
+//! Python SDK's. The JS and Python engines make components of 12 to 18 MB,
+//! so those are stored compressed. A missing node or python3 skips that
+//! language's packs with one line (under CI it fails). The only build
+//! script that builds examples, and the only one that adds the wasm target.
 
-use callai_guest_build::{MissingTarget, build, ensure_target, shared_target_dir, workspace_root};
+use callai_guest_build::{
+    MissingTarget, Node, Python, build, ensure_target, shared_target_dir, toolchain_missing,
+    workspace_root,
+};
 use serde::Deserialize;
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 #[derive(Deserialize)]
@@ -18,6 +27,7 @@ struct Manifest {
 #[derive(Deserialize)]
 struct Package {
     name: String,
+    description: Option<String>,
     metadata: Option<Metadata>,
 }
 
@@ -30,42 +40,154 @@ struct Metadata {
 #[serde(rename_all = "kebab-case")]
 struct ExampleMeta {
     node_id: String,
+    description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PackageJson {
+    name: String,
+    description: String,
+    callai: Option<ForeignMeta>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ForeignMeta {
+    node_id: String,
+    entry: String,
+}
+
+#[derive(Deserialize)]
+struct PyProject {
+    project: PyProjectProject,
+    tool: Option<PyTools>,
+}
+
+#[derive(Deserialize)]
+struct PyProjectProject {
+    name: String,
     description: String,
 }
 
+#[derive(Deserialize)]
+struct PyTools {
+    callai: Option<PyMeta>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct PyMeta {
+    node_id: String,
+    entry: String,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Language {
+    Rust,
+    TypeScript,
+    Python,
+}
+
 struct Example {
-    package: String,
+    name: String,
     dir: PathBuf,
-    meta: ExampleMeta,
+    node_id: String,
+    description: String,
+    language: Language,
+    /// The TS or Python entry file.
+    entry: PathBuf,
 }
 
 fn main() {
     let root = workspace_root();
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    let work = shared_target_dir();
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={}", root.join("examples").display());
     ensure_target(MissingTarget::Install);
 
     let examples = examples(&root);
-    let packages: Vec<&str> = examples.iter().map(|e| e.package.as_str()).collect();
-    let mut built = build(&root, &packages, &shared_target_dir());
+    let rust: Vec<&str> = examples
+        .iter()
+        .filter(|e| e.language == Language::Rust)
+        .map(|e| e.name.as_str())
+        .collect();
+    let mut built = build(&root, &rust, &work);
+    let node = wanted(&examples, Language::TypeScript)
+        .then(|| {
+            Node::install(&root, &work)
+                .map_err(|why| toolchain_missing("TypeScript", &why))
+                .ok()
+        })
+        .flatten();
+    let python = wanted(&examples, Language::Python)
+        .then(|| {
+            Python::install(&root, &work)
+                .map_err(|why| toolchain_missing("Python", &why))
+                .ok()
+        })
+        .flatten();
 
     let mut code = String::from(
-        "/// The example packs this build bundles.\npub const EXAMPLES: &[Example] = &[\n",
+        "/// The example packs this build bundles (a static, so that each component is in\n/// the binary once).\npub static EXAMPLES: &[Example] = &[\n",
     );
     for e in &examples {
-        let wasm = built.component(&e.package);
+        let (component, language) = match e.language {
+            Language::Rust => (
+                format!(
+                    "Component::Raw(include_bytes!({:?}))",
+                    built.component(&e.name)
+                ),
+                "Rust",
+            ),
+            Language::TypeScript => {
+                let Some(node) = &node else { continue };
+                let wasm = out_dir.join(format!("{}.wasm", e.name));
+                node.build(&e.entry, &wasm)
+                    .unwrap_or_else(|why| panic!("{why}"));
+                (
+                    format!("Component::Deflated(include_bytes!({:?}))", deflate(&wasm)),
+                    "TypeScript",
+                )
+            }
+            Language::Python => {
+                let Some(python) = &python else { continue };
+                let wasm = out_dir.join(format!("{}.wasm", e.name));
+                python
+                    .build(&e.entry, &wasm)
+                    .unwrap_or_else(|why| panic!("{why}"));
+                (
+                    format!("Component::Deflated(include_bytes!({:?}))", deflate(&wasm)),
+                    "Python",
+                )
+            }
+        };
         let script = required(&e.dir.join("mock.json"));
         let input = required(&e.dir.join("input.json"));
         writeln!(
             code,
-            "    Example {{ name: {:?}, node_id: {:?}, description: {:?}, component: include_bytes!({:?}), default_script: include_str!({:?}), default_input: include_str!({:?}) }},",
-            e.package, e.meta.node_id, e.meta.description, wasm, script, input
+            "    Example {{ name: {:?}, node_id: {:?}, description: {:?}, language: {language:?}, component: {component}, default_script: include_str!({:?}), default_input: include_str!({:?}) }},",
+            e.name, e.node_id, e.description, script, input
         )
         .unwrap();
     }
     code.push_str("];\n");
     fs::write(out_dir.join("examples.rs"), code).unwrap();
+}
+
+fn wanted(examples: &[Example], language: Language) -> bool {
+    examples.iter().any(|e| e.language == language)
+}
+
+/// `wasm`, deflated (best compression) beside it; the compressed file's path.
+fn deflate(wasm: &Path) -> PathBuf {
+    let bytes = fs::read(wasm).unwrap();
+    let out = wasm.with_extension("wasm.deflate");
+    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
+    encoder.write_all(&bytes).unwrap();
+    fs::write(&out, encoder.finish().unwrap()).unwrap();
+    out
 }
 
 fn required(path: &Path) -> PathBuf {
@@ -74,26 +196,62 @@ fn required(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
-/// Every `examples/*` crate with `[package.metadata.callai]`.
+/// Every example pack under `examples/`, of any language, by name.
 fn examples(root: &Path) -> Vec<Example> {
     let mut found = Vec::new();
     for entry in fs::read_dir(root.join("examples")).unwrap() {
         let dir = entry.unwrap().path();
-        let manifest = dir.join("Cargo.toml");
-        let Ok(text) = fs::read_to_string(&manifest) else {
-            continue;
+        let read = |file: &str| {
+            let path = dir.join(file);
+            let text = fs::read_to_string(&path).ok()?;
+            println!("cargo:rerun-if-changed={}", path.display());
+            Some((path, text))
         };
-        println!("cargo:rerun-if-changed={}", manifest.display());
-        let m: Manifest =
-            toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
-        if let Some(meta) = m.package.metadata.and_then(|m| m.callai) {
-            found.push(Example {
-                package: m.package.name,
-                dir,
-                meta,
-            });
+        if let Some((path, text)) = read("Cargo.toml") {
+            let m: Manifest =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if let Some(meta) = m.package.metadata.and_then(|m| m.callai) {
+                let description = meta
+                    .description
+                    .or(m.package.description)
+                    .unwrap_or_default();
+                found.push(Example {
+                    name: m.package.name,
+                    node_id: meta.node_id,
+                    description,
+                    language: Language::Rust,
+                    entry: PathBuf::new(),
+                    dir: dir.clone(),
+                });
+            }
+        } else if let Some((path, text)) = read("package.json") {
+            let p: PackageJson =
+                serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if let Some(meta) = p.callai {
+                found.push(Example {
+                    name: p.name,
+                    node_id: meta.node_id,
+                    description: p.description,
+                    language: Language::TypeScript,
+                    entry: dir.join(meta.entry),
+                    dir: dir.clone(),
+                });
+            }
+        } else if let Some((path, text)) = read("pyproject.toml") {
+            let p: PyProject =
+                toml::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            if let Some(meta) = p.tool.and_then(|t| t.callai) {
+                found.push(Example {
+                    name: p.project.name,
+                    node_id: meta.node_id,
+                    description: p.project.description,
+                    language: Language::Python,
+                    entry: dir.join(meta.entry),
+                    dir: dir.clone(),
+                });
+            }
         }
     }
-    found.sort_by(|a, b| a.package.cmp(&b.package));
+    found.sort_by(|a, b| a.name.cmp(&b.name));
     found
 }

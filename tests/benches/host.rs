@@ -193,11 +193,15 @@ fn cpu_time() -> Duration {
     // Fields after the command name (which is in parentheses): utime and
     // stime are fields 14 and 15 of the line, in clock ticks (100 Hz here).
     let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<u64> = rest
-        .split_whitespace()
-        .filter_map(|f| f.parse().ok())
-        .collect();
-    let ticks = fields.get(11).copied().unwrap_or(0) + fields.get(12).copied().unwrap_or(0);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let field = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    // `rest` starts at field 3 (the state): utime is field 14, stime 15.
+    let ticks = field(11) + field(12);
     Duration::from_millis(ticks * 10)
 }
 
@@ -222,7 +226,7 @@ struct Concurrency {
 
 fn concurrency(rt: &tokio::runtime::Runtime, runtime: &PackRuntime, runs: usize) -> Concurrency {
     let echo = runtime
-        .load(callai_cli::example("echo-attempts").unwrap().component)
+        .load(&callai_cli::example("echo-attempts").unwrap().component())
         .unwrap();
     let request = r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 64,
                       "responseSchema": {"type": "object", "required": ["a"]}}"#;
@@ -325,7 +329,7 @@ fn main() {
     let many = concurrency(&rt, &runtime, runs);
     compile_cache(
         &mut c,
-        callai_cli::example("echo-attempts").unwrap().component,
+        &callai_cli::example("echo-attempts").unwrap().component(),
     );
     c.final_summary();
 

@@ -40,7 +40,7 @@ struct Attack {
 /// The victims' latencies, sorted, with `attack` looping beside them.
 async fn victims(rt: &PackRuntime, attack: Option<&Attack>, concurrency: usize) -> Vec<Duration> {
     let echo = rt
-        .load(callai_cli::example("echo-attempts").unwrap().component)
+        .load(&callai_cli::example("echo-attempts").unwrap().component())
         .unwrap();
     let request = r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 64,
                       "responseSchema": {"type": "object", "required": ["a"]}}"#;
@@ -108,7 +108,7 @@ fn main() {
             .unwrap()
     };
     let echo = runtime
-        .load(callai_cli::example("echo-attempts").unwrap().component)
+        .load(&callai_cli::example("echo-attempts").unwrap().component())
         .unwrap();
     let huge_body = rt.block_on(FakeServer::start(
         (0..100_000).map(|_| Reply::Huge(1 << 30)).collect(),

@@ -41,8 +41,8 @@ fn behaves_as_echo(rt: &PackRuntime, bytes: &[u8]) -> bool {
 #[test]
 fn an_entry_copied_over_anothers_is_recompiled_not_run() {
     let dir = tempfile::tempdir().unwrap();
-    let echo = callai_cli::example("echo-attempts").unwrap().component;
-    let other = callai_cli::example("summarize").unwrap().component;
+    let echo = &*callai_cli::example("echo-attempts").unwrap().component();
+    let other = &*callai_cli::example("summarize").unwrap().component();
     let rt = runtime(dir.path());
     rt.load(echo).unwrap();
     let echo_entry = entries(dir.path());
@@ -76,7 +76,7 @@ fn an_entry_copied_over_anothers_is_recompiled_not_run() {
 #[test]
 fn an_entry_from_another_installation_is_not_trusted() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let echo = callai_cli::example("echo-attempts").unwrap().component;
+    let echo = &*callai_cli::example("echo-attempts").unwrap().component();
     runtime(a.path()).load(echo).unwrap();
     runtime(b.path()).load(echo).unwrap();
     // B's entry, MAC'd with B's key, copied into A's cache under its name.
@@ -101,7 +101,7 @@ fn an_entry_from_another_installation_is_not_trusted() {
 fn a_symlink_in_the_cache_is_neither_followed_nor_written_through() {
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
-    let echo = callai_cli::example("echo-attempts").unwrap().component;
+    let echo = &*callai_cli::example("echo-attempts").unwrap().component();
     runtime(dir.path()).load(echo).unwrap();
     let entry = entries(dir.path())[0].clone();
     // The entry replaced by a link to a file the attacker wants written.

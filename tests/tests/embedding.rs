@@ -34,7 +34,7 @@ async fn run_embedded(host: Host, journal: Journal, input: &str) -> Result<Strin
     let engine = Engine::new(Config::new().wasm_component_model(true)).unwrap();
     let component = Component::new(
         &engine,
-        callai_cli::example("echo-attempts").unwrap().component,
+        callai_cli::example("echo-attempts").unwrap().component(),
     )
     .unwrap();
     let mut linker: Linker<State> = Linker::new(&engine);

@@ -34,6 +34,11 @@ pub enum Command {
         /// Host config (TOML) to judge instead of the defaults.
         #[arg(long)]
         config: Option<PathBuf>,
+        /// The fixture node to run the legs through: a bundled example
+        /// honouring the conformance node's contract (`echo-attempts`, or
+        /// `echo-attempts-ts`, the same node in TypeScript).
+        #[arg(long, default_value = "echo-attempts")]
+        fixture: String,
     },
 }
 

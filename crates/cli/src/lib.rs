@@ -2,6 +2,19 @@
 //! bundles (built by `build.rs` into components and embedded), so that
 //! `callai run echo-attempts` works on a fresh checkout.
 
+use std::borrow::Cow;
+use std::io::Read;
+
+/// A bundled component's bytes.
+#[derive(Debug, Clone, Copy)]
+pub enum Component {
+    /// As built (Rust packs, a few hundred KB).
+    Raw(&'static [u8]),
+    /// Deflated (TypeScript and Python packs carry their language's engine,
+    /// 12 to 18 MB as built).
+    Deflated(&'static [u8]),
+}
+
 /// One bundled example pack.
 #[derive(Debug, Clone, Copy)]
 pub struct Example {
@@ -11,17 +24,35 @@ pub struct Example {
     pub node_id: &'static str,
     /// One line about it.
     pub description: &'static str,
-    /// The component.
-    pub component: &'static [u8],
+    /// The language it is written in.
+    pub language: &'static str,
+    /// The component, as stored.
+    pub component: Component,
     /// The mock script `run` uses when given none.
     pub default_script: &'static str,
     /// The input `run` uses when given none.
     pub default_input: &'static str,
 }
 
+impl Example {
+    /// The component's bytes, inflated when stored deflated.
+    pub fn component(&self) -> Cow<'static, [u8]> {
+        match self.component {
+            Component::Raw(bytes) => Cow::Borrowed(bytes),
+            Component::Deflated(bytes) => {
+                let mut out = Vec::with_capacity(bytes.len() * 4);
+                flate2::read::DeflateDecoder::new(bytes)
+                    .read_to_end(&mut out)
+                    .expect("the build wrote this stream");
+                Cow::Owned(out)
+            }
+        }
+    }
+}
+
 include!(concat!(env!("OUT_DIR"), "/examples.rs"));
 
-/// The bundled example called `name` (its crate name, e.g. `echo-attempts`).
+/// The bundled example called `name` (e.g. `echo-attempts`).
 pub fn example(name: &str) -> Option<&'static Example> {
     EXAMPLES.iter().find(|e| e.name == name)
 }

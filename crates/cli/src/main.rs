@@ -14,12 +14,19 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Examples => {
             for e in callai_cli::EXAMPLES {
-                println!("{:<16} {:<36} {}", e.name, e.node_id, e.description);
+                println!(
+                    "{:<18} {:<11} {:<36} {}",
+                    e.name, e.language, e.node_id, e.description
+                );
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Facet { config } => run::facet(config.as_deref()),
-        Command::Conformance { json, config } => run::conformance(json, config.as_deref()),
+        Command::Conformance {
+            json,
+            config,
+            fixture,
+        } => run::conformance(json, config.as_deref(), &fixture),
     };
     outcome.unwrap_or_else(|message| {
         eprintln!(

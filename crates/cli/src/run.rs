@@ -86,7 +86,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let rt = tokio()?;
     let journal = rt.block_on(journal(&args, &node_id))?;
     let pack = match example {
-        Some(e) => runtime.load(e.component),
+        Some(e) => runtime.load(&e.component()),
         None => runtime.load_file(&pack_path),
     }
     .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
@@ -149,14 +149,21 @@ pub fn facet(config: Option<&Path>) -> Result<ExitCode, String> {
 }
 
 /// `callai conformance`.
-pub fn conformance(json: bool, config: Option<&Path>) -> Result<ExitCode, String> {
+pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<ExitCode, String> {
     let config = load_config(config)?;
     let host = host(config, None)?;
-    let fixture =
-        callai_cli::example("echo-attempts").ok_or("the echo-attempts fixture is not bundled")?;
+    let found = callai_cli::example(fixture)
+        .filter(|e| e.node_id == callai_conformance::NODE_ID)
+        .ok_or_else(|| {
+            format!(
+                "{fixture:?} is not a bundled conformance fixture ({} is)",
+                callai_conformance::NODE_ID
+            )
+        })?;
+    let fixture = found;
     let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
     let pack = runtime
-        .load(fixture.component)
+        .load(&fixture.component())
         .map_err(|e| format!("cannot load the fixture: {e:#}"))?;
     let target = callai_conformance::HostTarget::new(pack, host)
         .map_err(|e| format!("cannot start tokio: {e}"))?;

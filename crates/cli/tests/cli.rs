@@ -207,6 +207,21 @@ fn conformance_passes_on_this_host_as_a_table_and_as_json() {
     let v = stdout_json(&out);
     assert_eq!(v["failed"], 0);
     assert_eq!(v["legs"].as_array().unwrap().len(), 8);
+    if callai_cli::example("echo-attempts-ts").is_some() {
+        let ts = stdout_json(&callai(&[
+            "conformance",
+            "--json",
+            "--fixture",
+            "echo-attempts-ts",
+        ]));
+        assert_eq!(
+            (ts["failed"].as_u64(), ts["skipped"].as_u64()),
+            (Some(0), Some(0)),
+            "{ts}"
+        );
+    }
+    let out = callai(&["conformance", "--fixture", "bookai-scene"]);
+    assert_eq!(out.status.code(), Some(2), "not a conformance fixture");
     let table = String::from_utf8(callai(&["conformance"]).stdout).unwrap();
     assert!(
         table.contains("count-and-sum") && table.contains("clamp-and-refuse"),

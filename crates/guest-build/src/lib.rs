@@ -5,6 +5,12 @@
 //! `cargo:rerun-if-changed` for every source file the guests' dep-info
 //! names.
 
+mod node;
+mod python;
+
+pub use node::Node;
+pub use python::Python;
+
 use std::collections::BTreeSet;
 use std::env;
 use std::fs;
@@ -175,4 +181,52 @@ pub fn shared_target_dir() -> PathBuf {
         .nth(4)
         .map(|target| target.join("guests"))
         .unwrap_or_else(|| out.join("guests"))
+}
+
+/// `Ok` when `tool` runs (`--version`, say); else why not.
+fn tool_version(tool: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(tool)
+        .args(args)
+        .output()
+        .map_err(|_| format!("{tool} not found"))?;
+    if !out.status.success() {
+        return Err(format!("{tool} {} failed", args.join(" ")));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// A short fingerprint of a file (FNV-1a over its bytes): enough to see
+/// that a lockfile changed.
+fn hash_file(path: &Path) -> Result<String, String> {
+    let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
+    });
+    Ok(format!("{hash:016x}"))
+}
+
+/// Copies the files of `from` into `to`, recursively, replacing what is
+/// there.
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for entry in fs::read_dir(from)? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_tree(&entry.path(), &target)?;
+        } else {
+            fs::copy(entry.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
+/// What to do when a language's toolchain is missing: skip its packs with
+/// one line, or, under CI (`CI` set), fail.
+pub fn toolchain_missing(language: &str, why: &str) {
+    println!("cargo:rerun-if-env-changed=CI");
+    if env::var_os("CI").is_some() {
+        panic!("the {language} packs cannot be built: {why} (CI builds every pack)");
+    }
+    println!("cargo:warning=skipping the {language} example packs: {why}");
 }

@@ -1,0 +1,88 @@
+//! TypeScript packs: the SDK's build tool (`guest-sdk-ts/bin/build.mjs`,
+//! esbuild + componentize-js) run with node. The SDK is copied under the
+//! shared guest target directory and its locked dependencies installed
+//! there with `npm ci`, so the source tree stays as it was checked out.
+
+use crate::{copy_tree, hash_file, tool_version};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The SDK, installed and ready to build packs.
+#[derive(Debug)]
+pub struct Node {
+    sdk: PathBuf,
+}
+
+impl Node {
+    /// Finds node and npm, and installs the SDK (from `root/guest-sdk-ts`)
+    /// under `work`; `Err` says what is missing.
+    pub fn install(root: &Path, work: &Path) -> Result<Self, String> {
+        tool_version("node", &["--version"])?;
+        tool_version("npm", &["--version"])?;
+        let source = root.join("guest-sdk-ts");
+        for dir in ["src", "bin", "wit"] {
+            println!("cargo:rerun-if-changed={}", source.join(dir).display());
+        }
+        let lock = source.join("package-lock.json");
+        println!("cargo:rerun-if-changed={}", lock.display());
+        let sdk = work.join("ts-sdk");
+        for dir in ["src", "bin", "wit"] {
+            copy_tree(&source.join(dir), &sdk.join(dir)).map_err(|e| e.to_string())?;
+        }
+        for file in ["package.json", "package-lock.json"] {
+            fs::copy(source.join(file), sdk.join(file)).map_err(|e| format!("{file}: {e}"))?;
+        }
+        // npm ci only when the lockfile changed since the last install.
+        let stamp = sdk.join("node_modules/.callai-lock");
+        let want = hash_file(&lock)?;
+        if fs::read_to_string(&stamp).ok().as_deref() != Some(want.as_str()) {
+            let status = Command::new("npm")
+                .args([
+                    "ci",
+                    "--ignore-scripts",
+                    "--no-audit",
+                    "--no-fund",
+                    "--loglevel=error",
+                ])
+                .current_dir(&sdk)
+                .status()
+                .map_err(|e| format!("npm ci: {e}"))?;
+            if !status.success() {
+                return Err(format!("npm ci failed in {}", sdk.display()));
+            }
+            fs::write(&stamp, want).map_err(|e| e.to_string())?;
+        }
+        // Type-check the SDK and the example packs (esbuild only strips types).
+        let status = Command::new("node")
+            .arg(sdk.join("node_modules/typescript/bin/tsc"))
+            .arg("-p")
+            .arg(source.join("tsconfig.json"))
+            .status()
+            .map_err(|e| format!("tsc: {e}"))?;
+        if !status.success() {
+            return Err("tsc found type errors in guest-sdk-ts or the TypeScript examples".into());
+        }
+        Ok(Self { sdk })
+    }
+
+    /// Builds the pack whose entry is `entry` into `out`.
+    pub fn build(&self, entry: &Path, out: &Path) -> Result<(), String> {
+        println!(
+            "cargo:rerun-if-changed={}",
+            entry.parent().unwrap_or(entry).display()
+        );
+        let status = Command::new("node")
+            .arg(self.sdk.join("bin/build.mjs"))
+            .args(["build"])
+            .arg(entry)
+            .arg("-o")
+            .arg(out)
+            .status()
+            .map_err(|e| format!("node: {e}"))?;
+        status
+            .success()
+            .then_some(())
+            .ok_or_else(|| format!("building {} failed", entry.display()))
+    }
+}

@@ -1,0 +1,45 @@
+"""``callai-pack-py build app.py -o app.wasm``: builds a pack written in
+Python into a WebAssembly component of the ``openwop:callai/pack-node``
+world with componentize-py (pinned in requirements-build.txt)."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SDK = Path(__file__).resolve().parent
+WIT = SDK / "wit"
+
+ENTRY = """\
+import {module}  # registers the node
+from callai_sdk.node import WitWorld
+"""
+
+
+def build(app: Path, out: Path, componentize: str = "componentize-py") -> None:
+    with tempfile.TemporaryDirectory(prefix="callai-pack-py-") as work:
+        Path(work, "callai_pack_entry.py").write_text(ENTRY.format(module=app.stem))
+        command = [
+            componentize, "-d", str(WIT), "-w", "pack-node", "componentize", "callai_pack_entry",
+            "-p", work, "-p", str(app.parent), "-p", str(SDK.parent), "-o", str(out),
+        ]
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="callai-pack-py")
+    parser.add_argument("command", choices=["build"])
+    parser.add_argument("app", type=Path, help="the pack's module, e.g. app.py")
+    parser.add_argument("-o", "--out", type=Path, required=True)
+    args = parser.parse_args()
+    tool = shutil.which("componentize-py") or str(Path(sys.executable).parent / "componentize-py")
+    build(args.app.resolve(), args.out.resolve(), tool)
+    print(f"callai-pack-py: {args.out} ({args.out.stat().st_size} bytes)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

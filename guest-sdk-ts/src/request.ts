@@ -1,0 +1,156 @@
+// Building a ctx.callAI request, and the RFC 0248 §B retry policy.
+
+import { RetryError } from './errors.js';
+
+/** The most provider requests one call may ask for. */
+export const MAX_ATTEMPTS = 16;
+
+export type Role = 'user' | 'assistant' | 'system';
+
+export interface Message {
+  role: Role;
+  content: string;
+}
+
+/** The wire shape of a retry policy. */
+export interface RetryPolicy {
+  maxAttempts?: number;
+  growMaxTokens?: boolean;
+}
+
+/**
+ * Narrow what the host does for one call (only honoured when
+ * `callAccounting().retryPolicy`). Checked when built: a `maxAttempts`
+ * outside 1..16 throws a `RetryError` here, not at the host.
+ */
+export class Retry {
+  private constructor(readonly policy: Readonly<RetryPolicy>) {}
+
+  /** The host's own behaviour (no narrowing). */
+  static new(): Retry {
+    return new Retry({});
+  }
+
+  /** Host retries off: one request, no budget growth. */
+  static off(): Retry {
+    return new Retry({ maxAttempts: 1, growMaxTokens: false });
+  }
+
+  /** At most `n` provider requests (1..16; 1 turns host retries off). */
+  maxAttempts(n: number): Retry {
+    if (!Number.isInteger(n) || n < 1 || n > MAX_ATTEMPTS) throw new RetryError(n);
+    return new Retry({ ...this.policy, maxAttempts: n });
+  }
+
+  /** `false`: a truncation retry keeps the request's maxTokens. */
+  growMaxTokens(grow: boolean): Retry {
+    return new Retry({ ...this.policy, growMaxTokens: grow });
+  }
+
+  /** The cap set, if any. */
+  get cap(): number | undefined {
+    return this.policy.maxAttempts;
+  }
+}
+
+/** The wire shape of a request. */
+export interface WireRequest {
+  provider?: string;
+  model?: string;
+  systemPrompt?: string;
+  messages: Message[];
+  temperature?: number;
+  maxTokens?: number;
+  stopSequences?: string[];
+  responseSchema?: unknown;
+  retry?: RetryPolicy;
+}
+
+/** A ctx.callAI request, built step by step; each step returns a new request. */
+export class Request {
+  private constructor(private readonly wire: Readonly<WireRequest>) {}
+
+  /** An empty request; add at least one message. */
+  static new(): Request {
+    return new Request({ messages: [] });
+  }
+
+  private with(change: Partial<WireRequest>): Request {
+    return new Request({ ...this.wire, ...change });
+  }
+
+  /** The provider (`mock`, `openai`, a name the host configured). */
+  provider(name: string): Request {
+    return this.with({ provider: name });
+  }
+
+  /** The model id; the provider's default otherwise. */
+  model(name: string): Request {
+    return this.with({ model: name });
+  }
+
+  /** The system instruction. */
+  system(prompt: string): Request {
+    return this.with({ systemPrompt: prompt });
+  }
+
+  /** Appends a message. */
+  message(role: Role, content: string): Request {
+    return this.with({ messages: [...this.wire.messages, { role, content }] });
+  }
+
+  /** Appends a user message. */
+  user(content: string): Request {
+    return this.message('user', content);
+  }
+
+  /** Appends an assistant message. */
+  assistant(content: string): Request {
+    return this.message('assistant', content);
+  }
+
+  /** Sampling temperature, 0..2. */
+  temperature(t: number): Request {
+    return this.with({ temperature: t });
+  }
+
+  /** The output budget. */
+  maxTokens(n: number): Request {
+    return this.with({ maxTokens: n });
+  }
+
+  /** Adds a stop sequence. */
+  stop(sequence: string): Request {
+    return this.with({ stopSequences: [...(this.wire.stopSequences ?? []), sequence] });
+  }
+
+  /** A JSON Schema: the call becomes structured and the result carries `data`. */
+  schema(schema: unknown): Request {
+    return this.with({ responseSchema: schema });
+  }
+
+  /** The RFC 0248 §B retry policy. */
+  retry(retry: Retry): Request {
+    return this.with({ retry: { ...retry.policy } });
+  }
+
+  /** The output budget set, if any. */
+  get maxTokensSet(): number | undefined {
+    return this.wire.maxTokens;
+  }
+
+  /** The retry policy set, if any. */
+  get retrySet(): Retry | undefined {
+    const p = this.wire.retry;
+    if (p === undefined) return undefined;
+    let r = Retry.new();
+    if (p.maxAttempts !== undefined) r = r.maxAttempts(p.maxAttempts);
+    if (p.growMaxTokens !== undefined) r = r.growMaxTokens(p.growMaxTokens);
+    return r;
+  }
+
+  /** The spec's wire JSON (camelCase), as `callJson` takes it. */
+  toJSON(): WireRequest {
+    return { ...this.wire };
+  }
+}

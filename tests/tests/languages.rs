@@ -1,0 +1,130 @@
+//! The Book AI pack in Rust, TypeScript and Python, side by side on the same
+//! scripts and inputs: the same estimate, the same spend, the same refusal;
+//! and the conformance node in TypeScript passes the scenario. A machine
+//! without node or python3 skips that language's packs (the build says so
+//! in one line); under CI every pack is built and run.
+
+use callai_conformance::{self as conformance, HostTarget, LegOutcome};
+use callai_host::{Host, HostConfig, RunError};
+use callai_tests::{pack, run};
+use serde_json::{Value, json};
+
+const LANGUAGES: [&str; 3] = ["bookai-scene", "bookai-scene-ts", "bookai-scene-py"];
+
+/// The packs this build bundles; a missing one is skipped, except under CI.
+fn bundled(names: &[&'static str]) -> Vec<&'static str> {
+    names
+        .iter()
+        .copied()
+        .filter(|name| {
+            let there = callai_cli::example(name).is_some();
+            if !there {
+                assert!(std::env::var_os("CI").is_none(), "{name} is not bundled, and CI builds every pack");
+                eprintln!("skipped: {name} is not bundled (its language's toolchain was missing at build time)");
+            }
+            there
+        })
+        .collect()
+}
+
+fn script(name: &str) -> Value {
+    let text = match name {
+        "clean" => include_str!("../../examples/bookai-scene/scripts/clean.json"),
+        _ => include_str!("../../examples/bookai-scene/scripts/truncation-and-violation.json"),
+    };
+    serde_json::from_str(text).unwrap()
+}
+
+fn input(host_retries: bool, max_calls: u32) -> String {
+    json!({"premise": "A lighthouse keeper finds an old letter.", "maxCalls": max_calls,
+           "maxOutputTokens": 12000, "maxTokens": 1500, "hostRetries": host_retries})
+    .to_string()
+}
+
+#[test]
+fn the_book_ai_pack_spends_the_same_in_every_language() {
+    let packs = bundled(&LANGUAGES);
+    // The README's table: calls, requests, output tokens.
+    let rows = [
+        ("clean", false, (1, 1, 420)),
+        ("clean", true, (1, 1, 420)),
+        ("truncation", false, (3, 3, 3250)),
+        ("truncation", true, (2, 3, 3250)),
+    ];
+    for (script_name, host_retries, (calls, requests, tokens)) in rows {
+        let mut seen = Vec::new();
+        for name in &packs {
+            let out = run(
+                &pack(name),
+                HostConfig::default(),
+                &script(script_name),
+                &input(host_retries, 4),
+            );
+            let v = out.ok().clone();
+            assert_eq!(
+                v["spent"],
+                json!({"calls": calls, "requests": requests, "outputTokens": tokens, "outputTokensIsFloor": false}),
+                "{name} on {script_name}, host retries {host_retries}"
+            );
+            assert_eq!(
+                out.mock_log.len(),
+                requests,
+                "{name}: what the provider saw"
+            );
+            seen.push((name, v));
+        }
+        let (first, reference) = &seen[0];
+        for (name, v) in &seen[1..] {
+            for key in ["estimate", "spent", "scene", "hostRetries"] {
+                assert_eq!(v[key], reference[key], "{name} vs {first}: {key}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_book_ai_pack_refuses_max_calls_2_the_same_way_in_every_language() {
+    let mut seen = Vec::new();
+    for name in bundled(&LANGUAGES) {
+        let out = run(
+            &pack(name),
+            HostConfig::default(),
+            &script("truncation"),
+            &input(true, 2),
+        );
+        let message = match &out.output {
+            Err(RunError::Node(m)) => m.clone(),
+            other => panic!("{name}: expected a refusal, got {other:?}"),
+        };
+        let v: Value =
+            serde_json::from_str(&message).unwrap_or_else(|e| panic!("{name}: {e}: {message}"));
+        assert_eq!(
+            v["error"],
+            "budget maxRequests = 2 would be exceeded: 2 spent, the next call needs 1 more",
+            "{name}"
+        );
+        assert_eq!(out.mock_log.len(), 2, "{name}: the repair was never sent");
+        seen.push(v);
+    }
+    for v in &seen[1..] {
+        assert_eq!(v, &seen[0]);
+    }
+}
+
+#[test]
+fn the_conformance_node_in_typescript_passes_every_leg() {
+    for name in bundled(&["echo-attempts-ts"]) {
+        let host = Host::builder(HostConfig::default()).build().unwrap();
+        let report = conformance::run(&HostTarget::new(pack(name), host).unwrap());
+        assert!(!report.failed(), "{}", report.table());
+        let (pass, _, skip, blocked) = report.tally();
+        assert_eq!((skip, blocked), (0, 0), "{}", report.table());
+        assert!(pass >= 22);
+        assert!(
+            report
+                .legs()
+                .iter()
+                .all(|l| matches!(l.outcome, LegOutcome::Judged { .. }))
+        );
+    }
+}
