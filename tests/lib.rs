@@ -3,6 +3,8 @@
 //! provider on loopback for the HTTP adapters.
 
 pub mod fake_server;
+pub mod otlp;
+pub mod serve;
 pub mod wire;
 
 use callai_host::{

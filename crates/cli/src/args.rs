@@ -16,6 +16,9 @@ pub struct Cli {
 pub enum Command {
     /// Run a pack's node once and print its output (JSON) on stdout.
     Run(Box<RunArgs>),
+    /// Serve the host over HTTP: run packs, upload them, ctx.callAI as a
+    /// service, Prometheus metrics, OpenTelemetry traces.
+    Serve(ServeArgs),
     /// List the bundled example packs.
     Examples,
     /// Print the host's aiProviders facet (and the reliability capability).
@@ -82,4 +85,21 @@ pub struct RunArgs {
     /// The node id reported in events. Default: the example's node id, or the file name.
     #[arg(long)]
     pub node_id: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Host config (TOML); `[server]`, `[runlog]` and `[telemetry]` apply.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Listen here (IP:PORT) instead of `[server] listen`.
+    #[arg(long)]
+    pub listen: Option<String>,
+    /// Every `*.wasm` in this folder is a pack, named by its file stem.
+    #[arg(long)]
+    pub packs: Option<PathBuf>,
+    /// Record every run here instead of `[runlog] url`: an SQLite file or a
+    /// `postgres://` URL.
+    #[arg(long)]
+    pub runlog: Option<String>,
 }

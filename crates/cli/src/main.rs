@@ -3,6 +3,7 @@
 
 mod args;
 mod run;
+mod serve;
 
 use args::{Cli, Command};
 use clap::Parser;
@@ -12,6 +13,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Run(args) => run::run(*args),
+        Command::Serve(args) => serve::serve(args),
         Command::Examples => {
             for e in callai_cli::EXAMPLES {
                 println!(

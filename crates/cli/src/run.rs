@@ -1,9 +1,10 @@
 //! `callai run`, `facet` and `conformance`.
 
 use crate::args::RunArgs;
+use callai_host::observe::SharedObserver;
 use callai_host::{
-    Host, HostConfig, Journal, MockProvider, MockScript, PackRuntime, RunOutput, RuntimeOptions,
-    SqliteRunLog, facet,
+    Host, HostConfig, Journal, MockProvider, MockScript, PackRuntime, RunOptions, RunOutput,
+    RuntimeOptions, SqliteRunLog, facet,
 };
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -14,7 +15,7 @@ use std::sync::Arc;
 /// The script used for a component file when no `--script` is given.
 const DEFAULT_SCRIPT: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
 
-fn load_config(path: Option<&Path>) -> Result<HostConfig, String> {
+pub(crate) fn load_config(path: Option<&Path>) -> Result<HostConfig, String> {
     match path {
         Some(p) => HostConfig::from_file(p).map_err(|e| e.to_string()),
         None => Ok(HostConfig::default()),
@@ -41,7 +42,7 @@ fn create(path: &Path) -> Result<BufWriter<File>, String> {
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
-fn tokio() -> Result<tokio::runtime::Runtime, String> {
+pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, String> {
     callai_host::tokio_runtime(None).map_err(|e| format!("cannot start tokio: {e}"))
 }
 
@@ -91,7 +92,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
     .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
 
-    let output: RunOutput = rt.block_on(pack.run_journaled(&host, &node_id, &input, journal));
+    let telemetry = callai_telemetry::Telemetry::from_config(&host.config().telemetry, |k| {
+        std::env::var(k).ok()
+    })
+    .map_err(|e| e.to_string())?;
+    let trace = telemetry
+        .as_ref()
+        .map(|t| t.run(&node_id, args.run_id.as_deref(), &args.pack));
+    let options = RunOptions {
+        journal,
+        observer: trace.as_ref().map(|t| t.observer() as SharedObserver),
+        events: None,
+    };
+    let output: RunOutput = rt.block_on(pack.run_with(&host, &node_id, &input, options));
+    if let (Some(telemetry), Some(trace)) = (&telemetry, &trace) {
+        let error = output.result.as_ref().err().map(ToString::to_string);
+        trace.end(error.as_deref().map_or(Ok(()), Err));
+        // Spans go out before the process ends.
+        telemetry.shutdown();
+    }
 
     if let Some(out) = events_out.as_mut() {
         callai_host::events::write_jsonl(&output.events, out)
@@ -184,9 +203,16 @@ pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<E
 }
 
 /// The wasmtime runtime for `config`'s limits, with the compiled-component
+/// cache of [`runtime_options`].
+fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
+    PackRuntime::with_options(&runtime_options(config))
+        .map_err(|e| format!("cannot start wasmtime: {e:#}"))
+}
+
+/// The runtime options for `config`'s limits, with the compiled-component
 /// cache in `$CALLAI_CACHE_DIR`, else `$XDG_CACHE_HOME/callai`, else
 /// `~/.cache/callai` (none when no home is known).
-fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
+pub(crate) fn runtime_options(config: &HostConfig) -> RuntimeOptions {
     let mut options = RuntimeOptions::from_limits(&config.limits);
     let env = |k: &str| {
         std::env::var_os(k)
@@ -199,5 +225,5 @@ fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
     if let Some(dir) = dir {
         options = options.cache_dir(dir.join("components"));
     }
-    PackRuntime::with_options(&options).map_err(|e| format!("cannot start wasmtime: {e:#}"))
+    options
 }

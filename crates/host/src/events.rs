@@ -163,10 +163,26 @@ pub trait EventSink: Send + Sync {
     fn emit(&self, event: Event);
 }
 
-/// Collects events in memory, in order.
+/// Collects events in memory, in order, each with the time it was emitted.
+/// Clones share one log: a caller can keep a handle on a run's events and
+/// read them while the run goes on.
 #[derive(Debug, Default, Clone)]
 pub struct EventLog {
-    events: Arc<Mutex<Vec<Event>>>,
+    inner: Arc<Mutex<Stamped>>,
+}
+
+#[derive(Debug, Default)]
+struct Stamped {
+    events: Vec<Event>,
+    /// When each event was emitted, in ms since the Unix epoch.
+    times: Vec<u64>,
+}
+
+/// Now, in ms since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 impl EventLog {
@@ -175,14 +191,18 @@ impl EventLog {
         Self::default()
     }
 
+    fn lock(&self) -> std::sync::MutexGuard<'_, Stamped> {
+        self.inner.lock().expect("event log poisoned")
+    }
+
     /// A copy of the events so far.
     pub fn snapshot(&self) -> Vec<Event> {
-        self.events.lock().expect("event log poisoned").clone()
+        self.lock().events.clone()
     }
 
     /// How many events so far.
     pub fn len(&self) -> usize {
-        self.events.lock().expect("event log poisoned").len()
+        self.lock().events.len()
     }
 
     /// Whether there are none.
@@ -192,16 +212,27 @@ impl EventLog {
 
     /// The events from position `start` on.
     pub fn since(&self, start: usize) -> Vec<Event> {
-        let events = self.events.lock().expect("event log poisoned");
-        events
+        let log = self.lock();
+        log.events
             .get(start..)
             .map(<[Event]>::to_vec)
             .unwrap_or_default()
     }
 
+    /// The events from position `start` on, each with the time it was
+    /// emitted (ms since the Unix epoch).
+    pub fn stamped_since(&self, start: usize) -> Vec<(u64, Event)> {
+        let log = self.lock();
+        let times = log.times.get(start..).unwrap_or_default();
+        let events = log.events.get(start..).unwrap_or_default();
+        times.iter().copied().zip(events.iter().cloned()).collect()
+    }
+
     /// Takes the events out, leaving the log empty.
     pub fn take(&self) -> Vec<Event> {
-        std::mem::take(&mut *self.events.lock().expect("event log poisoned"))
+        let mut log = self.lock();
+        log.times.clear();
+        std::mem::take(&mut log.events)
     }
 }
 
@@ -216,7 +247,10 @@ pub fn write_jsonl(events: &[Event], out: &mut dyn Write) -> std::io::Result<()>
 
 impl EventSink for EventLog {
     fn emit(&self, event: Event) {
-        self.events.lock().expect("event log poisoned").push(event);
+        let at = now_ms();
+        let mut log = self.lock();
+        log.events.push(event);
+        log.times.push(at);
     }
 }
 

@@ -5,9 +5,10 @@ use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{CallMachine, Clock, Effects, Jitter, SchemaCache, Sleeper, drive};
 use crate::events::EventSink;
 use crate::mock::{MockProvider, MockScript};
+use crate::observe::{CallStart, CallWatch, SharedObserver};
 use crate::provider::{Provider, Providers};
 use crate::providers;
-use callai_wire::{CallError, CallRequest, CallResult, ErrorCode};
+use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -42,11 +43,14 @@ pub struct Host {
 }
 
 /// How one call is made, beyond its request.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct CallOptions {
     /// The run's deadline: a backoff wait that would end past it gives up at
     /// once, with `provider_unavailable` saying so.
     pub deadline: Option<Instant>,
+    /// Told of the call and of each provider request it sends (traces,
+    /// metrics).
+    pub observer: Option<SharedObserver>,
 }
 
 /// Where API keys are read from, by variable name.
@@ -239,9 +243,41 @@ impl Host {
         events: &dyn EventSink,
         options: CallOptions,
     ) -> Result<CallResult, CallError> {
-        let (name, provider) = self.resolve_provider(request)?;
+        let (name, provider) = match self.resolve_provider(request) {
+            Ok(found) => found,
+            Err(e) => {
+                if let Some(o) = &options.observer {
+                    o.call_refused(node_id, &e);
+                }
+                return Err(e);
+            }
+        };
+        let mut watch = options.observer.as_ref().map(|o| {
+            let native = provider.supports_native();
+            o.call_started(&CallStart {
+                node_id,
+                provider: name,
+                model: request.model.as_deref().unwrap_or(provider.default_model()),
+                max_tokens: request
+                    .max_tokens
+                    .unwrap_or(self.config.retry.default_max_tokens)
+                    .min(self.config.retry.provider_max_tokens),
+                structured: request.response_schema.as_ref().map(|_| match native {
+                    true => StructuredOutput::Native,
+                    false => StructuredOutput::Prompt,
+                }),
+            })
+        });
         let schema = match &request.response_schema {
-            Some(schema) => Some(self.schemas.compile(schema)?),
+            Some(schema) => match self.schemas.compile(schema) {
+                Ok(compiled) => Some(compiled),
+                Err(e) => {
+                    if let Some(w) = watch {
+                        w.call_finished(Err(&e));
+                    }
+                    return Err(e);
+                }
+            },
             None => None,
         };
         let machine = CallMachine::new(
@@ -254,15 +290,20 @@ impl Host {
             schema,
         );
         let max_response_bytes = self.config.limits.max_response_bytes;
-        drive(
+        let result = drive(
             machine,
             provider.as_ref(),
             &self.effects,
             events,
             options.deadline,
             max_response_bytes,
+            watch.as_deref_mut().map(|w| w as &mut dyn CallWatch),
         )
-        .await
+        .await;
+        if let Some(w) = watch {
+            w.call_finished(result.as_ref());
+        }
+        result
     }
 
     /// The JSON entry: parses and checks `request` (refusing a malformed

@@ -47,6 +47,7 @@ pub mod events;
 pub mod facet;
 mod host;
 mod mock;
+pub mod observe;
 mod provider;
 mod providers;
 pub mod runlog;
@@ -68,7 +69,7 @@ pub use provider::{
 pub use runlog::{RunLog, RunLogError, SqliteRunLog};
 pub use session::{CallInput, Journal, RunError, RunSession};
 pub use wasm::{
-    CallAiCtx, CallAiView, Pack, PackRuntime, RunOutput, RuntimeOptions, add_to_linker,
+    CallAiCtx, CallAiView, Pack, PackRuntime, RunOptions, RunOutput, RuntimeOptions, add_to_linker,
 };
 
 /// A tokio runtime set up for running packs beside each other: all its

@@ -261,6 +261,7 @@ impl Provider for MockProvider {
                     input_tokens: reply.input_tokens,
                     output_tokens: reply.output_tokens.map(|t| t.min(request.max_tokens)),
                     model: Some(request.model.clone().unwrap_or_else(|| MOCK_MODEL.into())),
+                    status: None,
                 }),
             }
         })

@@ -88,6 +88,8 @@ pub struct ProviderReply {
     pub output_tokens: Option<u32>,
     /// The model that answered.
     pub model: Option<String>,
+    /// The HTTP status it came with, when it came over HTTP.
+    pub status: Option<u16>,
 }
 
 /// What kind of failure a request met.

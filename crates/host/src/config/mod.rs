@@ -3,10 +3,12 @@
 
 mod limits;
 mod providers;
+mod service;
 
 pub use callai_wire::CallAccounting;
 pub use limits::Limits;
 pub use providers::{ProviderConfig, ProviderKind, ProviderSettings};
+pub use service::{RunLogConfig, ServerConfig, TelemetryConfig, check_http_url, parse_listen};
 
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -120,6 +122,12 @@ pub struct HostConfig {
     pub providers: BTreeMap<String, ProviderConfig>,
     /// `[limits]`
     pub limits: Limits,
+    /// `[server]` (read by `callai serve`)
+    pub server: ServerConfig,
+    /// `[telemetry]`
+    pub telemetry: TelemetryConfig,
+    /// `[runlog]` (read by `callai serve`)
+    pub runlog: RunLogConfig,
 }
 
 /// A config that cannot be used, naming the key.
@@ -225,6 +233,9 @@ impl HostConfig {
         in_range("retry.maxRetryAfterMs", r.max_retry_after_ms, 0, 3_600_000)?;
         self.limits.validate()?;
         in_range("mock.latencyMs", self.mock.latency_ms, 0, 600_000)?;
+        self.server.validate()?;
+        self.telemetry.validate()?;
+        self.runlog.validate()?;
         providers::validate(&self.providers)
     }
 

@@ -161,3 +161,49 @@ fn out_of_range_values_are_errors_naming_the_key() {
     let err = HostConfig::from_toml("[retry]\nnlFallback = 1").unwrap_err();
     assert!(err.to_string().contains("nlFallback"), "{err}");
 }
+
+#[test]
+fn the_service_sections_take_the_design_defaults() {
+    let c = HostConfig::from_toml(
+        r#"
+[telemetry]
+otlpEndpoint = "http://127.0.0.1:4318"
+serviceName = "callai"
+[server]
+listen = "127.0.0.1:8080"
+tokenEnv = ""
+maxPackBytes = 67108864
+[runlog]
+url = ""
+leaseMs = 10000
+"#,
+    )
+    .unwrap();
+    assert_eq!(c.server, ServerConfig::default());
+    assert_eq!(c.runlog, RunLogConfig::default());
+    assert_eq!(
+        c.telemetry.otlp_endpoint.as_deref(),
+        Some("http://127.0.0.1:4318")
+    );
+    assert_eq!(c.server.listen_addr().unwrap().port(), 8080);
+}
+
+#[test]
+fn bad_service_values_name_their_key() {
+    for (text, key) in [
+        ("[server]\nlisten = \"localhost\"", "server.listen"),
+        ("[server]\ntokenEnv = \"MY TOKEN\"", "server.tokenEnv"),
+        ("[server]\nmaxPackBytes = 1", "server.maxPackBytes"),
+        (
+            "[telemetry]\notlpEndpoint = \"ftp://x\"",
+            "telemetry.otlpEndpoint",
+        ),
+        ("[telemetry]\nserviceName = \"\"", "telemetry.serviceName"),
+        ("[runlog]\nleaseMs = 5", "runlog.leaseMs"),
+    ] {
+        let e = HostConfig::from_toml(text).unwrap_err();
+        assert_eq!(e.key(), Some(key), "{text}: {e}");
+    }
+    let e = HostConfig::from_toml("[server]\nport = 1").unwrap_err();
+    assert!(e.to_string().contains("port"), "{e}");
+}

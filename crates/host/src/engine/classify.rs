@@ -90,6 +90,7 @@ mod tests {
             input_tokens: None,
             output_tokens: None,
             model: None,
+            status: None,
         }
     }
 

@@ -6,6 +6,7 @@ use super::classify::{Verdict, classify};
 use super::machine::{CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use crate::events::EventSink;
+use crate::observe::{CallWatch, RequestStart};
 use crate::provider::{BoxFuture, Provider, ProviderReply};
 use callai_wire::{CallError, CallResult};
 use std::fmt;
@@ -110,7 +111,8 @@ async fn judge(
 
 /// Runs one call to its end: sends what the machine asks for, classifies
 /// each reply, waits when told to, and passes every event to `sink` as it
-/// happens. `deadline` is the run's: a wait that would pass it ends the call.
+/// happens, and each request to `watch`. `deadline` is the run's: a wait
+/// that would pass it ends the call.
 pub(crate) async fn drive(
     mut machine: CallMachine<'_>,
     provider: &dyn Provider,
@@ -118,18 +120,37 @@ pub(crate) async fn drive(
     sink: &dyn EventSink,
     deadline: Option<Instant>,
     max_response_bytes: u64,
+    mut watch: Option<&mut dyn CallWatch>,
 ) -> Result<CallResult, CallError> {
     let mut step = machine.start();
     loop {
         step = match step {
             Step::Send(attempt) => {
+                let seen = RequestStart {
+                    number: attempt.number,
+                    reason: attempt.reason,
+                    max_tokens: attempt.request.max_tokens,
+                    model: attempt.request.model.as_deref().unwrap_or_default(),
+                    structured: attempt.request.structured.as_ref().map(|s| s.mode),
+                };
+                if let Some(w) = watch.as_deref_mut() {
+                    w.request_started(&seen);
+                }
                 let outcome = match provider.complete(&attempt.request).await {
                     Ok(reply) => {
+                        if let Some(w) = watch.as_deref_mut() {
+                            w.request_finished(&seen, Ok(&reply));
+                        }
                         let schema = machine.schema().cloned();
                         let (reply, verdict) = judge(reply, schema, max_response_bytes).await;
                         Outcome::Reply(reply, verdict)
                     }
-                    Err(failure) => Outcome::Failed(failure),
+                    Err(failure) => {
+                        if let Some(w) = watch.as_deref_mut() {
+                            w.request_finished(&seen, Err(&failure));
+                        }
+                        Outcome::Failed(failure)
+                    }
                 };
                 let remaining =
                     || deadline.map(|d| d.saturating_duration_since(effects.clock.now()));

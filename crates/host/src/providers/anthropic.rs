@@ -116,6 +116,7 @@ impl WireFormat for AnthropicWire {
             input_tokens: tokens(usage.and_then(|u| u.get("input_tokens"))),
             output_tokens: tokens(usage.and_then(|u| u.get("output_tokens"))),
             model: response["model"].as_str().map(str::to_owned),
+            status: None,
         })
     }
 }

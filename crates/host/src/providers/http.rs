@@ -116,7 +116,8 @@ impl HttpClient {
         short
     }
 
-    /// POSTs `body` as JSON and returns the parsed JSON response, or the
+    /// POSTs `body` as JSON and returns the status and the parsed JSON
+    /// response, or the
     /// failure: timeouts, connection errors, 408, 429 (with its
     /// `retry-after`) and 5xx are transient; a redirect is not followed; any
     /// other status is a rejection; a 2xx body over the cap is not read, and
@@ -126,7 +127,7 @@ impl HttpClient {
         url: &str,
         headers: &[(&str, &str)],
         body: &Value,
-    ) -> Result<Value, ProviderFailure> {
+    ) -> Result<(u16, Value), ProviderFailure> {
         let mut request = self
             .client
             .post(url)
@@ -169,13 +170,14 @@ impl HttpClient {
                 ));
             }
         };
-        serde_json::from_slice(&text).map_err(|e| {
+        let value = serde_json::from_slice(&text).map_err(|e| {
             ProviderFailure::new(
                 FailureKind::Transient,
                 Some(status),
                 format!("the provider's response is not valid JSON ({e})"),
             )
-        })
+        })?;
+        Ok((status, value))
     }
 
     /// One attempt: POSTs `body` and reads the reply with `parse`, its text
@@ -196,8 +198,12 @@ impl HttpClient {
             .as_ref()
             .is_some_and(|s| s.mode == StructuredOutput::Native);
         match self.post_json(url, headers, body).await {
-            Ok(response) => {
-                let mut reply = parse(&response)?;
+            Ok((status, response)) => {
+                let mut reply = parse(&response).map_err(|mut f| {
+                    f.status = f.status.or(Some(status));
+                    f
+                })?;
+                reply.status = Some(status);
                 if let Cow::Owned(clean) = self.redact(&reply.content) {
                     reply.content = clean;
                 }

@@ -85,6 +85,7 @@ impl WireFormat for OpenAiWire {
             input_tokens: tokens(usage.and_then(|u| u.get("prompt_tokens"))),
             output_tokens: tokens(usage.and_then(|u| u.get("completion_tokens"))),
             model: response["model"].as_str().map(str::to_owned),
+            status: None,
         })
     }
 }

@@ -182,6 +182,9 @@ pub struct RecordedRun {
     pub calls: Vec<RecordedCall>,
     /// Every event, in order.
     pub events: Vec<Event>,
+    /// When each event was committed, in ms since the Unix epoch (0 when
+    /// the log did not keep it).
+    pub event_times: Vec<u64>,
 }
 
 /// The token a recording holds on its run: every commit carries it, and a
@@ -263,4 +266,10 @@ pub trait RunLog: Send + Sync {
 
     /// Loads a run for replay; every record is checked on the way in.
     fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>>;
+}
+
+impl std::fmt::Debug for dyn RunLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("RunLog")
+    }
 }

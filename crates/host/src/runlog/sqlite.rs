@@ -18,7 +18,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 3] = [
+const MIGRATIONS: [&str; 4] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -46,6 +46,9 @@ const MIGRATIONS: [&str; 3] = [
     // The seed and clock of each run's sandbox.
     "ALTER TABLE runs ADD COLUMN seed INTEGER NOT NULL DEFAULT 0;
      ALTER TABLE runs ADD COLUMN clock_ms INTEGER NOT NULL DEFAULT 0;",
+    // When each event was committed, in ms since the Unix epoch (0: before
+    // this was kept).
+    "ALTER TABLE events ADD COLUMN at_ms INTEGER NOT NULL DEFAULT 0;",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -251,11 +254,12 @@ fn append_events(
         )
         .map_err(storage)?;
     let mut insert = tx
-        .prepare_cached("INSERT INTO events (run_id, seq, event) VALUES (?1, ?2, ?3)")
+        .prepare_cached("INSERT INTO events (run_id, seq, event, at_ms) VALUES (?1, ?2, ?3, ?4)")
         .map_err(storage)?;
+    let at = crate::events::now_ms() as i64;
     for (i, event) in events.iter().enumerate() {
         insert
-            .execute(params![run_id, next + i as i64, event])
+            .execute(params![run_id, next + i as i64, event, at])
             .map_err(storage)?;
     }
     Ok(())
@@ -441,17 +445,22 @@ fn load(conn: &Connection, path: &str, run_id: &str) -> Result<RecordedRun, RunL
         )));
     }
     let mut stmt = conn
-        .prepare("SELECT event FROM events WHERE run_id = ?1 ORDER BY seq")
+        .prepare("SELECT event, at_ms FROM events WHERE run_id = ?1 ORDER BY seq")
         .map_err(storage)?;
-    let events = stmt
-        .query_map([run_id], |r| r.get::<_, String>(0))
+    let (events, event_times): (Vec<Event>, Vec<u64>) = stmt
+        .query_map([run_id], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
         .map_err(storage)?
         .map(|row| {
-            let text = row.map_err(storage)?;
-            serde_json::from_str(&text)
-                .map_err(|e| corrupt(format!("an event does not parse: {e}")))
+            let (text, at) = row.map_err(storage)?;
+            let event = serde_json::from_str(&text)
+                .map_err(|e| corrupt(format!("an event does not parse: {e}")))?;
+            Ok((event, at.max(0) as u64))
         })
-        .collect::<Result<Vec<Event>, _>>()?;
+        .collect::<Result<Vec<(Event, u64)>, RunLogError>>()?
+        .into_iter()
+        .unzip();
     Ok(RecordedRun {
         run_id: run_id.into(),
         node_id,
@@ -463,6 +472,7 @@ fn load(conn: &Connection, path: &str, run_id: &str) -> Result<RecordedRun, RunL
         output,
         calls,
         events,
+        event_times,
     })
 }
 

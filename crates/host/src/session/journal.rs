@@ -102,6 +102,16 @@ impl Journal {
         self.seed
     }
 
+    /// When recording, the fence the recording holds on its run: what a
+    /// caller needs to close the run itself if the run is stopped before
+    /// it ends.
+    pub fn fence(&self) -> Option<Fence> {
+        match &self.mode {
+            Mode::Record { fence, .. } => Some(*fence),
+            _ => None,
+        }
+    }
+
     /// Whether calls are served live (the request key need not be made).
     pub(crate) fn is_live(&self) -> bool {
         matches!(self.mode, Mode::Live)

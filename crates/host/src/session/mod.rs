@@ -9,6 +9,7 @@ mod journal;
 pub use journal::Journal;
 
 use crate::events::{Event, EventLog, EventSink};
+use crate::observe::SharedObserver;
 use crate::runlog::{Entry, RecordedCall, RunStatus};
 use crate::{CallOptions, Host};
 use callai_wire::{CallAccounting, CallError, CallRequest, CallResult};
@@ -151,6 +152,8 @@ pub struct RunSession {
     /// When the run's wall time ends.
     deadline: Option<tokio::time::Instant>,
     log: LogBudget,
+    observer: Option<SharedObserver>,
+    shared_events: bool,
 }
 
 /// What a run has logged, against `limits.maxLogBytes` and `maxLogLines`.
@@ -174,7 +177,24 @@ impl RunSession {
             abort: None,
             deadline: None,
             log: LogBudget::default(),
+            observer: None,
+            shared_events: false,
         }
+    }
+
+    /// Collects the run's events in `events` (a log the caller keeps a
+    /// handle on, to watch the run as it goes) instead of a fresh one.
+    pub fn with_events(mut self, events: EventLog) -> Self {
+        self.events = events;
+        self.shared_events = true;
+        self
+    }
+
+    /// Tells `observer` of every call served live, and of each provider
+    /// request it sends.
+    pub fn with_observer(mut self, observer: SharedObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Ends the run's wall time at `deadline`: a provider wait that would
@@ -182,6 +202,11 @@ impl RunSession {
     pub fn with_deadline(mut self, deadline: tokio::time::Instant) -> Self {
         self.deadline = Some(deadline);
         self
+    }
+
+    /// The seed and clock the run's sandbox gets.
+    pub fn seed(&self) -> crate::runlog::RunSeed {
+        self.journal.seed()
     }
 
     /// The node id the run's events carry.
@@ -284,12 +309,18 @@ impl RunSession {
             Ok(request) => {
                 let options = CallOptions {
                     deadline: self.deadline,
+                    observer: self.observer.clone(),
                 };
                 (self.host)
                     .call_with(&self.node_id, &request, &self.events, options)
                     .await
             }
-            Err(e) => Err(e),
+            Err(e) => {
+                if let Some(o) = &self.observer {
+                    o.call_refused(&self.node_id, &e);
+                }
+                Err(e)
+            }
         };
         if !self.journal.is_live() {
             let call = RecordedCall {
@@ -385,7 +416,12 @@ impl RunSession {
         if let Err(e) = self.journal.finish(&self.events, status, &output).await {
             result = Err(RunError::RunLog(e.to_string()));
         }
-        (result, self.events.take())
+        // A log the caller shares keeps its events for the caller to read.
+        let events = match self.shared_events {
+            true => self.events.snapshot(),
+            false => self.events.take(),
+        };
+        (result, events)
     }
 }
 

@@ -19,5 +19,5 @@ mod limits;
 mod runtime;
 mod view;
 
-pub use runtime::{Pack, PackRuntime, RunOutput, RuntimeOptions};
+pub use runtime::{Pack, PackRuntime, RunOptions, RunOutput, RuntimeOptions};
 pub use view::{CallAiCtx, CallAiView, add_to_linker};

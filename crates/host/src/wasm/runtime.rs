@@ -9,7 +9,8 @@ use super::limits::RunLimiter;
 use super::view::{CallAiCtx, CallAiView, add_to_linker};
 use crate::Host;
 use crate::config::Limits;
-use crate::events::Event;
+use crate::events::{Event, EventLog};
+use crate::observe::SharedObserver;
 use crate::session::{Journal, RunError, RunSession};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -52,6 +53,18 @@ pub struct RunOutput {
     pub events: Vec<Event>,
     /// The ctx.callAI calls the node made.
     pub calls: u32,
+}
+
+/// How one run is made, beyond its input.
+#[derive(Debug, Default)]
+pub struct RunOptions {
+    /// Live (the default), recording, replaying or resuming.
+    pub journal: Journal,
+    /// Told of every call served live and of each provider request.
+    pub observer: Option<SharedObserver>,
+    /// Where the run's events go, for a caller that watches them as the run
+    /// goes on; a fresh log when absent.
+    pub events: Option<EventLog>,
 }
 
 /// How a [`PackRuntime`] is set up.
@@ -223,7 +236,36 @@ impl Pack {
         input: &str,
         journal: Journal,
     ) -> RunOutput {
+        let options = RunOptions {
+            journal,
+            ..RunOptions::default()
+        };
+        self.run_with(host, node_id, input, options).await
+    }
+
+    /// [`Pack::run`], with `options`: a journal, an observer of its calls, a
+    /// shared event log to watch the run through.
+    pub async fn run_with(
+        &self,
+        host: &Host,
+        node_id: &str,
+        input: &str,
+        options: RunOptions,
+    ) -> RunOutput {
         let limits = host.config().limits;
+        let RunOptions {
+            journal,
+            observer,
+            events,
+        } = options;
+        let mut session = RunSession::new(host.clone(), node_id, journal)
+            .with_deadline(tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms));
+        if let Some(observer) = observer {
+            session = session.with_observer(observer);
+        }
+        if let Some(events) = events {
+            session = session.with_events(events);
+        }
         // Wait for an instance slot rather than fail when the pool is full.
         let _slot = self
             .slots
@@ -231,13 +273,9 @@ impl Pack {
             .await
             .expect("the slot semaphore is never closed");
         let state = RunState {
-            wasi: super::clocks::sandbox(journal.seed()),
+            wasi: super::clocks::sandbox(session.seed()),
             table: ResourceTable::new(),
-            callai: CallAiCtx::with_session(
-                RunSession::new(host.clone(), node_id, journal).with_deadline(
-                    tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms),
-                ),
-            ),
+            callai: CallAiCtx::with_session(session),
             limiter: RunLimiter::new(&limits),
         };
         let mut store = Store::new(&self.engine, state);

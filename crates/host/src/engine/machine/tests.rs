@@ -25,6 +25,7 @@ fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply 
         input_tokens: None,
         output_tokens: tokens,
         model: None,
+        status: None,
     }
 }
 

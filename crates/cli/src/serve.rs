@@ -1,0 +1,67 @@
+//! `callai serve`.
+
+use crate::args::ServeArgs;
+use callai_host::config::parse_listen;
+use callai_server::{BundledPack, Server, ServerOptions};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// The bundled examples, as the server takes them.
+fn bundled() -> Vec<BundledPack> {
+    callai_cli::EXAMPLES
+        .iter()
+        .map(|e| BundledPack {
+            name: e.name.to_owned(),
+            node_id: e.node_id.to_owned(),
+            default_script: Some(e.default_script.to_owned()),
+            bytes: Arc::new(move || e.component().into_owned()),
+        })
+        .collect()
+}
+
+/// SIGTERM or Ctrl-C.
+async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        () = term => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    eprintln!("shutting down: no new runs; runs in flight may finish");
+}
+
+pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+    let config = crate::run::load_config(args.config.as_deref())?;
+    let listen = args
+        .listen
+        .as_deref()
+        .map(parse_listen)
+        .transpose()
+        .map_err(|m| format!("--listen: {m}"))?;
+    let options = ServerOptions {
+        listen,
+        packs_dir: args.packs,
+        runlog: args.runlog,
+        bundled: bundled(),
+        runtime: crate::run::runtime_options(&config),
+        ..ServerOptions::default()
+    };
+    let rt = crate::run::tokio()?;
+    rt.block_on(async {
+        let server = Server::bind(config, options)
+            .await
+            .map_err(|e| e.to_string())?;
+        eprintln!("listening on http://{}", server.local_addr());
+        server
+            .run(shutdown_signal())
+            .await
+            .map_err(|e| e.to_string())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}

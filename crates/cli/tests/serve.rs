@@ -1,0 +1,140 @@
+//! `callai serve` as an operator runs it: the line it prints once it
+//! listens, a run in flight when SIGTERM arrives, the refusal to listen
+//! beyond loopback without a token; and `callai run` exporting traces.
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// Starts `callai serve` with `args`; returns the child and its address
+/// from the `listening on http://ADDR` line.
+fn serve(args: &[&str]) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
+        .arg("serve")
+        .args(args)
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("callai serve starts");
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a line").expect("text");
+    let addr = first
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_owned();
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addr)
+}
+
+/// One HTTP/1.1 exchange; the status and the body as JSON.
+fn http(addr: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a response");
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(Value::String(body.into())),
+    )
+}
+
+#[test]
+fn sigterm_lets_the_run_in_flight_finish_then_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(&config, "[mock]\nlatencyMs = 1500\n").unwrap();
+    let (mut child, addr) = serve(&[
+        "--listen",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    assert_eq!(http(&addr, "GET", "/healthz", "").0, 200);
+    let body = json!({"pack": "echo-attempts", "runId": "in-flight",
+                      "input": {"messages": [{"role": "user", "content": "hi"}]},
+                      "script": [{"content": "done", "outputTokens": 2}]})
+    .to_string();
+    let client_addr = addr.clone();
+    let in_flight = std::thread::spawn(move || http(&client_addr, "POST", "/v1/runs", &body));
+    // Once the run is going (the server holds it), ask the server to stop.
+    let mut seen = false;
+    for _ in 0..500 {
+        if http(&addr, "GET", "/v1/runs/in-flight", "").0 == 200 {
+            seen = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(seen, "the run never started");
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let (status, answer) = in_flight.join().unwrap();
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["status"], "ok", "{answer}");
+    assert_eq!(answer["output"]["content"], "done");
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+}
+
+#[test]
+fn without_a_token_serve_refuses_to_listen_beyond_loopback() {
+    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(["serve", "--listen", "0.0.0.0:0"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let error: Value = serde_json::from_slice(&out.stderr).expect("a JSON error");
+    let message = error["error"]["message"].as_str().unwrap();
+    assert!(message.contains("server.tokenEnv"), "{message}");
+    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(["serve", "--listen", "localhost"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--listen"));
+}
+
+#[test]
+fn callai_run_exports_traces_when_the_variable_is_set() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let receiver = rt.block_on(callai_tests::otlp::Receiver::start());
+    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(["run", "echo-attempts", "--run-id", "cli-run"])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The process flushed its spans before it exited.
+    let spans = receiver.spans();
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    assert!(
+        names.contains(&"run conformance.callai.echo-attempts"),
+        "{names:?}"
+    );
+    assert!(names.contains(&"attempt 1"), "{names:?}");
+    let chat = spans.iter().find(|s| s.name.starts_with("chat ")).unwrap();
+    assert_eq!(chat.attr("callai.attempts.count"), &json!(1));
+    let run = spans.iter().find(|s| s.name.starts_with("run ")).unwrap();
+    assert_eq!(run.attr("callai.run.id"), "cli-run");
+    assert_eq!(chat.parent_span_id, run.span_id);
+}

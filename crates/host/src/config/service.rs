@@ -1,0 +1,172 @@
+//! `[server]`, `[telemetry]` and `[runlog]`: what `callai serve` (and, for
+//! telemetry, `callai run`) read. The host library itself only checks them.
+
+use super::{ConfigError, in_range, invalid};
+use serde::Deserialize;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+/// `[server]`: the HTTP API of `callai serve`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct ServerConfig {
+    /// The address to listen on.
+    pub listen: String,
+    /// Names a variable holding the bearer token; empty: no token, and then
+    /// the server refuses to listen on a non-loopback address.
+    pub token_env: String,
+    /// The largest pack upload.
+    pub max_pack_bytes: u64,
+    /// The largest JSON request body (`/v1/runs`, `/v1/call`).
+    pub max_body_bytes: u64,
+    /// Runs and calls that may wait for a slot once `limits.maxConcurrentRuns`
+    /// are going; past them, `503` with `Retry-After`.
+    pub max_queued_runs: u32,
+    /// Finished runs kept in memory for `GET /v1/runs/{id}` when no run log
+    /// is set (the oldest are forgotten first).
+    pub keep_runs: u32,
+    /// On SIGTERM, how long runs in flight may go on before they are failed.
+    pub shutdown_grace_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            token_env: String::new(),
+            max_pack_bytes: 64 << 20,
+            max_body_bytes: 16 << 20,
+            max_queued_runs: 1000,
+            keep_runs: 10_000,
+            shutdown_grace_ms: 30_000,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// `listen` as an address.
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        parse_listen(&self.listen).map_err(|m| invalid("server.listen", m))
+    }
+
+    /// `shutdownGraceMs` as a duration.
+    pub fn shutdown_grace(&self) -> Duration {
+        Duration::from_millis(self.shutdown_grace_ms)
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        self.listen_addr()?;
+        if !self.token_env.is_empty() && !is_env_name(&self.token_env) {
+            return Err(invalid(
+                "server.tokenEnv",
+                format!("{:?} is not an environment variable name", self.token_env),
+            ));
+        }
+        in_range("server.maxPackBytes", self.max_pack_bytes, 1024, 1 << 32)?;
+        in_range("server.maxBodyBytes", self.max_body_bytes, 1024, 1 << 30)?;
+        in_range(
+            "server.maxQueuedRuns",
+            self.max_queued_runs.into(),
+            0,
+            1_000_000,
+        )?;
+        in_range("server.keepRuns", self.keep_runs.into(), 0, 10_000_000)?;
+        in_range(
+            "server.shutdownGraceMs",
+            self.shutdown_grace_ms,
+            0,
+            3_600_000,
+        )
+    }
+}
+
+/// An address to listen on, `IP:PORT` (`[::1]:8080` for IPv6).
+pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| {
+        format!("{text:?} is not an address to listen on (IP:PORT, e.g. 127.0.0.1:8080)")
+    })
+}
+
+fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `[telemetry]`: OpenTelemetry traces over OTLP/HTTP.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct TelemetryConfig {
+    /// The collector's base URL (`http://127.0.0.1:4318`); traces go to
+    /// `{otlpEndpoint}/v1/traces`. Unset: `OTEL_EXPORTER_OTLP_ENDPOINT`,
+    /// and with neither, no traces.
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` resource attribute.
+    pub service_name: String,
+}
+
+impl Default for TelemetryConfig {
+    fn default() -> Self {
+        Self {
+            otlp_endpoint: None,
+            service_name: "callai".into(),
+        }
+    }
+}
+
+impl TelemetryConfig {
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if let Some(url) = &self.otlp_endpoint {
+            check_http_url(url).map_err(|m| invalid("telemetry.otlpEndpoint", m))?;
+        }
+        if self.service_name.is_empty() {
+            return Err(invalid("telemetry.serviceName", "must not be empty".into()));
+        }
+        Ok(())
+    }
+}
+
+/// Whether `url` is an `http://` or `https://` URL with a host.
+pub fn check_http_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("http://")
+        .or_else(|| url.strip_prefix("https://"));
+    match rest {
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
+        _ => Err(format!("{url:?} is not an http:// or https:// URL")),
+    }
+}
+
+/// `[runlog]`: where `callai serve` records its runs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct RunLogConfig {
+    /// An SQLite file path or a `postgres://` URL; empty: runs are not
+    /// recorded by `serve`.
+    pub url: String,
+    /// A durable run whose host stops renewing its lease for this long is
+    /// taken over by another host.
+    pub lease_ms: u64,
+}
+
+impl Default for RunLogConfig {
+    fn default() -> Self {
+        Self {
+            url: String::new(),
+            lease_ms: 10_000,
+        }
+    }
+}
+
+impl RunLogConfig {
+    /// `leaseMs` as a duration.
+    pub fn lease(&self) -> Duration {
+        Duration::from_millis(self.lease_ms)
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        in_range("runlog.leaseMs", self.lease_ms, 100, 3_600_000)
+    }
+}

@@ -1,0 +1,237 @@
+//! The routes of the API and the state they share.
+
+use crate::admission::Admission;
+use crate::auth::{Auth, require_token};
+use crate::body::{self, CallBody, RunRequest};
+use crate::error::ApiError;
+use crate::metrics::{Metrics, MetricsObserver};
+use crate::packs::PackStore;
+use crate::runs::{self, RunTable};
+use crate::{discovery, runner};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post, put};
+use callai_host::observe::Observers;
+use callai_host::{Host, HostConfig, MockProvider, MockScript, RunLog, RunLogError};
+use callai_telemetry::Telemetry;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use tokio_util::task::TaskTracker;
+
+/// What every handler shares.
+#[derive(Debug)]
+pub struct AppState {
+    /// The host: config, providers (the mock's script empty), engine.
+    pub host: Host,
+    /// The packs.
+    pub packs: PackStore,
+    /// The runs in memory.
+    pub runs: RunTable,
+    /// The gate in front of runs and calls.
+    pub admission: Admission,
+    /// The counters of `/metrics`.
+    pub metrics: Arc<Metrics>,
+    /// The trace pipeline, when one is set.
+    pub telemetry: Option<Telemetry>,
+    /// Where runs are recorded, when anywhere.
+    pub runlog: Option<Arc<dyn RunLog>>,
+    /// Every run task, for shutdown to wait on.
+    pub tasks: TaskTracker,
+}
+
+type Shared = State<Arc<AppState>>;
+
+impl AppState {
+    /// The config.
+    pub fn config(&self) -> &HostConfig {
+        self.host.config()
+    }
+
+    /// The host for one run or call: with `script` (or the pack's own) as
+    /// the mock's replies when there is one.
+    pub fn host_with(&self, script: Option<MockScript>) -> Host {
+        match script {
+            None => self.host.clone(),
+            Some(script) => {
+                let mock = &self.config().mock;
+                let mock = MockProvider::new(script, mock.native).with_latency(mock.latency());
+                self.host.with_provider("mock", Arc::new(mock))
+            }
+        }
+    }
+
+    /// The observers every call gets: metrics, and then whatever is passed.
+    pub fn observers(&self) -> Observers {
+        Observers::new().with(Arc::new(MetricsObserver(self.metrics.clone())))
+    }
+
+    /// Updates the load gauges.
+    pub fn report_load(&self) {
+        let running = self.admission.running();
+        let queued = self.admission.admitted().saturating_sub(running);
+        self.metrics.set_load(running, queued);
+    }
+}
+
+/// The router, every route behind the token check.
+pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
+    let server = &state.config().server;
+    let pack_limit = usize::try_from(server.max_pack_bytes).unwrap_or(usize::MAX);
+    let body_limit = usize::try_from(server.max_body_bytes).unwrap_or(usize::MAX);
+    Router::new()
+        .route("/healthz", get(healthz))
+        .route("/v1/facet", get(facet))
+        .route("/.well-known/openwop", get(well_known))
+        .route("/v1/packs", get(list_packs))
+        .route(
+            "/v1/packs/{name}",
+            put(put_pack).layer(DefaultBodyLimit::max(pack_limit)),
+        )
+        .route(
+            "/v1/runs",
+            post(post_run).layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route("/v1/runs/{run_id}", get(get_run))
+        .route("/v1/runs/{run_id}/events", get(get_events))
+        .route(
+            "/v1/call",
+            post(post_call).layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route("/metrics", get(metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(auth, require_token))
+        .with_state(state)
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(json!({"status": "ok"}))
+}
+
+async fn facet(State(state): Shared) -> impl IntoResponse {
+    axum::Json(callai_host::facet::document(&state.host))
+}
+
+async fn well_known(State(state): Shared) -> impl IntoResponse {
+    axum::Json(discovery::document(&state.host))
+}
+
+async fn list_packs(State(state): Shared) -> impl IntoResponse {
+    axum::Json(json!(state.packs.list()))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PutQuery {
+    node_id: Option<String>,
+}
+
+async fn put_pack(
+    State(state): Shared,
+    Path(name): Path<String>,
+    query: Result<Query<PutQuery>, axum::extract::rejection::QueryRejection>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::invalid("nodeId", e.body_text()))?;
+    let bytes = body::bytes(body, "server.maxPackBytes")?;
+    if bytes.is_empty() {
+        return Err(ApiError::invalid(
+            "body",
+            "empty: send the component's bytes",
+        ));
+    }
+    let info = state
+        .packs
+        .upload(&name, query.node_id, bytes.to_vec())
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(json!(info))).into_response())
+}
+
+async fn post_run(
+    State(state): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let request = RunRequest::parse(&body::bytes(body, "server.maxBodyBytes")?)?;
+    runner::start(state, request).await
+}
+
+async fn get_run(State(state): Shared, Path(run_id): Path<String>) -> Result<Response, ApiError> {
+    if let Some(entry) = state.runs.get(&run_id) {
+        return Ok(axum::Json(entry.to_json()).into_response());
+    }
+    let run = load(&state, &run_id).await?;
+    Ok(axum::Json(runs::recorded_json(&run)).into_response())
+}
+
+async fn get_events(
+    State(state): Shared,
+    Path(run_id): Path<String>,
+) -> Result<Response, ApiError> {
+    if let Some(entry) = state.runs.get(&run_id) {
+        // Read "done" first: every event of a finished run is in by then.
+        let complete = entry.is_done();
+        let events = entry.events.stamped_since(0);
+        return Ok(axum::Json(runs::events_json(&events, complete)).into_response());
+    }
+    let run = load(&state, &run_id).await?;
+    let complete = run.status != callai_host::runlog::RunStatus::Running;
+    let events: Vec<_> = run.event_times.into_iter().zip(run.events).collect();
+    Ok(axum::Json(runs::events_json(&events, complete)).into_response())
+}
+
+/// A run from the run log; 404 when neither this host nor the log knows it.
+async fn load(
+    state: &AppState,
+    run_id: &str,
+) -> Result<callai_host::runlog::RecordedRun, ApiError> {
+    let unknown = || ApiError::not_found(format!("no run {run_id:?} on this host"));
+    let Some(log) = &state.runlog else {
+        return Err(unknown());
+    };
+    match log.load(run_id).await {
+        Ok(run) => Ok(run),
+        Err(RunLogError::NoSuchRun(_)) => Err(unknown()),
+        Err(e) => Err(ApiError::internal(e.to_string())),
+    }
+}
+
+async fn post_call(
+    State(state): Shared,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    let call = CallBody::parse(&body::bytes(body, "server.maxBodyBytes")?)?;
+    crate::call::serve(&state, call).await
+}
+
+async fn metrics(State(state): Shared) -> impl IntoResponse {
+    state.report_load();
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no route {}", uri.path()))
+}
+
+async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        format!("{method} is not allowed on {}", uri.path()),
+    )
+}
+
+/// The JSON of `value` with status 200.
+pub fn ok_json(value: Value) -> Response {
+    axum::Json(value).into_response()
+}

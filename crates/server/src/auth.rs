@@ -1,0 +1,160 @@
+//! The bearer token of `[server] tokenEnv`, and the rule that keeps a
+//! server without one on the loopback interface.
+
+use crate::error::ApiError;
+use axum::extract::{Request, State};
+use axum::http::{StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+/// The paths anyone may read: liveness and discovery.
+const OPEN_PATHS: [&str; 2] = ["/healthz", "/.well-known/openwop"];
+
+/// The token requests must carry, if any.
+#[derive(Clone)]
+pub struct Auth {
+    token: Option<Arc<str>>,
+}
+
+impl std::fmt::Debug for Auth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the token itself.
+        f.debug_struct("Auth")
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .finish()
+    }
+}
+
+impl Auth {
+    /// No token: anyone who can connect may call.
+    pub fn open() -> Self {
+        Self { token: None }
+    }
+
+    /// Requests must carry `Authorization: Bearer <token>`.
+    pub fn bearer(token: &str) -> Self {
+        Self {
+            token: Some(token.into()),
+        }
+    }
+
+    /// The auth of `token_env` (a variable name; empty for none), read
+    /// through `env`, for a server listening on `listen`. Without a token a
+    /// server listens on loopback only.
+    pub fn from_env(
+        token_env: &str,
+        listen: SocketAddr,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        if token_env.is_empty() {
+            if !listen.ip().is_loopback() {
+                return Err(format!(
+                    "server.tokenEnv: refusing to listen on {listen} without a bearer token; \
+                     set [server] tokenEnv to a variable holding one, or listen on 127.0.0.1 / [::1]"
+                ));
+            }
+            return Ok(Self::open());
+        }
+        match env(token_env) {
+            Some(token) if !token.trim().is_empty() => Ok(Self::bearer(token.trim())),
+            _ => Err(format!(
+                "server.tokenEnv: the variable {token_env} holds no token"
+            )),
+        }
+    }
+
+    /// Whether `header` (the `Authorization` value) carries the token.
+    fn admits(&self, header: Option<&[u8]>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
+        let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+            return false;
+        };
+        constant_time_eq(given, token.as_bytes())
+    }
+}
+
+/// Compares without stopping at the first difference, so the time taken
+/// does not tell how much of a guess was right.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for (i, x) in a.iter().enumerate() {
+        diff |= usize::from(x ^ b.get(i).copied().unwrap_or(0));
+    }
+    diff == 0
+}
+
+/// The middleware: 401 with a JSON error when the token is missing or wrong.
+pub async fn require_token(
+    State(auth): State<Auth>,
+    request: Request,
+    next: Next,
+) -> Result<Response, ApiError> {
+    let path = request.uri().path();
+    let header = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .map(|v| v.as_bytes());
+    if OPEN_PATHS.contains(&path) || auth.admits(header) {
+        return Ok(next.run(request).await);
+    }
+    let mut error = ApiError::new(
+        StatusCode::UNAUTHORIZED,
+        "unauthorized",
+        "this server needs `Authorization: Bearer <token>`",
+    );
+    if header.is_some() {
+        error.message = "the bearer token is not this server's".into();
+    }
+    Err(error)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn addr(text: &str) -> SocketAddr {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn without_a_token_only_loopback() {
+        let none = |_: &str| None;
+        assert!(Auth::from_env("", addr("127.0.0.1:0"), none).is_ok());
+        assert!(Auth::from_env("", addr("[::1]:0"), none).is_ok());
+        let e = Auth::from_env("", addr("0.0.0.0:8080"), none).unwrap_err();
+        assert!(
+            e.contains("server.tokenEnv") && e.contains("0.0.0.0:8080"),
+            "{e}"
+        );
+        let e = Auth::from_env("TOKEN", addr("127.0.0.1:0"), none).unwrap_err();
+        assert!(e.contains("TOKEN"), "{e}");
+        let some = |_: &str| Some("s3cret".to_owned());
+        assert!(Auth::from_env("TOKEN", addr("0.0.0.0:8080"), some).is_ok());
+    }
+
+    #[test]
+    fn the_token_must_match_exactly() {
+        let auth = Auth::bearer("s3cret");
+        assert!(auth.admits(Some(b"Bearer s3cret")));
+        for wrong in [
+            &b"Bearer s3cre"[..],
+            b"Bearer s3cret!",
+            b"bearer s3cret",
+            b"s3cret",
+            b"",
+        ] {
+            assert!(
+                !auth.admits(Some(wrong)),
+                "{:?}",
+                String::from_utf8_lossy(wrong)
+            );
+        }
+        assert!(!auth.admits(None));
+        assert!(Auth::open().admits(None));
+        assert!(!format!("{auth:?}").contains("s3cret"));
+    }
+}

@@ -1,0 +1,88 @@
+//! `POST /v1/call`: ctx.callAI as a service, for hosts whose nodes are not
+//! wasm. The call goes through a run session of its own, so it meets the
+//! same engine, limits, events, metrics and traces as a pack's call.
+
+use crate::app::{AppState, ok_json};
+use crate::body::CallBody;
+use crate::error::ApiError;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use callai_host::{CallInput, EventLog, Journal, RunError, RunSession};
+use serde_json::json;
+use std::sync::Arc;
+
+/// The node id a call's events carry when the caller names none.
+pub const DEFAULT_NODE_ID: &str = "callai.call";
+
+/// Serves one call.
+pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiError> {
+    if call.script.is_some() {
+        let provider = call
+            .provider
+            .as_deref()
+            .unwrap_or(&state.config().defaults.provider);
+        if provider != "mock" {
+            return Err(ApiError::invalid(
+                "script",
+                format!("a script is for the mock provider; this call goes to {provider:?}"),
+            ));
+        }
+    }
+    let mut ticket = state.admission.admit()?;
+    tokio::select! {
+        () = ticket.start() => {}
+        () = state.admission.stopped() => {
+            return Err(ApiError::unavailable(
+                "shutting_down",
+                "this host shut down before the call started",
+                1,
+            ));
+        }
+    }
+    state.report_load();
+    let mut observers = state.observers();
+    if let Some(t) = &state.telemetry {
+        observers = observers.with(Arc::new(t.calls()));
+    }
+    let events = EventLog::new();
+    let node_id = call.node_id.as_deref().unwrap_or(DEFAULT_NODE_ID);
+    let mut session = RunSession::new(state.host_with(call.script), node_id, Journal::live())
+        .with_observer(Arc::new(observers))
+        .with_events(events.clone());
+    let limits = state.config().limits;
+    session = session.with_deadline(
+        tokio::time::Instant::now() + std::time::Duration::from_millis(limits.wall_ms),
+    );
+    let outcome = tokio::select! {
+        outcome = session.call(CallInput::Json(call.request)) => Some(outcome),
+        () = state.admission.stopped() => None,
+    };
+    drop(ticket);
+    state.report_load();
+    let with_events = |mut body: serde_json::Value| {
+        if call.events {
+            let list: Vec<_> = events.snapshot().iter().map(|e| e.to_json()).collect();
+            body["events"] = list.into();
+        }
+        body
+    };
+    match outcome {
+        Some(Ok(Ok(result))) => Ok(ok_json(with_events(json!({"result": result})))),
+        Some(Ok(Err(error))) => {
+            let e = ApiError::from_call(&error);
+            Ok((e.status, axum::Json(with_events(e.body()))).into_response())
+        }
+        Some(Err(RunError::Limit { key, message })) => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "limit_exceeded",
+            format!("{key}: {message}"),
+        )
+        .with_details(json!({"limit": key}))),
+        Some(Err(e)) => Err(ApiError::internal(e.to_string())),
+        None => Err(ApiError::unavailable(
+            "shutting_down",
+            "this host shut down while the call was going on",
+            1,
+        )),
+    }
+}

@@ -1,0 +1,267 @@
+//! `callai serve`: the callAI host as a long-running HTTP/JSON service.
+//!
+//! Workflow engines in any language run packs (`POST /v1/runs`), upload
+//! them (`PUT /v1/packs/{name}`), or hand their own ctx.callAI to the engine
+//! (`POST /v1/call`) and get honest `attempts` back. Every provider request
+//! is counted in `/metrics` (Prometheus) and, with an OTLP endpoint set,
+//! traced in the OpenTelemetry GenAI conventions. The API is the design's
+//! "contract — `callai serve`".
+//!
+//! ```no_run
+//! use callai_host::{HostConfig, RuntimeOptions};
+//! use callai_server::{Server, ServerOptions};
+//!
+//! # async fn demo() -> Result<(), callai_server::ServeError> {
+//! let config = HostConfig::default();
+//! let options = ServerOptions {
+//!     runtime: RuntimeOptions::from_limits(&config.limits),
+//!     ..ServerOptions::default()
+//! };
+//! let server = Server::bind(config, options).await?;
+//! eprintln!("listening on http://{}", server.local_addr());
+//! server.run(async { let _ = tokio::signal::ctrl_c().await; }).await
+//! # }
+//! ```
+
+mod admission;
+mod app;
+mod auth;
+mod body;
+mod call;
+mod discovery;
+mod error;
+mod metrics;
+mod packs;
+mod runner;
+mod runs;
+
+pub use error::ApiError;
+pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
+
+use admission::Admission;
+use app::AppState;
+use auth::Auth;
+use callai_host::config::parse_listen;
+use callai_host::{
+    Host, HostConfig, MockProvider, MockScript, PackRuntime, RunLog, RuntimeOptions, SqliteRunLog,
+};
+use callai_telemetry::Telemetry;
+use metrics::Metrics;
+use packs::PackStore;
+use runs::RunTable;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tokio_util::task::TaskTracker;
+
+/// Where the environment is read (the token, API keys, OTLP variables).
+pub type EnvSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// How a server is set up, beyond its config.
+#[derive(Clone)]
+pub struct ServerOptions {
+    /// Listen here instead of `[server] listen`.
+    pub listen: Option<SocketAddr>,
+    /// Every `*.wasm` here is a pack, named by its file stem.
+    pub packs_dir: Option<PathBuf>,
+    /// Record runs here instead of `[runlog] url`: an SQLite file or a
+    /// `postgres://` URL.
+    pub runlog: Option<String>,
+    /// The bundled example packs.
+    pub bundled: Vec<BundledPack>,
+    /// The wasmtime runtime's options (pool size, compiled-component cache).
+    pub runtime: RuntimeOptions,
+    /// The environment: the process's own unless a test says otherwise.
+    pub env: EnvSource,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        Self {
+            listen: None,
+            packs_dir: None,
+            runlog: None,
+            bundled: Vec::new(),
+            runtime: RuntimeOptions::default(),
+            env: Arc::new(|k| std::env::var(k).ok()),
+        }
+    }
+}
+
+impl std::fmt::Debug for ServerOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerOptions")
+            .field("listen", &self.listen)
+            .field("packs_dir", &self.packs_dir)
+            .field("runlog", &self.runlog)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// The config or the options are not usable.
+    #[error("{0}")]
+    Setup(String),
+    /// The listening socket failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: SocketAddr,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The server stopped with an I/O error.
+    #[error("the server stopped: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A bound server, ready to [`Server::run`].
+#[derive(Debug)]
+pub struct Server {
+    state: Arc<AppState>,
+    listener: tokio::net::TcpListener,
+    auth: Auth,
+    addr: SocketAddr,
+}
+
+/// Opens the run log `url` names: a `postgres://` URL, or an SQLite file
+/// path (created if absent).
+pub async fn open_runlog(url: &str) -> Result<Arc<dyn RunLog>, String> {
+    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        return Err(format!(
+            "{url}: PostgreSQL run logs are not available in this build"
+        ));
+    }
+    let path = Path::new(url).to_owned();
+    let log = tokio::task::spawn_blocking(move || SqliteRunLog::open(&path))
+        .await
+        .map_err(|e| e.to_string())?
+        .map_err(|e| e.to_string())?;
+    Ok(Arc::new(log))
+}
+
+impl Server {
+    /// Checks the config, builds the host (reading API keys), compiles the
+    /// `--packs` folder, opens the run log, and binds the socket.
+    pub async fn bind(config: HostConfig, options: ServerOptions) -> Result<Self, ServeError> {
+        let setup = ServeError::Setup;
+        let addr = match options.listen {
+            Some(addr) => addr,
+            None => parse_listen(&config.server.listen)
+                .map_err(|m| setup(format!("server.listen: {m}")))?,
+        };
+        let env = options.env.clone();
+        let auth = Auth::from_env(&config.server.token_env, addr, |k| env(k)).map_err(setup)?;
+        let telemetry = Telemetry::from_config(&config.telemetry, |k| env(k))
+            .map_err(|e| setup(e.to_string()))?;
+        let runlog_url = options
+            .runlog
+            .clone()
+            .unwrap_or_else(|| config.runlog.url.clone());
+        let runlog = match runlog_url.as_str() {
+            "" => None,
+            url => Some(
+                open_runlog(url)
+                    .await
+                    .map_err(|e| setup(format!("run log: {e}")))?,
+            ),
+        };
+        let mock = MockProvider::new(
+            MockScript::from_json("[]").expect("an empty script"),
+            config.mock.native,
+        )
+        .with_latency(config.mock.latency());
+        let host = Host::builder(config.clone())
+            .mock(mock)
+            .env(move |k| env(k))
+            .build()
+            .map_err(|e| setup(e.to_string()))?;
+        let runtime = PackRuntime::with_options(&options.runtime)
+            .map_err(|e| setup(format!("cannot start wasmtime: {e:#}")))?;
+        let packs = PackStore::new(runtime, options.bundled.clone());
+        if let Some(dir) = &options.packs_dir {
+            packs.add_dir(dir).await.map_err(setup)?;
+        }
+        let limits = &config.limits;
+        let metrics = Arc::new(Metrics::new(host.providers().names()));
+        let state = Arc::new(AppState {
+            host,
+            packs,
+            runs: RunTable::new(config.server.keep_runs as usize),
+            admission: Admission::new(
+                limits.max_concurrent_runs as usize,
+                config.server.max_queued_runs as usize,
+            ),
+            metrics,
+            telemetry,
+            runlog,
+            tasks: TaskTracker::new(),
+        });
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Listen { addr, source })?;
+        let addr = listener.local_addr()?;
+        Ok(Self {
+            state,
+            listener,
+            auth,
+            addr,
+        })
+    }
+
+    /// The address it listens on (the real port when `:0` was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Serves until `shutdown` completes; then stops accepting work, lets
+    /// runs in flight finish for up to `[server] shutdownGraceMs`, fails the
+    /// rest cleanly, and returns.
+    pub async fn run(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), ServeError> {
+        let state = self.state.clone();
+        let grace = state.config().server.shutdown_grace();
+        let app = app::router(state.clone(), self.auth);
+        let (deadline_tx, mut deadline_rx) = tokio::sync::watch::channel(None);
+        let draining = state.clone();
+        let drain = async move {
+            shutdown.await;
+            draining.admission.drain();
+            deadline_tx.send_replace(Some(tokio::time::Instant::now() + grace));
+            // Handlers still waiting on runs answer once their runs end or
+            // are stopped at the deadline.
+            let stopping = draining.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(grace).await;
+                stopping.admission.stop_all();
+            });
+        };
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(drain)
+            .await?;
+        // Every connection is closed; runs nobody waits on may go on.
+        state.tasks.close();
+        let deadline = deadline_rx
+            .wait_for(Option::is_some)
+            .await
+            .ok()
+            .and_then(|d| *d);
+        if let Some(deadline) = deadline {
+            tokio::select! {
+                () = state.tasks.wait() => {}
+                () = tokio::time::sleep_until(deadline) => state.admission.stop_all(),
+            }
+        }
+        state.tasks.wait().await;
+        if let Some(t) = state.telemetry.clone() {
+            // The exporter's shutdown blocks on its thread.
+            let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,275 @@
+//! `/metrics`: Prometheus text from a prometheus-client registry. Provider
+//! requests are counted as the engine sends them (an observer of every
+//! call), runs and calls as they end.
+
+use callai_host::RequestReason;
+use callai_host::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_host::wire::{CallError, CallResult, ErrorCode};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    provider: String,
+    reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ProviderLabel {
+    provider: String,
+}
+
+/// The server's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    runs: Family<StatusLabel, Counter>,
+    calls: Family<OutcomeLabel, Counter>,
+    requests: Family<RequestLabels, Counter>,
+    output_tokens: Family<ProviderLabel, Counter>,
+    run_duration: Histogram,
+    running: Gauge,
+    queued: Gauge,
+}
+
+impl Metrics {
+    /// Every family registered, and every series a dashboard looks for at
+    /// zero: runs by status, calls by outcome, requests by provider (of
+    /// `providers`) and reason, output tokens by provider.
+    pub fn new<'a>(providers: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut registry = Registry::default();
+        let runs = Family::<StatusLabel, Counter>::default();
+        let calls = Family::<OutcomeLabel, Counter>::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let output_tokens = Family::<ProviderLabel, Counter>::default();
+        // 5 ms to about 20 minutes.
+        let run_duration = Histogram::new([
+            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+            1200.0,
+        ]);
+        let running = Gauge::default();
+        let queued = Gauge::default();
+        // prometheus-client adds `_total` to counters.
+        registry.register("callai_runs", "Node runs, by how they ended", runs.clone());
+        registry.register(
+            "callai_calls",
+            "ctx.callAI calls (of packs and of /v1/call), by outcome: ok or the error code",
+            calls.clone(),
+        );
+        registry.register(
+            "callai_provider_requests",
+            "Provider requests sent, by provider and by why each was sent",
+            requests.clone(),
+        );
+        registry.register(
+            "callai_output_tokens",
+            "Output tokens the providers reported, over every request",
+            output_tokens.clone(),
+        );
+        registry.register(
+            "callai_run_duration_seconds",
+            "How long node runs took, queueing excluded",
+            run_duration.clone(),
+        );
+        registry.register(
+            "callai_runs_running",
+            "Runs and calls holding a slot now",
+            running.clone(),
+        );
+        registry.register(
+            "callai_runs_queued",
+            "Runs and calls waiting for a slot now",
+            queued.clone(),
+        );
+        for status in ["ok", "failed"] {
+            let _ = runs.get_or_create(&StatusLabel { status });
+        }
+        let outcomes = std::iter::once("ok").chain(ErrorCode::ALL.iter().map(|c| c.as_str()));
+        for outcome in outcomes {
+            let _ = calls.get_or_create(&OutcomeLabel { outcome });
+        }
+        for provider in providers {
+            for reason in RequestReason::ALL {
+                let _ = requests.get_or_create(&RequestLabels {
+                    provider: provider.to_owned(),
+                    reason: reason.as_str(),
+                });
+            }
+            let _ = output_tokens.get_or_create(&ProviderLabel {
+                provider: provider.to_owned(),
+            });
+        }
+        Self {
+            registry,
+            runs,
+            calls,
+            requests,
+            output_tokens,
+            run_duration,
+            running,
+            queued,
+        }
+    }
+
+    /// A run ended, `ok` or not, after `took`.
+    pub fn run_finished(&self, ok: bool, took: Duration) {
+        let status = if ok { "ok" } else { "failed" };
+        self.runs.get_or_create(&StatusLabel { status }).inc();
+        self.run_duration.observe(took.as_secs_f64());
+    }
+
+    /// Sets the gauges of work in flight.
+    pub fn set_load(&self, running: usize, queued: usize) {
+        self.running.set(running as i64);
+        self.queued.set(queued as i64);
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+
+    fn call_ended(&self, outcome: &'static str) {
+        self.calls.get_or_create(&OutcomeLabel { outcome }).inc();
+    }
+}
+
+/// Counts calls and provider requests as the engine makes them.
+#[derive(Debug, Clone)]
+pub struct MetricsObserver(pub Arc<Metrics>);
+
+impl CallObserver for MetricsObserver {
+    fn call_started(&self, call: &CallStart<'_>) -> Box<dyn CallWatch> {
+        Box::new(CallCount {
+            metrics: self.0.clone(),
+            requests: self.0.requests.clone(),
+            tokens: self.0.output_tokens.get_or_create_owned(&ProviderLabel {
+                provider: call.provider.to_owned(),
+            }),
+            provider: call.provider.to_owned(),
+        })
+    }
+
+    fn call_refused(&self, _node_id: &str, error: &CallError) {
+        self.0.call_ended(error.code.as_str());
+    }
+}
+
+struct CallCount {
+    metrics: Arc<Metrics>,
+    requests: Family<RequestLabels, Counter>,
+    tokens: Counter,
+    provider: String,
+}
+
+impl CallWatch for CallCount {
+    fn request_started(&mut self, _request: &RequestStart<'_>) {}
+
+    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+        // A request that never reached a provider is no request.
+        if end.is_err_and(|f| !f.was_sent()) {
+            return;
+        }
+        self.requests
+            .get_or_create(&RequestLabels {
+                provider: self.provider.clone(),
+                reason: request.reason.as_str(),
+            })
+            .inc();
+        if let Ok(reply) = end
+            && let Some(n) = reply.output_tokens
+        {
+            self.tokens.inc_by(n.into());
+        }
+    }
+
+    fn call_finished(self: Box<Self>, result: Result<&CallResult, &CallError>) {
+        let outcome = match result {
+            Ok(_) => "ok",
+            Err(e) => e.code.as_str(),
+        };
+        self.metrics.call_ended(outcome);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use callai_host::{ProviderFailure, ProviderReply, StopReason};
+
+    #[test]
+    fn requests_tokens_calls_and_runs_are_counted() {
+        let metrics = Arc::new(Metrics::new(["mock"]));
+        let observer = MetricsObserver(metrics.clone());
+        let mut watch = observer.call_started(&CallStart {
+            node_id: "n",
+            provider: "mock",
+            model: "m",
+            max_tokens: 10,
+            structured: None,
+        });
+        let start = |number, reason| RequestStart {
+            number,
+            reason,
+            max_tokens: 10,
+            model: "m",
+            structured: None,
+        };
+        let reply = ProviderReply {
+            content: "x".into(),
+            stop: StopReason::Length,
+            input_tokens: None,
+            output_tokens: Some(10),
+            model: None,
+            status: None,
+        };
+        watch.request_finished(&start(1, RequestReason::First), Ok(&reply));
+        let failed = ProviderFailure::from_status(503, "down");
+        watch.request_finished(&start(2, RequestReason::Truncation), Err(&failed));
+        let unsent = ProviderFailure::new(callai_host::FailureKind::Unanswerable, None, "no");
+        watch.request_finished(&start(3, RequestReason::Transient), Err(&unsent));
+        watch.call_finished(Err(&CallError::new(ErrorCode::ProviderUnavailable, "x")));
+        observer.call_refused("n", &CallError::validation("messages", "missing"));
+        metrics.run_finished(true, Duration::from_millis(30));
+
+        let text = metrics.render();
+        for line in [
+            r#"callai_provider_requests_total{provider="mock",reason="first"} 1"#,
+            r#"callai_provider_requests_total{provider="mock",reason="truncation"} 1"#,
+            r#"callai_output_tokens_total{provider="mock"} 10"#,
+            r#"callai_calls_total{outcome="provider_unavailable"} 1"#,
+            r#"callai_calls_total{outcome="validation_error"} 1"#,
+            r#"callai_runs_total{status="ok"} 1"#,
+            "callai_run_duration_seconds_count 1",
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+        // Every series is there from the start, at zero until counted.
+        for line in [
+            r#"callai_provider_requests_total{provider="mock",reason="x-host-callai-transient"} 0"#,
+            r#"callai_calls_total{outcome="ok"} 0"#,
+            r#"callai_runs_total{status="failed"} 0"#,
+        ] {
+            assert!(text.contains(line), "{line} missing from\n{text}");
+        }
+    }
+}

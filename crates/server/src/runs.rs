@@ -1,0 +1,393 @@
+//! The runs this server knows: the ones going on, and the recent finished
+//! ones (`[server] keepRuns`), each with its live event log. A run log, when
+//! set, holds the rest.
+
+use crate::error::ApiError;
+use callai_host::events::{Event, EventLog};
+use callai_host::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_host::runlog::{RecordedRun, RunStatus};
+use callai_host::wire::{CallError, CallResult};
+use callai_host::{RunError, RunOutput};
+use serde_json::{Map, Value, json};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// What a run's status JSON says, summed over its calls.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    /// Provider requests.
+    pub count: u64,
+    /// Output tokens summed over the requests that reported them.
+    pub output_tokens: u64,
+    /// Requests that reported output tokens.
+    pub reported: u64,
+}
+
+impl Tally {
+    /// Adds up the `provider.usage` events: one per provider request.
+    pub fn of<'a>(events: impl IntoIterator<Item = &'a Event>) -> Self {
+        let mut t = Self::default();
+        for event in events {
+            if let Event::ProviderUsage { output_tokens, .. } = event {
+                t.count += 1;
+                if let Some(n) = output_tokens {
+                    t.output_tokens += u64::from(*n);
+                    t.reported += 1;
+                }
+            }
+        }
+        t
+    }
+
+    /// `{"count", "outputTokens"?, "usageComplete"}`, as RFC 0248 spells a
+    /// call's attempts.
+    pub fn to_json(self) -> Value {
+        let mut a = json!({"count": self.count, "usageComplete": self.reported == self.count});
+        if self.reported > 0 {
+            a["outputTokens"] = self.output_tokens.into();
+        }
+        a
+    }
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Status {
+    /// Waiting for a slot, or running.
+    Running,
+    /// The node returned `Ok` with this output.
+    Ok(Value),
+    /// The run failed with this error (`{"kind", "message", ...}`).
+    Failed(Value),
+}
+
+/// One run this server started.
+#[derive(Debug)]
+pub struct RunEntry {
+    /// Its id.
+    pub run_id: String,
+    /// The pack it runs.
+    pub pack: String,
+    /// The node id its events carry.
+    pub node_id: String,
+    /// Its events, live.
+    pub events: EventLog,
+    state: Mutex<(Status, u32)>,
+    /// Calls made so far (served from a log, or seen going live).
+    calls: AtomicU32,
+    done: watch::Sender<bool>,
+}
+
+impl RunEntry {
+    /// A run about to be queued.
+    pub fn new(run_id: String, pack: String, node_id: String) -> Self {
+        Self {
+            run_id,
+            pack,
+            node_id,
+            events: EventLog::new(),
+            state: Mutex::new((Status::Running, 0)),
+            calls: AtomicU32::new(0),
+            done: watch::channel(false).0,
+        }
+    }
+
+    /// The run ended with `output`.
+    pub fn finish(&self, output: &RunOutput) {
+        let status = match &output.result {
+            Ok(text) => Status::Ok(output_json(text)),
+            Err(e) => Status::Failed(run_error_json(e)),
+        };
+        self.end(status, output.calls);
+    }
+
+    /// Counts `n` calls the run made without the server seeing them go
+    /// live (served from a run log on resume).
+    pub fn add_calls(&self, n: u32) {
+        self.calls.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The run ended without running to its end (`kind`, `message`).
+    pub fn fail(&self, kind: &str, message: &str) {
+        let calls = self.calls.load(Ordering::Relaxed);
+        self.end(
+            Status::Failed(json!({"kind": kind, "message": message})),
+            calls,
+        );
+    }
+
+    fn end(&self, status: Status, calls: u32) {
+        *self.state.lock().expect("run state") = (status, calls);
+        self.done.send_replace(true);
+    }
+
+    /// Whether it has ended.
+    pub fn is_done(&self) -> bool {
+        *self.done.borrow()
+    }
+
+    /// Completes when the run ends.
+    pub async fn wait(&self) {
+        let mut rx = self.done.subscribe();
+        // The sender lives as long as the entry.
+        let _ = rx.wait_for(|done| *done).await;
+    }
+
+    /// `{"runId", "status", "calls", "attempts", "output"?, "error"?}`.
+    pub fn to_json(&self) -> Value {
+        let (status, calls) = self.state.lock().expect("run state").clone();
+        let events = self.events.snapshot();
+        let calls = match status {
+            Status::Running => self.calls.load(Ordering::Relaxed),
+            _ => calls,
+        };
+        status_json(&self.run_id, &status, calls, Tally::of(&events))
+    }
+}
+
+/// Counts a run's calls as they start (the observer of [`RunEntry`]).
+#[derive(Debug, Clone)]
+pub struct CallCounter(pub Arc<RunEntry>);
+
+struct Unwatched;
+
+impl CallWatch for Unwatched {
+    fn request_started(&mut self, _: &RequestStart<'_>) {}
+    fn request_finished(&mut self, _: &RequestStart<'_>, _: RequestEnd<'_>) {}
+    fn call_finished(self: Box<Self>, _: Result<&CallResult, &CallError>) {}
+}
+
+impl CallObserver for CallCounter {
+    fn call_started(&self, _: &CallStart<'_>) -> Box<dyn CallWatch> {
+        self.0.add_calls(1);
+        Box::new(Unwatched)
+    }
+    fn call_refused(&self, _: &str, _: &CallError) {
+        self.0.add_calls(1);
+    }
+}
+
+/// A run's status JSON.
+pub fn status_json(run_id: &str, status: &Status, calls: u32, tally: Tally) -> Value {
+    let mut body = Map::new();
+    body.insert("runId".into(), run_id.into());
+    let (word, extra) = match status {
+        Status::Running => ("running", None),
+        Status::Ok(output) => ("ok", Some(("output", output.clone()))),
+        Status::Failed(error) => ("failed", Some(("error", error.clone()))),
+    };
+    body.insert("status".into(), word.into());
+    body.insert("calls".into(), calls.into());
+    body.insert("attempts".into(), tally.to_json());
+    if let Some((key, value)) = extra {
+        body.insert(key.into(), value);
+    }
+    Value::Object(body)
+}
+
+/// A recorded run's status JSON, from a run log.
+pub fn recorded_json(run: &RecordedRun) -> Value {
+    let status = match (run.status, &run.output) {
+        (RunStatus::Running, _) => Status::Running,
+        (RunStatus::Ok, output) => Status::Ok(output_json(output.as_deref().unwrap_or("null"))),
+        (RunStatus::Failed, output) => {
+            let text = output.as_deref().unwrap_or("{}");
+            let error = serde_json::from_str::<Value>(text)
+                .ok()
+                .and_then(|v| v.get("error").cloned())
+                .unwrap_or_else(|| json!({"kind": "failed", "message": text}));
+            Status::Failed(error)
+        }
+    };
+    status_json(
+        &run.run_id,
+        &status,
+        run.calls.len() as u32,
+        Tally::of(&run.events),
+    )
+}
+
+/// A node's output as JSON: parsed when it is JSON, else the text itself.
+pub fn output_json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()))
+}
+
+/// A run error's `{"kind", "message", ...}`.
+pub fn run_error_json(e: &RunError) -> Value {
+    e.to_json()["error"].clone()
+}
+
+/// The runs in memory: every one going on, and the last `keep` finished.
+#[derive(Debug)]
+pub struct RunTable {
+    inner: Mutex<Table>,
+}
+
+#[derive(Debug)]
+struct Table {
+    runs: HashMap<String, Arc<RunEntry>>,
+    finished: VecDeque<String>,
+    keep: usize,
+}
+
+impl RunTable {
+    /// Keeps `keep` finished runs.
+    pub fn new(keep: usize) -> Self {
+        Self {
+            inner: Mutex::new(Table {
+                runs: HashMap::new(),
+                finished: VecDeque::new(),
+                keep,
+            }),
+        }
+    }
+
+    /// Adds a run; a run id this server already holds is a conflict.
+    pub fn insert(&self, entry: Arc<RunEntry>) -> Result<(), ApiError> {
+        let mut t = self.inner.lock().expect("run table");
+        if t.runs.contains_key(&entry.run_id) {
+            return Err(ApiError::conflict(format!(
+                "run {:?} already exists on this host",
+                entry.run_id
+            )));
+        }
+        t.runs.insert(entry.run_id.clone(), entry);
+        Ok(())
+    }
+
+    /// Forgets a run that never started (its admission was refused).
+    pub fn remove(&self, run_id: &str) {
+        self.inner.lock().expect("run table").runs.remove(run_id);
+    }
+
+    /// A run has ended: it is kept until `keep` newer ones have.
+    pub fn finished(&self, run_id: &str) {
+        let mut t = self.inner.lock().expect("run table");
+        t.finished.push_back(run_id.to_owned());
+        while t.finished.len() > t.keep {
+            if let Some(old) = t.finished.pop_front() {
+                t.runs.remove(&old);
+            }
+        }
+    }
+
+    /// The run called `run_id`, if this server holds it.
+    pub fn get(&self, run_id: &str) -> Option<Arc<RunEntry>> {
+        self.inner
+            .lock()
+            .expect("run table")
+            .runs
+            .get(run_id)
+            .cloned()
+    }
+}
+
+/// `{"events": [...], "isComplete"}`: openwop's run-event envelope, with a
+/// `sequence` from 1, the event's `type` and `payload`, the `nodeId` its
+/// payload names, and when it happened (RFC 3339, UTC).
+pub fn events_json(events: &[(u64, Event)], complete: bool) -> Value {
+    let list: Vec<Value> = events
+        .iter()
+        .enumerate()
+        .map(|(i, (at, event))| {
+            let mut e = event.to_json();
+            let node = e["payload"].get("nodeId").cloned();
+            e["sequence"] = (i as u64 + 1).into();
+            if let Some(node) = node {
+                e["nodeId"] = node;
+            }
+            e["timestamp"] = rfc3339(*at).into();
+            e
+        })
+        .collect();
+    json!({"events": list, "isComplete": complete})
+}
+
+/// `ms` since the Unix epoch as `2026-11-30T15:03:12.345Z`.
+pub fn rfc3339(ms: u64) -> String {
+    let (days, rest) = ((ms / 86_400_000) as i64, ms % 86_400_000);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (h, m, s, milli) = (
+        rest / 3_600_000,
+        rest / 60_000 % 60,
+        rest / 1000 % 60,
+        rest % 1000,
+    );
+    format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}.{milli:03}Z")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(rfc3339(1_796_051_592_345), "2026-11-30T15:13:12.345Z");
+    }
+
+    fn usage(tokens: Option<u32>, attempt: u32) -> Event {
+        Event::ProviderUsage {
+            provider: "mock".into(),
+            model: "m".into(),
+            input_tokens: None,
+            output_tokens: tokens,
+            node_id: Some("n".into()),
+            attempt,
+            reason: "first".into(),
+        }
+    }
+
+    #[test]
+    fn the_tally_sums_every_request() {
+        let t = Tally::of(&[usage(Some(5), 1), usage(None, 2), usage(Some(7), 1)]);
+        assert_eq!(
+            t.to_json(),
+            json!({"count": 3, "outputTokens": 12, "usageComplete": false})
+        );
+        assert_eq!(
+            Tally::of(&[]).to_json(),
+            json!({"count": 0, "usageComplete": true})
+        );
+    }
+
+    #[test]
+    fn envelopes_number_from_one_and_name_the_node() {
+        let v = events_json(&[(0, usage(Some(1), 1))], true);
+        assert_eq!(v["isComplete"], true);
+        let e = &v["events"][0];
+        assert_eq!(
+            (&e["sequence"], &e["type"], &e["nodeId"]),
+            (&json!(1), &json!("provider.usage"), &json!("n"))
+        );
+        assert_eq!(e["timestamp"], "1970-01-01T00:00:00.000Z");
+    }
+
+    #[test]
+    fn the_table_keeps_the_newest_finished_runs() {
+        let table = RunTable::new(2);
+        for i in 0..4 {
+            let id = format!("r{i}");
+            table
+                .insert(Arc::new(RunEntry::new(id.clone(), "p".into(), "n".into())))
+                .unwrap();
+            table.finished(&id);
+        }
+        assert!(table.get("r0").is_none() && table.get("r1").is_none());
+        assert!(table.get("r2").is_some() && table.get("r3").is_some());
+        let again = Arc::new(RunEntry::new("r3".into(), "p".into(), "n".into()));
+        assert_eq!(table.insert(again).unwrap_err().status.as_u16(), 409);
+    }
+}

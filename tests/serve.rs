@@ -1,0 +1,207 @@
+//! A `callai serve` in the test process: the real server on a loopback
+//! port, the bundled examples and the test programs as its packs, and a
+//! small client for its JSON API.
+
+use callai_host::{HostConfig, RuntimeOptions};
+use callai_server::{BundledPack, EnvSource, Server, ServerOptions};
+use serde_json::Value;
+use std::path::Path;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+/// A running server.
+#[derive(Debug)]
+pub struct TestServer {
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), callai_server::ServeError>>,
+    /// The `--packs` folder (the test programs).
+    _packs: tempfile::TempDir,
+    client: reqwest::Client,
+    token: Option<String>,
+}
+
+/// An answer: status, `Retry-After` when set, and the body as JSON (a
+/// string when it is not JSON).
+#[derive(Debug, Clone)]
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The `Retry-After` header.
+    pub retry_after: Option<String>,
+    /// The body.
+    pub body: Value,
+}
+
+/// The bundled examples, as `callai serve` hands them over.
+pub fn bundled() -> Vec<BundledPack> {
+    callai_cli::EXAMPLES
+        .iter()
+        .map(|e| BundledPack {
+            name: e.name.to_owned(),
+            node_id: e.node_id.to_owned(),
+            default_script: Some(e.default_script.to_owned()),
+            bytes: Arc::new(move || e.component().into_owned()),
+        })
+        .collect()
+}
+
+/// A folder holding the test programs `names` as `NAME.wasm`.
+pub fn packs_dir(names: &[&str]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for name in names {
+        let from = callai_test_programs_artifacts::path(name).unwrap();
+        std::fs::copy(from, dir.path().join(format!("{name}.wasm"))).unwrap();
+    }
+    dir
+}
+
+impl TestServer {
+    /// A server of the config `toml`, with the test programs `trap`,
+    /// `loop_forever` and `multi_call` in its `--packs` folder.
+    pub async fn start(toml: &str) -> Self {
+        Self::start_with(toml, None, |_| None).await
+    }
+
+    /// [`TestServer::start`] with a run log and an environment of its own.
+    pub async fn start_with(
+        toml: &str,
+        runlog: Option<&Path>,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        // The test client speaks TLS through rustls, as the host does.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let config = HostConfig::from_toml(toml).expect("a valid config");
+        let packs = packs_dir(&["trap", "loop_forever", "multi_call"]);
+        let env: EnvSource = Arc::new(env);
+        let token = (!config.server.token_env.is_empty())
+            .then(|| env(&config.server.token_env))
+            .flatten();
+        let options = ServerOptions {
+            listen: Some("127.0.0.1:0".parse().unwrap()),
+            packs_dir: Some(packs.path().to_owned()),
+            runlog: runlog.map(|p| p.display().to_string()),
+            bundled: bundled(),
+            runtime: RuntimeOptions::from_limits(&config.limits),
+            env,
+        };
+        let server = Server::bind(config, options)
+            .await
+            .expect("the server starts");
+        let url = format!("http://{}", server.local_addr());
+        let (tx, rx) = oneshot::channel::<()>();
+        let task = tokio::spawn(server.run(async {
+            let _ = rx.await;
+        }));
+        Self {
+            url,
+            stop: Some(tx),
+            task,
+            _packs: packs,
+            client: reqwest::Client::new(),
+            token,
+        }
+    }
+
+    /// Sends `method path` with `body`, with the token when the server has one.
+    pub async fn send(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Answer {
+        let token = self.token.clone();
+        self.send_as(method, path, body, token.as_deref()).await
+    }
+
+    /// [`TestServer::send`] with `token` (or none).
+    pub async fn send_as(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Vec<u8>>,
+        token: Option<&str>,
+    ) -> Answer {
+        let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
+        let mut request = self.client.request(method, format!("{}{path}", self.url));
+        if let Some(t) = token {
+            request = request.bearer_auth(t);
+        }
+        if let Some(b) = body {
+            request = request.body(b);
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status().as_u16();
+        let retry_after = response
+            .headers()
+            .get("retry-after")
+            .map(|v| v.to_str().unwrap().to_owned());
+        let text = response.text().await.unwrap();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Answer {
+            status,
+            retry_after,
+            body,
+        }
+    }
+
+    /// `GET path`.
+    pub async fn get(&self, path: &str) -> Answer {
+        self.send("GET", path, None).await
+    }
+
+    /// `POST path` with a JSON body.
+    pub async fn post(&self, path: &str, body: &Value) -> Answer {
+        self.send("POST", path, Some(body.to_string().into_bytes()))
+            .await
+    }
+
+    /// `/metrics`, as text.
+    pub async fn metrics(&self) -> String {
+        match self.get("/metrics").await.body {
+            Value::String(text) => text,
+            other => panic!("metrics are text, got {other}"),
+        }
+    }
+
+    /// The value of the sample `line_start` (e.g.
+    /// `callai_runs_total{status="ok"}`), 0 when absent.
+    pub async fn metric(&self, line_start: &str) -> f64 {
+        metric_in(&self.metrics().await, line_start)
+    }
+
+    /// Asks the server to shut down (as SIGTERM does) and waits for it.
+    pub async fn shutdown(mut self) {
+        self.begin_shutdown();
+        self.task.await.unwrap().expect("the server stops cleanly");
+    }
+
+    /// Asks the server to shut down without waiting.
+    pub fn begin_shutdown(&mut self) {
+        if let Some(tx) = self.stop.take() {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Waits for a shutdown begun earlier.
+    pub async fn stopped(self) {
+        self.task.await.unwrap().expect("the server stops cleanly");
+    }
+}
+
+/// The value of the sample starting `line_start` in `text`, 0 when absent.
+pub fn metric_in(text: &str, line_start: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(line_start)?.strip_prefix(' '))
+        .map_or(0.0, |v| v.trim().parse().unwrap())
+}
+
+/// Every sample of the family `name` (its lines `name{...} value`).
+pub fn samples(text: &str, name: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix(name)?;
+            let (labels, value) = rest.rsplit_once(' ')?;
+            labels
+                .starts_with('{')
+                .then(|| (labels.to_owned(), value.parse().unwrap()))
+        })
+        .collect()
+}
