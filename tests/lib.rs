@@ -4,6 +4,7 @@
 
 pub mod fake_server;
 pub mod otlp;
+pub mod pg;
 pub mod serve;
 pub mod wire;
 

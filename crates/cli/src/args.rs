@@ -68,14 +68,21 @@ pub struct RunArgs {
     /// Write one JSON line per request the mock received.
     #[arg(long)]
     pub mock_log: Option<PathBuf>,
-    /// Record every call of the run into this run log (an SQLite file,
-    /// created if absent). Needs --run-id.
-    #[arg(long, requires = "run_id", conflicts_with = "replay")]
-    pub record: Option<PathBuf>,
+    /// Record every call of the run into this run log: an SQLite file
+    /// (created if absent) or a `postgres://` URL. Needs --run-id.
+    #[arg(long, requires = "run_id", conflicts_with_all = ["replay", "resume"])]
+    pub record: Option<String>,
     /// Replay the run from this run log: every call is served from the log,
     /// no provider request is made. Needs --run-id.
+    #[arg(long, requires = "run_id", conflicts_with = "resume")]
+    pub replay: Option<String>,
+    /// Resume a run that stopped before its end (the host died or was
+    /// killed): its committed calls are served from this run log, the first
+    /// call past them goes live, and the run goes on recording under its id.
+    /// The input and mock script default to the ones the run was started
+    /// with. Needs --run-id.
     #[arg(long, requires = "run_id")]
-    pub replay: Option<PathBuf>,
+    pub resume: Option<String>,
     /// The run's id in the run log.
     #[arg(long)]
     pub run_id: Option<String>,

@@ -1,10 +1,12 @@
 //! `callai run`, `facet` and `conformance`.
 
 use crate::args::RunArgs;
+use callai_host::RunLogError;
 use callai_host::observe::SharedObserver;
+use callai_host::runlog::{RecordedRun, RunSpec, RunStatus};
 use callai_host::{
     Host, HostConfig, Journal, MockProvider, MockScript, PackRuntime, RunOptions, RunOutput,
-    RuntimeOptions, SqliteRunLog, facet,
+    RuntimeOptions, facet,
 };
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -58,18 +60,51 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
             names.join(", ")
         ));
     }
-    let input = match (&args.input, &args.input_file, example) {
-        (Some(i), _, _) => i.clone(),
-        (None, Some(f), _) => read(f, "input")?,
+    let rt = tokio()?;
+    // On resume, what the run was started with.
+    let resumed = match &args.resume {
+        Some(url) => {
+            Some(rt.block_on(stopped_run(url, args.run_id.as_deref().unwrap_or_default()))?)
+        }
+        None => None,
+    };
+    let spec = resumed.as_ref().and_then(|r| r.spec.clone());
+    let given_input = match (&args.input, &args.input_file) {
+        (Some(i), _) => Some(i.clone()),
+        (None, Some(f)) => Some(read(f, "input")?),
+        (None, None) => None,
+    };
+    if let (Some(given), Some(spec)) = (&given_input, &spec)
+        && given.trim() != spec.input.trim()
+    {
+        return Err(format!(
+            "--input differs from the input run {:?} was started with; resume it with that input (or none)",
+            args.run_id.as_deref().unwrap_or_default()
+        ));
+    }
+    let input = match (given_input, &spec, example) {
+        (Some(i), _, _) => i,
+        (None, Some(s), _) => s.input.clone(),
         (None, None, Some(e)) => e.default_input.to_owned(),
         (None, None, None) => "{}".to_owned(),
     };
-    let script_text = match (&args.script, example) {
-        (Some(s), _) => read(s, "script")?,
-        (None, Some(e)) => e.default_script.to_owned(),
-        (None, None) => DEFAULT_SCRIPT.to_owned(),
+    let script_text = match (&args.script, &spec, example) {
+        (Some(s), _, _) => read(s, "script")?,
+        (
+            None,
+            Some(RunSpec {
+                script: Some(s), ..
+            }),
+            _,
+        ) => s.clone(),
+        (None, _, Some(e)) => e.default_script.to_owned(),
+        (None, _, None) => DEFAULT_SCRIPT.to_owned(),
     };
-    let script = MockScript::from_json(&script_text).map_err(|e| e.to_string())?;
+    let mut script = MockScript::from_json(&script_text).map_err(|e| e.to_string())?;
+    if let (None, Some(run)) = (&args.script, &resumed) {
+        // The script the run was started with, past what it already used.
+        script = callai_server::remaining_script(Some(&script_text), run).unwrap_or(script);
+    }
     let node_id = args.node_id.clone().unwrap_or_else(|| match example {
         Some(e) => e.node_id.to_owned(),
         None => pack_path
@@ -84,13 +119,21 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
     let runtime = runtime(&config)?;
     let host = host(config, None)?.with_provider("mock", mock.clone());
-    let rt = tokio()?;
-    let journal = rt.block_on(journal(&args, &node_id))?;
-    let pack = match example {
-        Some(e) => runtime.load(&e.component()),
-        None => runtime.load_file(&pack_path),
-    }
-    .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
+    let bytes = match example {
+        Some(e) => e.component().into_owned(),
+        None => std::fs::read(&pack_path)
+            .map_err(|e| format!("cannot read {}: {e}", pack_path.display()))?,
+    };
+    let spec = RunSpec {
+        pack: args.pack.clone(),
+        sha256: callai_server::sha256_hex(&bytes),
+        input: input.clone(),
+        script: Some(script_text.clone()),
+    };
+    let journal = rt.block_on(journal(&args, &node_id, &spec))?;
+    let pack = runtime
+        .load(&bytes)
+        .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
 
     let telemetry = callai_telemetry::Telemetry::from_config(&host.config().telemetry, |k| {
         std::env::var(k).ok()
@@ -139,23 +182,40 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
 }
 
-/// `--record` / `--replay`: the run log and what to do with it.
-async fn journal(args: &RunArgs, node_id: &str) -> Result<Journal, String> {
+/// `--record` / `--replay` / `--resume`: the run log and what to do with it.
+async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journal, String> {
     let run_id = args.run_id.as_deref().unwrap_or_default();
-    match (&args.record, &args.replay) {
-        (Some(path), _) => {
-            let log = SqliteRunLog::open(path).map_err(|e| e.to_string())?;
-            Journal::record(Arc::new(log), run_id, node_id, args.overwrite)
+    match (&args.record, &args.replay, &args.resume) {
+        (Some(url), _, _) => {
+            let log = callai_server::open_runlog(url, false).await?;
+            Journal::record_with(log, run_id, node_id, args.overwrite, Some(spec), None)
                 .await
                 .map_err(|e| e.to_string())
         }
-        (None, Some(path)) => {
-            let log = SqliteRunLog::open_existing(path).map_err(|e| e.to_string())?;
-            Journal::replay(&log, run_id)
+        (None, Some(url), _) => {
+            let log = callai_server::open_runlog(url, true).await?;
+            Journal::replay(&*log, run_id)
                 .await
                 .map_err(|e| e.to_string())
         }
-        (None, None) => Ok(Journal::live()),
+        (None, None, Some(url)) => {
+            let log = callai_server::open_runlog(url, true).await?;
+            Journal::resume(log, run_id, None)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        (None, None, None) => Ok(Journal::live()),
+    }
+}
+
+/// The run `--resume` names, as far as it was committed; a finished one is
+/// refused here, before anything runs.
+async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, String> {
+    let log = callai_server::open_runlog(url, true).await?;
+    let run = log.load(run_id).await.map_err(|e| e.to_string())?;
+    match run.status {
+        RunStatus::Running => Ok(run),
+        done => Err(RunLogError::Finished(run_id.into(), done.as_str()).to_string()),
     }
 }
 

@@ -138,3 +138,128 @@ fn callai_run_exports_traces_when_the_variable_is_set() {
     assert_eq!(run.attr("callai.run.id"), "cli-run");
     assert_eq!(chat.parent_span_id, run.span_id);
 }
+
+/// The Book AI pack's truncation-and-violation script, as an
+/// OpenAI-compatible server answers it.
+fn bookai_replies() -> Vec<callai_tests::fake_server::Reply> {
+    let script: Vec<Value> = serde_json::from_str(include_str!(
+        "../../../examples/bookai-scene/scripts/truncation-and-violation.json"
+    ))
+    .unwrap();
+    script
+        .iter()
+        .map(|e| {
+            callai_tests::fake_server::Reply::ok(json!({
+                "model": "fake",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": e["content"]},
+                             "finish_reason": e["finishReason"]}],
+                "usage": {"prompt_tokens": e["inputTokens"], "completion_tokens": e["outputTokens"]}
+            }))
+        })
+        .collect()
+}
+
+#[test]
+fn a_durable_run_is_taken_over_when_its_host_dies() {
+    use callai_tests::fake_server::{FakeServer, Reply};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut logs = vec![dir.path().join("runs.db").to_str().unwrap().to_owned()];
+    let cluster = callai_tests::pg::PgCluster::shared();
+    if let Some(c) = &cluster {
+        logs.push(c.database());
+    }
+    let input: Value =
+        serde_json::from_str(include_str!("../../../examples/bookai-scene/input.json")).unwrap();
+    for (i, log) in logs.iter().enumerate() {
+        // What the run gives when nothing dies.
+        let whole = rt.block_on(FakeServer::start(bookai_replies()));
+        let provider = |url: &str| {
+            format!(
+                "[defaults]\nprovider = \"local\"\n[providers.local]\nkind = \"openai\"\nbaseUrl = \"{url}\"\napiKeyEnv = \"\"\nmodel = \"fake\"\n"
+            )
+        };
+        let plain = dir.path().join(format!("plain{i}.toml"));
+        std::fs::write(&plain, provider(whole.url())).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+            .args(["run", "bookai-scene", "--config", plain.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let expected: Value = serde_json::from_slice(&out.stdout).unwrap();
+
+        // Host A holds the second call until it is killed.
+        let mut replies = bookai_replies();
+        let held = Reply::Delay(Duration::from_secs(120), Box::new(replies[1].clone()));
+        replies.insert(1, held);
+        let fake = rt.block_on(FakeServer::start(replies));
+        let config = dir.path().join(format!("durable{i}.toml"));
+        std::fs::write(
+            &config,
+            format!(
+                "{}[runlog]\nurl = \"{log}\"\nleaseMs = 1000\n",
+                provider(fake.url())
+            ),
+        )
+        .unwrap();
+        let config = config.to_str().unwrap();
+        let (mut a, a_addr) = serve(&["--listen", "127.0.0.1:0", "--config", config]);
+        let (mut b, b_addr) = serve(&["--listen", "127.0.0.1:0", "--config", config]);
+        let body = json!({"pack": "bookai-scene", "input": input, "durable": true,
+                          "runId": "durable-1", "wait": false});
+        let (status, answer) = http(&a_addr, "POST", "/v1/runs", &body.to_string());
+        assert_eq!(status, 202, "{answer}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while fake.received().len() < 2 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "A never sent its second request"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        a.kill().unwrap(); // SIGKILL, the second call in flight
+        a.wait().unwrap();
+
+        // B takes the run over once A's lease lapses, and finishes it.
+        let done = loop {
+            let (status, run) = http(&b_addr, "GET", "/v1/runs/durable-1", "");
+            assert_eq!(status, 200, "{log}: {run}");
+            if run["status"] != "running" {
+                break run;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{log}: B never finished the run"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert_eq!(done["status"], "ok", "{log}: {done}");
+        assert_eq!(
+            done["output"], expected,
+            "{log}: the output an uninterrupted run gives"
+        );
+        assert_eq!(done["calls"], 3);
+        // Each needed request once, and the one in flight when A died again.
+        let received = fake.received();
+        assert_eq!(received.len(), 4, "{log}");
+        assert_eq!(received[1].body, received[2].body);
+
+        // A third host, which never ran it, reads the same from the log.
+        let (mut c, c_addr) = serve(&["--listen", "127.0.0.1:0", "--config", config]);
+        let (status, seen) = http(&c_addr, "GET", "/v1/runs/durable-1", "");
+        assert_eq!(status, 200);
+        assert_eq!(
+            (&seen["status"], &seen["output"], &seen["calls"]),
+            (&done["status"], &done["output"], &done["calls"])
+        );
+        assert_eq!(seen["attempts"], done["attempts"], "{log}");
+        let (_, events) = http(&c_addr, "GET", "/v1/runs/durable-1/events", "");
+        assert_eq!(events["isComplete"], true);
+        for host in [&mut b, &mut c] {
+            let _ = Command::new("kill")
+                .args(["-TERM", &host.id().to_string()])
+                .status();
+            assert!(host.wait().unwrap().success());
+        }
+    }
+}

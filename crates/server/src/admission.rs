@@ -94,6 +94,11 @@ impl Admission {
         self.draining.store(true, Ordering::SeqCst);
     }
 
+    /// Whether the door is closed.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
     /// Ends the grace period: runs still going are told to stop.
     pub fn stop_all(&self) {
         self.stop.cancel();

@@ -42,6 +42,8 @@ pub struct AppState {
     pub runlog: Option<Arc<dyn RunLog>>,
     /// Every run task, for shutdown to wait on.
     pub tasks: TaskTracker,
+    /// This host's name in the leases it holds.
+    pub host_id: String,
 }
 
 type Shared = State<Arc<AppState>>;

@@ -22,8 +22,8 @@ pub struct RunRequest {
     pub durable: bool,
     /// Answer when the run ends (the default), or at once with `202`.
     pub wait: bool,
-    /// A mock script for this run alone.
-    pub script: Option<MockScript>,
+    /// A mock script for this run alone, and its JSON text.
+    pub script: Option<(MockScript, String)>,
     /// Return the run's events in the answer.
     pub events: bool,
 }
@@ -96,12 +96,15 @@ fn flag(map: &mut Map<String, Value>, key: &str, default: bool) -> Result<bool, 
     }
 }
 
-fn script(map: &mut Map<String, Value>) -> Result<Option<MockScript>, ApiError> {
+fn script(map: &mut Map<String, Value>) -> Result<Option<(MockScript, String)>, ApiError> {
     match map.remove("script") {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => MockScript::from_json(&v.to_string())
-            .map(Some)
-            .map_err(|e| ApiError::invalid("script", e)),
+        Some(v) => {
+            let text = v.to_string();
+            MockScript::from_json(&text)
+                .map(|s| Some((s, text)))
+                .map_err(|e| ApiError::invalid("script", e))
+        }
     }
 }
 
@@ -183,7 +186,7 @@ impl CallBody {
         Ok(Self {
             request: request.to_string(),
             provider,
-            script: script(&mut map)?,
+            script: script(&mut map)?.map(|(s, _)| s),
             node_id,
             events: flag(&mut map, "events", false)?,
         })

@@ -29,12 +29,14 @@ mod auth;
 mod body;
 mod call;
 mod discovery;
+mod durable;
 mod error;
 mod metrics;
 mod packs;
 mod runner;
 mod runs;
 
+pub use durable::remaining_script;
 pub use error::ApiError;
 pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
 
@@ -127,20 +129,34 @@ pub struct Server {
     addr: SocketAddr,
 }
 
-/// Opens the run log `url` names: a `postgres://` URL, or an SQLite file
-/// path (created if absent).
-pub async fn open_runlog(url: &str) -> Result<Arc<dyn RunLog>, String> {
-    if url.starts_with("postgres://") || url.starts_with("postgresql://") {
-        return Err(format!(
-            "{url}: PostgreSQL run logs are not available in this build"
-        ));
+/// Opens the run log `url` names: a `postgres://` URL (the database is
+/// migrated), or an SQLite file path, created if absent unless `existing`.
+pub async fn open_runlog(url: &str, existing: bool) -> Result<Arc<dyn RunLog>, String> {
+    if callai_runlog_postgres::is_postgres_url(url) {
+        let log = callai_runlog_postgres::PostgresRunLog::connect(url)
+            .await
+            .map_err(|e| e.to_string())?;
+        return Ok(Arc::new(log));
     }
     let path = Path::new(url).to_owned();
-    let log = tokio::task::spawn_blocking(move || SqliteRunLog::open(&path))
-        .await
-        .map_err(|e| e.to_string())?
-        .map_err(|e| e.to_string())?;
+    let log = tokio::task::spawn_blocking(move || match existing {
+        true => SqliteRunLog::open_existing(&path),
+        false => SqliteRunLog::open(&path),
+    })
+    .await
+    .map_err(|e| e.to_string())?
+    .map_err(|e| e.to_string())?;
     Ok(Arc::new(log))
+}
+
+/// This host's name in leases: the machine's, the process id, and a
+/// random part (a restarted process is another host).
+fn host_id() -> String {
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_owned())
+        .unwrap_or_else(|_| "host".into());
+    let nonce = callai_host::runlog::RunSeed::fresh().seed as u32;
+    format!("{machine}-{}-{nonce:08x}", std::process::id())
 }
 
 impl Server {
@@ -164,7 +180,7 @@ impl Server {
         let runlog = match runlog_url.as_str() {
             "" => None,
             url => Some(
-                open_runlog(url)
+                open_runlog(url, false)
                     .await
                     .map_err(|e| setup(format!("run log: {e}")))?,
             ),
@@ -199,6 +215,7 @@ impl Server {
             telemetry,
             runlog,
             tasks: TaskTracker::new(),
+            host_id: host_id(),
         });
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -241,9 +258,12 @@ impl Server {
                 stopping.admission.stop_all();
             });
         };
+        // Durable runs whose host died are resumed here.
+        let takeover = tokio::spawn(durable::take_over(state.clone()));
         axum::serve(self.listener, app)
             .with_graceful_shutdown(drain)
             .await?;
+        takeover.abort();
         // Every connection is closed; runs nobody waits on may go on.
         state.tasks.close();
         let deadline = deadline_rx

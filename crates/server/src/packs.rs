@@ -198,6 +198,23 @@ impl PackStore {
         self.by_name.read().expect("pack table").get(name).cloned()
     }
 
+    /// The pack whose component hashes to `sha256`, under any name.
+    pub fn by_hash(&self, sha256: &str) -> Option<PackInfo> {
+        let table = self.by_name.read().expect("pack table");
+        table.values().find(|p| p.sha256 == sha256).cloned()
+    }
+
+    /// Compiles `bytes` (whose hash is `sha256`) without naming a pack:
+    /// the pack of a run taken over from another host.
+    pub async fn compile_bytes(&self, sha256: &str, bytes: Arc<[u8]>) -> Result<Pack, ApiError> {
+        if sha256_hex(&bytes) != sha256 {
+            return Err(ApiError::internal(format!(
+                "the run log's pack {sha256} does not hash to its name"
+            )));
+        }
+        self.compile(sha256, bytes).await
+    }
+
     /// Compiles `info`'s component, or returns the compiled one.
     pub async fn pack(&self, info: &PackInfo) -> Result<Pack, ApiError> {
         let source = info.source.clone();

@@ -1,19 +1,21 @@
-//! One run, from `POST /v1/runs` to its end: admitted (or turned away),
-//! queued for a slot, journaled when a run log is set, observed (metrics,
-//! traces, its calls counted), and stopped cleanly when a shutdown's grace
-//! period ends.
+//! One run, from `POST /v1/runs` (or a takeover) to its end: admitted (or
+//! turned away), queued for a slot, journaled when a run log is set,
+//! leased when durable, observed (metrics, traces, its calls counted), and
+//! stopped cleanly when a shutdown's grace period ends.
 
+use crate::admission::Ticket;
 use crate::app::{AppState, ok_json};
 use crate::body::RunRequest;
 use crate::error::ApiError;
 use crate::runs::{CallCounter, RunEntry, run_error_json};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use callai_host::runlog::RunStatus;
-use callai_host::{Journal, RunLogError, RunOptions, RunOutput};
+use callai_host::runlog::{Fence, Lease, RunSpec, RunStatus};
+use callai_host::{Journal, MockScript, Pack, RunLogError, RunOptions, RunOutput};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 /// Starts the run `request` asks for; answers when it ends, or at once
 /// (`202`) when the caller does not wait.
@@ -45,27 +47,34 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
         info.node_id.clone(),
     ));
     state.runs.insert(entry.clone())?;
-    let journal = match journal(&state, &entry).await {
-        Ok(journal) => journal,
+    let script_text = match &request.script {
+        Some((_, text)) => Some(text.clone()),
+        None => info.default_script.clone(),
+    };
+    let spec = RunSpec {
+        pack: info.name.clone(),
+        sha256: info.sha256.clone(),
+        input: request.input.clone(),
+        script: script_text.clone(),
+    };
+    let begun = begin(&state, &entry, &spec, request.durable, &info.source).await;
+    let (journal, lease) = match begun {
+        Ok(begun) => begun,
         Err(e) => {
             state.runs.remove(&run_id);
             return Err(e);
         }
     };
-    let script = request.script.clone().or_else(|| {
-        info.default_script
-            .as_deref()
-            .and_then(|s| callai_host::MockScript::from_json(s).ok())
-    });
+    let script = script_text.and_then(|s| MockScript::from_json(&s).ok());
     let work = Work {
         state: state.clone(),
         entry: entry.clone(),
         pack,
         input: request.input.clone(),
         script,
-        journal,
+        lease,
     };
-    state.tasks.spawn(work.run(ticket));
+    state.tasks.spawn(work.run(ticket, journal));
     if !request.wait {
         let body = json!({"runId": run_id, "status": "running"});
         return Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response());
@@ -84,20 +93,45 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
     Ok(ok_json(body))
 }
 
-/// The run's journal: recording into the run log when there is one. A run
-/// id the log already holds is a conflict.
-async fn journal(state: &AppState, entry: &RunEntry) -> Result<Journal, ApiError> {
+/// The run's journal: recording into the run log when there is one (with
+/// what it was started with, so that it can be resumed; leased and its
+/// pack kept in the log when durable). A run id the log holds is a conflict.
+async fn begin(
+    state: &AppState,
+    entry: &RunEntry,
+    spec: &RunSpec,
+    durable: bool,
+    source: &crate::packs::PackSource,
+) -> Result<(Journal, Option<Fence>), ApiError> {
     let Some(log) = &state.runlog else {
-        return Ok(Journal::live());
+        return Ok((Journal::live(), None));
     };
-    Journal::record(log.clone(), &entry.run_id, &entry.node_id, false)
-        .await
-        .map_err(|e| match e {
-            RunLogError::RunExists(id) => {
-                ApiError::conflict(format!("run {id:?} is already in the run log"))
-            }
-            e => ApiError::internal(e.to_string()),
-        })
+    let internal = |e: RunLogError| ApiError::internal(e.to_string());
+    if durable {
+        let bytes = source.bytes().map_err(ApiError::internal)?;
+        log.put_pack(&spec.sha256, &bytes).await.map_err(internal)?;
+    }
+    let lease = durable.then(|| Lease {
+        owner: &state.host_id,
+        duration: state.config().runlog.lease(),
+    });
+    let journal = Journal::record_with(
+        log.clone(),
+        &entry.run_id,
+        &entry.node_id,
+        false,
+        Some(spec),
+        lease,
+    )
+    .await
+    .map_err(|e| match e {
+        RunLogError::RunExists(id) => {
+            ApiError::conflict(format!("run {id:?} is already in the run log"))
+        }
+        e => internal(e),
+    })?;
+    let fence = if durable { journal.fence() } else { None };
+    Ok((journal, fence))
 }
 
 /// A run id nobody chose: `run-` and 128 random bits.
@@ -109,26 +143,28 @@ fn new_run_id() -> String {
     format!("run-{a:016x}{b:016x}")
 }
 
-struct Work {
-    state: Arc<AppState>,
-    entry: Arc<RunEntry>,
-    pack: callai_host::Pack,
-    input: String,
-    script: Option<callai_host::MockScript>,
-    journal: Journal,
+/// A run about to go: what it runs, and how.
+pub(crate) struct Work {
+    pub state: Arc<AppState>,
+    pub entry: Arc<RunEntry>,
+    pub pack: Pack,
+    pub input: String,
+    pub script: Option<MockScript>,
+    /// The fence of a durable run's lease, renewed while it runs.
+    pub lease: Option<Fence>,
 }
 
 impl Work {
-    async fn run(mut self, mut ticket: crate::admission::Ticket) {
+    /// Waits for a slot, runs, records the end.
+    pub(crate) async fn run(self, mut ticket: Ticket, journal: Journal) {
         let state = self.state.clone();
         let stop = state.admission.stop_token();
-        let journal = std::mem::take(&mut self.journal);
         tokio::select! {
             () = ticket.start() => {}
             () = stop.cancelled() => {
                 let message = "the host shut down before the run started";
                 self.entry.fail("shutdown", message);
-                self.close_log(journal.fence(), message).await;
+                self.hand_on_or_close(journal.fence(), message).await;
                 self.end(false, None);
                 return;
             }
@@ -142,7 +178,7 @@ impl Work {
     }
 
     /// Runs the node; whether it returned `Ok`.
-    async fn execute(&self, journal: Journal, stop: &tokio_util::sync::CancellationToken) -> bool {
+    async fn execute(&self, journal: Journal, stop: &CancellationToken) -> bool {
         let state = &self.state;
         let entry = &self.entry;
         let fence = journal.fence();
@@ -163,12 +199,14 @@ impl Work {
         let run = self
             .pack
             .run_with(&host, &entry.node_id, &self.input, options);
-        let output: Option<RunOutput> = tokio::select! {
-            output = run => Some(output),
-            () = stop.cancelled() => None,
+        let lost = crate::durable::keep_lease(state, &entry.run_id, self.lease);
+        let output: Result<RunOutput, &str> = tokio::select! {
+            output = run => Ok(output),
+            () = stop.cancelled() => Err("the host shut down while the run was going on"),
+            () = lost => Err("another host took the run over"),
         };
         match output {
-            Some(output) => {
+            Ok(output) => {
                 entry.finish(&output);
                 if let Some(trace) = &trace {
                     let error = output
@@ -180,22 +218,29 @@ impl Work {
                 }
                 output.result.is_ok()
             }
-            None => {
-                let message = "the host shut down while the run was going on";
-                entry.fail("shutdown", message);
+            Err(message) => {
+                let kind = if stop.is_cancelled() {
+                    "shutdown"
+                } else {
+                    "taken_over"
+                };
+                entry.fail(kind, message);
                 if let Some(trace) = &trace {
                     trace.end(Err(message));
                 }
-                self.close_log(fence, message).await;
+                self.hand_on_or_close(fence, message).await;
                 false
             }
         }
     }
 
-    /// A recorded run stopped by a shutdown is closed as failed, so that
-    /// nobody waits on it; what it committed stays.
-    async fn close_log(&self, fence: Option<callai_host::runlog::Fence>, message: &str) {
-        if let (Some(log), Some(fence)) = (&self.state.runlog, fence) {
+    /// A run stopped before its end: a durable one is handed on (its lease
+    /// lapses now, and another host resumes it); any other recorded run is
+    /// closed as failed, so that nobody waits on it. What it committed stays.
+    async fn hand_on_or_close(&self, fence: Option<Fence>, message: &str) {
+        if let (Some(log), Some(lease)) = (&self.state.runlog, self.lease) {
+            let _ = log.release(&self.entry.run_id, lease).await;
+        } else if let (Some(log), Some(fence)) = (&self.state.runlog, fence) {
             let output = json!({"error": {"kind": "shutdown", "message": message}});
             let _ = log
                 .finish(
@@ -210,13 +255,8 @@ impl Work {
     }
 
     fn end(&self, ok: bool, began: Option<Instant>) {
-        if let Some(began) = began {
-            self.state.metrics.run_finished(ok, began.elapsed());
-        } else {
-            self.state
-                .metrics
-                .run_finished(false, std::time::Duration::ZERO);
-        }
+        let took = began.map_or(std::time::Duration::ZERO, |b| b.elapsed());
+        self.state.metrics.run_finished(ok, took);
         self.state.runs.finished(&self.entry.run_id);
     }
 }

@@ -257,6 +257,13 @@ impl RunTable {
         Ok(())
     }
 
+    /// Adds a run, or replaces the one of its id (a run this host held
+    /// before, taken over again).
+    pub fn put(&self, entry: Arc<RunEntry>) {
+        let mut t = self.inner.lock().expect("run table");
+        t.runs.insert(entry.run_id.clone(), entry);
+    }
+
     /// Forgets a run that never started (its admission was refused).
     pub fn remove(&self, run_id: &str) {
         self.inner.lock().expect("run table").runs.remove(run_id);

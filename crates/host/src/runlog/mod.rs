@@ -5,6 +5,7 @@
 //! [`RunLog`] is the storage seam: [`SqliteRunLog`] is the built-in one, and
 //! a host can put the same records in its own database.
 
+pub mod decode;
 mod sqlite;
 
 pub use sqlite::SqliteRunLog;
@@ -185,6 +186,55 @@ pub struct RecordedRun {
     /// When each event was committed, in ms since the Unix epoch (0 when
     /// the log did not keep it).
     pub event_times: Vec<u64>,
+    /// What the run was started with, when the recorder kept it.
+    pub spec: Option<RunSpec>,
+    /// Whether the run is durable: leased, and taken over when its host
+    /// stops renewing the lease.
+    pub durable: bool,
+}
+
+/// What a run was started with, kept beside it so that another process
+/// can resume it: the pack (by name and content hash), the node's input,
+/// and the mock script when there was one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RunSpec {
+    /// The pack's name (a bundled example, a file, an upload).
+    pub pack: String,
+    /// SHA-256 of the component, hex.
+    pub sha256: String,
+    /// The node's input text.
+    pub input: String,
+    /// The mock script (JSON text) the run was given, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
+}
+
+/// A lease on a durable run: its holder renews it; when it lapses, another
+/// host may take the run over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Lease<'a> {
+    /// Who holds it (a host id, for people reading the log).
+    pub owner: &'a str,
+    /// How long it lasts from each renewal.
+    pub duration: std::time::Duration,
+}
+
+/// How a recording begins.
+#[derive(Debug, Clone, Copy)]
+pub struct BeginRun<'a> {
+    /// The run id.
+    pub run_id: &'a str,
+    /// The node it runs.
+    pub node_id: &'a str,
+    /// Its sandbox's seed and clock.
+    pub seed: RunSeed,
+    /// Replace a run already recorded under `run_id`.
+    pub overwrite: bool,
+    /// What it was started with, for a later resume.
+    pub spec: Option<&'a RunSpec>,
+    /// A durable run's lease.
+    pub lease: Option<Lease<'a>>,
 }
 
 /// The token a recording holds on its run: every commit carries it, and a
@@ -224,6 +274,21 @@ pub enum RunLogError {
     /// one may no longer commit to it.
     #[error("run {0:?} was taken over by another recorder; this recording stopped")]
     Fenced(String),
+    /// Resuming a run that already ended.
+    #[error("run {0:?} has finished ({1}); only a run that stopped before its end can be resumed")]
+    Finished(String, &'static str),
+    /// The log was written by a newer callai than this one.
+    #[error(
+        "{path} has run-log schema version {found}; this callai knows up to {known}: upgrade callai"
+    )]
+    Newer {
+        /// The path or URL given.
+        path: String,
+        /// The version found.
+        found: i64,
+        /// The newest this build knows.
+        known: i64,
+    },
     /// Any other storage failure.
     #[error("run log: {0}")]
     Storage(String),
@@ -232,16 +297,11 @@ pub enum RunLogError {
 /// Where recorded runs live. Every method is async, so that a log backed by
 /// a file or a database server never blocks an async worker.
 pub trait RunLog: Send + Sync {
-    /// Starts recording `run_id` with its sandbox's `seed`. An existing run
-    /// with that id is an error unless `overwrite`, which replaces it and
-    /// fences off any recorder still writing the old one.
-    fn begin<'a>(
-        &'a self,
-        run_id: &'a str,
-        node_id: &'a str,
-        seed: RunSeed,
-        overwrite: bool,
-    ) -> BoxFuture<'a, Result<Fence, RunLogError>>;
+    /// Starts recording `run.run_id` with its sandbox's seed. An existing
+    /// run with that id is an error unless `run.overwrite`, which replaces
+    /// it and fences off any recorder still writing the old one. With a
+    /// lease the run is durable.
+    fn begin<'a>(&'a self, run: &'a BeginRun<'a>) -> BoxFuture<'a, Result<Fence, RunLogError>>;
 
     /// Commits one call and the events emitted since the previous commit, in
     /// one transaction: after a crash, a call is either wholly there or
@@ -266,6 +326,55 @@ pub trait RunLog: Send + Sync {
 
     /// Loads a run for replay; every record is checked on the way in.
     fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>>;
+
+    /// Takes over a run that stopped before its end, to go on recording it:
+    /// a new fence (any recorder still writing it is fenced off), a new
+    /// lease when `lease` is given, and the run as far as it was committed.
+    /// A finished run is refused with [`RunLogError::Finished`].
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: Option<Lease<'a>>,
+    ) -> BoxFuture<'a, Result<(Fence, RecordedRun), RunLogError>>;
+
+    /// Extends a durable run's lease by `duration` from now; refused with
+    /// [`RunLogError::Fenced`] when another host has taken the run over.
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        duration: std::time::Duration,
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+
+    /// Lets a durable run's lease lapse now, for another host to take the
+    /// run over at once (a host shutting down).
+    fn release<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+
+    /// Takes over one durable run whose lease has lapsed, if there is one:
+    /// as [`RunLog::resume`] does, under a new lease held by `lease.owner`.
+    /// Several hosts may call this at once; each run goes to one of them.
+    fn claim<'a>(
+        &'a self,
+        lease: Lease<'a>,
+    ) -> BoxFuture<'a, Result<Option<(Fence, RecordedRun)>, RunLogError>>;
+
+    /// Keeps a component's bytes under their SHA-256 (hex), so that a host
+    /// taking a durable run over can run its pack.
+    fn put_pack<'a>(
+        &'a self,
+        sha256: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+
+    /// The component kept under `sha256`, if any.
+    fn get_pack<'a>(
+        &'a self,
+        sha256: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, RunLogError>>;
 }
 
 impl std::fmt::Debug for dyn RunLog {

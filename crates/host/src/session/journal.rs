@@ -4,7 +4,8 @@
 
 use crate::events::{Event, EventLog};
 use crate::runlog::{
-    Entry, Fence, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError, RunSeed, RunStatus,
+    BeginRun, Entry, Fence, Lease, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError,
+    RunSeed, RunSpec, RunStatus,
 };
 use serde_json::Value;
 use std::fmt;
@@ -28,6 +29,9 @@ enum Mode {
         fence: Fence,
         /// Events of the run already committed.
         flushed: usize,
+        /// On resume: the run as far as it was committed. Its calls are
+        /// served from here, as on replay; the calls after them go live.
+        resumed: Option<Box<RecordedRun>>,
     },
     Replay {
         run: Box<RecordedRun>,
@@ -38,6 +42,11 @@ impl fmt::Debug for Journal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.mode {
             Mode::Live => f.write_str("Journal::Live"),
+            Mode::Record {
+                run_id,
+                resumed: Some(_),
+                ..
+            } => write!(f, "Journal::Resume({run_id})"),
             Mode::Record { run_id, .. } => write!(f, "Journal::Record({run_id})"),
             Mode::Replay { run } => write!(f, "Journal::Replay({})", run.run_id),
         }
@@ -75,17 +84,68 @@ impl Journal {
         node_id: &str,
         overwrite: bool,
     ) -> Result<Self, RunLogError> {
+        Self::record_with(log, run_id, node_id, overwrite, None, None).await
+    }
+
+    /// [`Journal::record`], keeping what the run was started with (`spec`,
+    /// so that it can be resumed elsewhere) and, for a durable run, under
+    /// `lease`.
+    pub async fn record_with(
+        log: Arc<dyn RunLog>,
+        run_id: &str,
+        node_id: &str,
+        overwrite: bool,
+        spec: Option<&RunSpec>,
+        lease: Option<Lease<'_>>,
+    ) -> Result<Self, RunLogError> {
         let seed = RunSeed::fresh();
-        let fence = log.begin(run_id, node_id, seed, overwrite).await?;
+        let begin = BeginRun {
+            run_id,
+            node_id,
+            seed,
+            overwrite,
+            spec,
+            lease,
+        };
+        let fence = log.begin(&begin).await?;
         Ok(Self {
             mode: Mode::Record {
                 log,
                 run_id: run_id.into(),
                 fence,
                 flushed: 0,
+                resumed: None,
             },
             seed,
         })
+    }
+
+    /// Resumes `run_id`, a run that stopped before its end: its committed
+    /// calls are served from `log` exactly as on replay, the first call past
+    /// them goes live, and the run goes on recording under its id (any
+    /// recorder still writing it is fenced off). A finished run is refused.
+    pub async fn resume(
+        log: Arc<dyn RunLog>,
+        run_id: &str,
+        lease: Option<Lease<'_>>,
+    ) -> Result<Self, RunLogError> {
+        let (fence, run) = log.resume(run_id, lease).await?;
+        Ok(Self::resumed(log, fence, run))
+    }
+
+    /// The journal of a run already taken over (by [`RunLog::claim`] or
+    /// [`RunLog::resume`]) under `fence`.
+    pub fn resumed(log: Arc<dyn RunLog>, fence: Fence, run: RecordedRun) -> Self {
+        Self {
+            seed: run.seed,
+            mode: Mode::Record {
+                log,
+                run_id: run.run_id.clone(),
+                fence,
+                flushed: 0,
+                resumed: Some(Box::new(run)),
+            },
+        }
     }
 
     /// Loads `run_id` from `log` for replay.
@@ -117,9 +177,53 @@ impl Journal {
         matches!(self.mode, Mode::Live)
     }
 
-    /// Whether calls are served from a log.
-    pub(crate) fn is_replay(&self) -> bool {
-        matches!(self.mode, Mode::Replay { .. })
+    /// The recorded run calls are served from: on replay, and on resume
+    /// for the calls it committed.
+    fn recorded(&self) -> Option<&RecordedRun> {
+        match &self.mode {
+            Mode::Replay { run } => Some(run),
+            Mode::Record {
+                resumed: Some(run), ..
+            } => Some(run),
+            _ => None,
+        }
+    }
+
+    /// Whether call `index` is served from a log.
+    pub(crate) fn serves_from_log(&self, index: u32) -> bool {
+        match &self.mode {
+            Mode::Replay { .. } => true,
+            Mode::Record {
+                resumed: Some(run), ..
+            } => (index as usize) < run.calls.len(),
+            _ => false,
+        }
+    }
+
+    /// Whether this journal resumes a run.
+    pub(crate) fn is_resume(&self) -> bool {
+        matches!(
+            self.mode,
+            Mode::Record {
+                resumed: Some(_),
+                ..
+            }
+        )
+    }
+
+    /// On resume, after the last committed call was served: the run's
+    /// `events` so far are the ones the log holds (a resumed pack runs the
+    /// same way up to there), so only those after are committed.
+    pub(crate) fn caught_up(&mut self, index: u32, events: usize) {
+        if let Mode::Record {
+            resumed: Some(run),
+            flushed,
+            ..
+        } = &mut self.mode
+            && index as usize + 1 == run.calls.len()
+        {
+            *flushed = events;
+        }
     }
 
     /// Serves call `index` from the log, if it is the recorded one.
@@ -130,7 +234,7 @@ impl Journal {
         entry: Entry,
         request: &Value,
     ) -> Replayed {
-        let Mode::Replay { run } = &self.mode else {
+        let Some(run) = self.recorded() else {
             return Replayed::Diverged("not replaying".into());
         };
         let Some(call) = run.calls.get(index as usize) else {
@@ -162,11 +266,11 @@ impl Journal {
     /// After the node returns: on replay, a finished run that made fewer
     /// calls than the log holds has diverged too.
     pub(crate) fn missing_calls(&self, made: u32) -> Option<String> {
-        let Mode::Replay { run } = &self.mode else {
-            return None;
-        };
+        let run = self.recorded()?;
         let recorded = run.calls.len() as u32;
-        (run.status != RunStatus::Running && made < recorded).then(|| {
+        // A resumed run, or a finished one replayed, made every call it had.
+        let complete = run.status != RunStatus::Running || self.is_resume();
+        (complete && made < recorded).then(|| {
             format!(
                 "the node made {made} calls; run {:?} recorded {recorded}",
                 run.run_id
@@ -211,6 +315,7 @@ impl Journal {
                 run_id,
                 fence,
                 flushed,
+                ..
             } => Some(Recording {
                 log: &**log,
                 run_id,

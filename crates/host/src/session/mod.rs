@@ -292,10 +292,11 @@ impl RunSession {
         }
         let entry = input.entry();
         let (request, key) = self.check(input);
-        if self.journal.is_replay() {
+        if self.journal.serves_from_log(index) {
             return match self.journal.replay_call(&self.node_id, index, entry, &key) {
                 Replayed::Served(outcome, events) => {
                     events.into_iter().for_each(|e| self.events.emit(e));
+                    self.journal.caught_up(index, self.events.len());
                     Ok(outcome.into_result())
                 }
                 Replayed::Diverged(reason) => {
@@ -413,7 +414,12 @@ impl RunSession {
             Ok(out) => (RunStatus::Ok, out.clone()),
             Err(e) => (RunStatus::Failed, e.to_json().to_string()),
         };
-        if let Err(e) = self.journal.finish(&self.events, status, &output).await {
+        // A resume that diverged leaves the run as it was, for a resume
+        // with the right pack and input.
+        let diverged = matches!(result, Err(RunError::ReplayDiverged(_)));
+        if !(diverged && self.journal.is_resume())
+            && let Err(e) = self.journal.finish(&self.events, status, &output).await
+        {
             result = Err(RunError::RunLog(e.to_string()));
         }
         // A log the caller shares keeps its events for the caller to read.

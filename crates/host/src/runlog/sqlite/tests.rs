@@ -2,7 +2,21 @@
 //! leave alone.
 
 use super::*;
+use crate::events::Event;
+use crate::runlog::{BeginRun, Entry, Fence, Outcome, RecordedCall, RunLog, RunSeed, RunStatus};
 use callai_wire::{Attempts, CallResult};
+
+/// How these tests begin a run: `run_id` of node `n` with [`SEED`].
+fn begin(run_id: &'static str, overwrite: bool) -> BeginRun<'static> {
+    BeginRun {
+        run_id,
+        node_id: "n",
+        seed: SEED,
+        overwrite,
+        spec: None,
+        lease: None,
+    }
+}
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
@@ -44,7 +58,7 @@ fn a_run_round_trips() {
     let rt = rt();
     let log = SqliteRunLog::open(&path).unwrap();
     rt.block_on(async {
-        let f = log.begin("r", "n", SEED, false).await.unwrap();
+        let f = log.begin(&begin("r", false)).await.unwrap();
         log.commit_call("r", f, &call(0), &call(0).events)
             .await
             .unwrap();
@@ -70,7 +84,7 @@ fn a_log_another_handle_is_writing_opens_and_reads() {
     let path = dir.path().join("log.db");
     let rt = rt();
     let writer = SqliteRunLog::open(&path).unwrap();
-    let f = rt.block_on(writer.begin("r", "n", SEED, false)).unwrap();
+    let f = rt.block_on(writer.begin(&begin("r", false))).unwrap();
     rt.block_on(writer.commit_call("r", f, &call(0), &[]))
         .unwrap();
     // The writer is still open: its changes sit in the WAL, not yet in the
@@ -84,10 +98,10 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
     let dir = tempfile::tempdir().unwrap();
     let log = SqliteRunLog::open(&dir.path().join("log.db")).unwrap();
     rt().block_on(async {
-        let first = log.begin("r", "n", SEED, false).await.unwrap();
+        let first = log.begin(&begin("r", false)).await.unwrap();
         log.commit_call("r", first, &call(0), &[]).await.unwrap();
         assert_eq!(
-            log.begin("r", "n", SEED, false).await,
+            log.begin(&begin("r", false)).await,
             Err(RunLogError::RunExists("r".into()))
         );
         assert_eq!(
@@ -95,7 +109,7 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
             1,
             "the refused begin lost nothing"
         );
-        let second = log.begin("r", "n", SEED, true).await.unwrap();
+        let second = log.begin(&begin("r", true)).await.unwrap();
         assert!(second > first);
         assert!(log.load("r").await.unwrap().calls.is_empty());
         // The first recorder, still running, can no longer splice its calls in.
@@ -197,7 +211,7 @@ fn a_tampered_record_is_a_run_log_error_naming_the_call() {
     let log = SqliteRunLog::open(&path).unwrap();
     let rt = rt();
     rt.block_on(async {
-        let f = log.begin("r", "n", SEED, false).await.unwrap();
+        let f = log.begin(&begin("r", false)).await.unwrap();
         log.commit_call("r", f, &call(0), &[]).await.unwrap();
     });
     for (outcome, needle) in [
@@ -246,7 +260,7 @@ fn a_version_one_log_is_migrated_in_place() {
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert_eq!(
-        rt.block_on(log.begin("old", "n", SEED, true)).unwrap(),
+        rt.block_on(log.begin(&begin("old", true))).unwrap(),
         Fence(1)
     );
 }

@@ -1,0 +1,41 @@
+//! A loopback OpenAI-compatible chat-completions server that answers every
+//! request with the same valid JSON object after `--delay-ms` (20 by
+//! default). Prints `listening on http://ADDR` once it accepts.
+
+use axum::Router;
+use axum::routing::post;
+use serde_json::json;
+use std::time::Duration;
+
+#[tokio::main]
+async fn main() {
+    let args = callai_bench::args();
+    let delay = Duration::from_millis(callai_bench::arg(&args, "delay-ms", 20));
+    let port: u16 = callai_bench::arg(&args, "port", 0);
+    let body = json!({
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "fake-model",
+        "choices": [{
+            "index": 0,
+            "message": {"role": "assistant", "content": "{\"scene\": \"Rain on the window; she did not look up.\"}"},
+            "finish_reason": "stop"
+        }],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 14, "total_tokens": 34}
+    })
+    .to_string();
+    let reply = move || {
+        let body = body.clone();
+        async move {
+            tokio::time::sleep(delay).await;
+            ([("content-type", "application/json")], body)
+        }
+    };
+    let app = Router::new().route("/v1/chat/completions", post(reply));
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .expect("bind");
+    eprintln!("listening on http://{}", listener.local_addr().unwrap());
+    axum::serve(listener, app).await.expect("serve");
+}

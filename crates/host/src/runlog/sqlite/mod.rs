@@ -1,0 +1,233 @@
+//! The built-in run log: one SQLite file (bundled SQLite, WAL journal,
+//! synchronous commits), one transaction per call. SQLite is blocking, so
+//! every operation runs on tokio's blocking pool, never on an async worker.
+
+use super::RunLogError;
+use crate::provider::BoxFuture;
+use rusqlite::{Connection, OpenFlags};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// `PRAGMA application_id` of a callai run log ("CAl0").
+const APPLICATION_ID: u32 = 0x4341_6c30;
+const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
+
+/// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
+/// `n + 1`. The version a file is at is its `PRAGMA user_version`.
+const MIGRATIONS: [&str; 5] = [
+    "CREATE TABLE runs (
+        run_id   TEXT PRIMARY KEY,
+        node_id  TEXT NOT NULL,
+        status   TEXT NOT NULL,
+        output   TEXT
+    );
+    CREATE TABLE calls (
+        run_id     TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+        node_id    TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        entry      TEXT NOT NULL,
+        request    TEXT NOT NULL,
+        outcome    TEXT NOT NULL,
+        events     TEXT NOT NULL,
+        PRIMARY KEY (run_id, node_id, call_index)
+    );
+    CREATE TABLE events (
+        run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+        seq    INTEGER NOT NULL,
+        event  TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );",
+    // The fence of the recorder that owns each run.
+    "ALTER TABLE runs ADD COLUMN fence INTEGER NOT NULL DEFAULT 0;",
+    // The seed and clock of each run's sandbox.
+    "ALTER TABLE runs ADD COLUMN seed INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE runs ADD COLUMN clock_ms INTEGER NOT NULL DEFAULT 0;",
+    // When each event was committed, in ms since the Unix epoch (0: before
+    // this was kept).
+    "ALTER TABLE events ADD COLUMN at_ms INTEGER NOT NULL DEFAULT 0;",
+    // Durable runs: what each run was started with, its lease, and the
+    // components of the packs they run.
+    "ALTER TABLE runs ADD COLUMN spec TEXT;
+     ALTER TABLE runs ADD COLUMN durable INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE runs ADD COLUMN owner TEXT;
+     ALTER TABLE runs ADD COLUMN lease_until_ms INTEGER NOT NULL DEFAULT 0;
+     CREATE TABLE packs (
+         sha256 TEXT PRIMARY KEY,
+         bytes  BLOB NOT NULL
+     );",
+];
+const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
+
+/// A run log in one SQLite file.
+#[derive(Debug, Clone)]
+pub struct SqliteRunLog {
+    path: Arc<PathBuf>,
+    conn: Arc<Mutex<Connection>>,
+}
+
+fn storage(e: rusqlite::Error) -> RunLogError {
+    RunLogError::Storage(e.to_string())
+}
+
+/// What the first 100 bytes of a file say it is.
+#[derive(PartialEq)]
+enum Header {
+    /// Absent or empty: a new log is made.
+    Fresh,
+    /// A callai run log.
+    RunLog,
+}
+
+impl SqliteRunLog {
+    /// Opens the log at `path`, creating it when the file does not exist or
+    /// is empty. A file that is not a callai run log — another format,
+    /// another program's database, a damaged one — is an error and is not
+    /// written to: its header is read before SQLite opens it, so not even a
+    /// hot journal beside it is rolled back.
+    pub fn open(path: &Path) -> Result<Self, RunLogError> {
+        let shown = path.display().to_string();
+        let header = read_header(path, &shown)?;
+        let corrupt = |e: rusqlite::Error| RunLogError::Corrupt {
+            path: shown.clone(),
+            reason: e.to_string(),
+        };
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+        )
+        .map_err(corrupt)?;
+        if header == Header::Fresh {
+            // A new log gets its application id and schema while still in
+            // rollback-journal mode, so that they land in the file's own
+            // header (WAL keeps header changes in the log until a
+            // checkpoint), where the next open reads them before SQLite does.
+            conn.execute_batch(&format!("PRAGMA application_id = {APPLICATION_ID};"))
+                .map_err(storage)?;
+            migrate(&conn, 0).map_err(storage)?;
+            conn.execute_batch("PRAGMA journal_mode = WAL;")
+                .map_err(storage)?;
+        } else {
+            let check: String = conn
+                .query_row("PRAGMA quick_check", [], |r| r.get(0))
+                .map_err(corrupt)?;
+            if check != "ok" {
+                return Err(RunLogError::Corrupt {
+                    path: shown,
+                    reason: check,
+                });
+            }
+            // The schema version as SQLite sees it (the file's header may
+            // lag behind the WAL).
+            let version: u32 = conn
+                .query_row("PRAGMA user_version", [], |r| r.get(0))
+                .map_err(corrupt)?;
+            if version > SCHEMA_VERSION {
+                return Err(RunLogError::Foreign {
+                    path: shown,
+                    reason: format!(
+                        "schema version {version}, newer than this build's {SCHEMA_VERSION}"
+                    ),
+                });
+            }
+            migrate(&conn, version).map_err(storage)?;
+        }
+        conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
+            .map_err(storage)?;
+        Ok(Self {
+            path: Arc::new(path.to_path_buf()),
+            conn: Arc::new(Mutex::new(conn)),
+        })
+    }
+
+    /// Opens an existing log (for replay): a missing file is an error, not
+    /// a new log.
+    pub fn open_existing(path: &Path) -> Result<Self, RunLogError> {
+        if !path.exists() {
+            return Err(RunLogError::Storage(format!(
+                "run log {} does not exist",
+                path.display()
+            )));
+        }
+        Self::open(path)
+    }
+
+    /// The file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Runs `op` on the connection on tokio's blocking pool.
+    fn blocking<'a, T: Send + 'static>(
+        &'a self,
+        op: impl FnOnce(&mut Connection, &str) -> Result<T, RunLogError> + Send + 'static,
+    ) -> BoxFuture<'a, Result<T, RunLogError>> {
+        let conn = self.conn.clone();
+        let path = self.path.clone();
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || {
+                // A panic while holding the lock cannot leave a half-written
+                // transaction behind (SQLite rolls it back): the guard is reusable.
+                let mut conn = conn.lock().unwrap_or_else(|p| p.into_inner());
+                op(&mut conn, &path.display().to_string())
+            })
+            .await
+            .map_err(|e| RunLogError::Storage(format!("the run log's worker failed: {e}")))?
+        })
+    }
+}
+
+/// Applies the migrations a file at `version` still needs, each in its own
+/// transaction with the version it reaches.
+fn migrate(conn: &Connection, version: u32) -> rusqlite::Result<()> {
+    for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE; {sql} PRAGMA user_version = {}; COMMIT;",
+            n + 1
+        ))?;
+    }
+    Ok(())
+}
+
+/// Reads the header straight from the file (big-endian `application_id` at
+/// byte 68), without SQLite, so that a file of another program is refused
+/// before SQLite could touch it.
+fn read_header(path: &Path, shown: &str) -> Result<Header, RunLogError> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Header::Fresh),
+        Err(e) => return Err(RunLogError::Storage(format!("cannot open {shown}: {e}"))),
+    };
+    let mut header = Vec::with_capacity(100);
+    file.take(100)
+        .read_to_end(&mut header)
+        .map_err(|e| RunLogError::Storage(format!("cannot read {shown}: {e}")))?;
+    let foreign = |reason: String| RunLogError::Foreign {
+        path: shown.into(),
+        reason,
+    };
+    if header.is_empty() {
+        return Ok(Header::Fresh);
+    }
+    if !header.starts_with(SQLITE_HEADER) {
+        return Err(foreign("not an SQLite database".into()));
+    }
+    if header.len() < 100 {
+        return Err(RunLogError::Corrupt {
+            path: shown.into(),
+            reason: "the database header is cut short".into(),
+        });
+    }
+    let id = u32::from_be_bytes(header[68..72].try_into().expect("4 bytes"));
+    if id != APPLICATION_ID {
+        return Err(foreign(format!(
+            "an SQLite database of another program (application_id {id:#x})"
+        )));
+    }
+    Ok(Header::RunLog)
+}
+
+mod store;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,388 @@
+//! [`RunLog`] on SQLite: one `BEGIN IMMEDIATE` transaction per write, the
+//! fence checked inside it; leases in ms of this machine's clock (an SQLite
+//! file is shared by the processes of one machine).
+
+use super::{SqliteRunLog, storage};
+use crate::events::{Event, now_ms};
+use crate::provider::BoxFuture;
+use crate::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use crate::runlog::{
+    BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus,
+};
+use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use std::time::Duration;
+
+fn immediate(conn: &mut Connection) -> Result<Transaction<'_>, RunLogError> {
+    conn.transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(storage)
+}
+
+fn until(duration: Duration) -> i64 {
+    (now_ms() + duration.as_millis() as u64) as i64
+}
+
+/// The run's fence and status; `NoSuchRun` when absent.
+fn fence_and_status(tx: &Transaction<'_>, run_id: &str) -> Result<(i64, String), RunLogError> {
+    tx.query_row(
+        "SELECT fence, status FROM runs WHERE run_id = ?1",
+        [run_id],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )
+    .optional()
+    .map_err(storage)?
+    .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))
+}
+
+/// The run's fence, checked against the recorder's; `Fenced` when another
+/// recorder took it over.
+fn check_fence(tx: &Transaction<'_>, run_id: &str, fence: Fence) -> Result<(), RunLogError> {
+    match fence_and_status(tx, run_id)? {
+        (f, _) if f == fence.0 => Ok(()),
+        _ => Err(RunLogError::Fenced(run_id.into())),
+    }
+}
+
+/// Appends `events` (as JSON text) after the run's last sequence number.
+fn append_events(tx: &Transaction<'_>, run_id: &str, events: &[String]) -> Result<(), RunLogError> {
+    let next: i64 = tx
+        .query_row(
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1",
+            [run_id],
+            |r| r.get(0),
+        )
+        .map_err(storage)?;
+    let mut insert = tx
+        .prepare_cached("INSERT INTO events (run_id, seq, event, at_ms) VALUES (?1, ?2, ?3, ?4)")
+        .map_err(storage)?;
+    let at = now_ms() as i64;
+    for (i, event) in events.iter().enumerate() {
+        insert
+            .execute(params![run_id, next + i as i64, event, at])
+            .map_err(storage)?;
+    }
+    Ok(())
+}
+
+/// Bumps the run's fence (taking it over), with a new lease when given.
+fn take_over(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    old: i64,
+    lease: Option<(&str, Duration)>,
+) -> Result<Fence, RunLogError> {
+    let (owner, lease_until) = match lease {
+        Some((owner, d)) => (Some(owner), until(d)),
+        None => (None, 0),
+    };
+    tx.execute(
+        "UPDATE runs SET fence = ?2, owner = COALESCE(?3, owner),
+         lease_until_ms = CASE WHEN durable = 1 THEN ?4 ELSE lease_until_ms END
+         WHERE run_id = ?1",
+        params![run_id, old + 1, owner, lease_until],
+    )
+    .map_err(storage)?;
+    Ok(Fence(old + 1))
+}
+
+fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLogError> {
+    type Head = (
+        String,
+        String,
+        Option<String>,
+        i64,
+        i64,
+        Option<String>,
+        bool,
+    );
+    let head: Head = conn
+        .query_row(
+            "SELECT node_id, status, output, seed, clock_ms, spec, durable FROM runs
+             WHERE run_id = ?1",
+            [run_id],
+            |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                    r.get(6)?,
+                ))
+            },
+        )
+        .optional()
+        .map_err(storage)?
+        .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT node_id, call_index, entry, request, outcome, events FROM calls
+             WHERE run_id = ?1 ORDER BY call_index",
+        )
+        .map_err(storage)?;
+    let calls = stmt
+        .query_map([run_id], |r| {
+            Ok(RawCall {
+                node_id: r.get(0)?,
+                index: r.get(1)?,
+                entry: r.get(2)?,
+                request: r.get(3)?,
+                outcome: r.get(4)?,
+                events: r.get(5)?,
+            })
+        })
+        .map_err(storage)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(storage)?;
+    let mut stmt = conn
+        .prepare_cached("SELECT event, at_ms FROM events WHERE run_id = ?1 ORDER BY seq")
+        .map_err(storage)?;
+    let events = stmt
+        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(storage)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(storage)?;
+    let (node_id, status, output, seed, clock_ms, spec, durable) = head;
+    RawRun {
+        run_id: run_id.into(),
+        node_id,
+        status,
+        output,
+        seed,
+        clock_ms,
+        spec,
+        durable,
+        calls,
+        events,
+    }
+    .check(log)
+}
+
+impl RunLog for SqliteRunLog {
+    fn begin<'a>(&'a self, run: &'a BeginRun<'a>) -> BoxFuture<'a, Result<Fence, RunLogError>> {
+        // SQLite integers are signed: the seed is stored bit for bit.
+        let (seed, clock_ms) = (run.seed.seed as i64, run.seed.clock_ms as i64);
+        let (run_id, node_id, overwrite) =
+            (run.run_id.to_owned(), run.node_id.to_owned(), run.overwrite);
+        let spec = run.spec.map(to_text);
+        let durable = run.lease.is_some();
+        let owner = run.lease.map(|l| l.owner.to_owned());
+        let lease_until = run.lease.map_or(0, |l| until(l.duration));
+        self.blocking(move |conn, _| {
+            let tx = immediate(conn)?;
+            let old: Option<i64> = tx
+                .query_row("SELECT fence FROM runs WHERE run_id = ?1", [&run_id], |r| {
+                    r.get(0)
+                })
+                .optional()
+                .map_err(storage)?;
+            let fence = match old {
+                Some(_) if !overwrite => return Err(RunLogError::RunExists(run_id)),
+                Some(old) => {
+                    // The old recording's next commit meets a new fence and stops.
+                    for table in ["calls", "events"] {
+                        tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [&run_id])
+                            .map_err(storage)?;
+                    }
+                    tx.execute("DELETE FROM runs WHERE run_id = ?1", [&run_id])
+                        .map_err(storage)?;
+                    old + 1
+                }
+                None => 1,
+            };
+            tx.execute(
+                "INSERT INTO runs (run_id, node_id, status, fence, seed, clock_ms, spec, durable,
+                                   owner, lease_until_ms)
+                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                params![
+                    run_id,
+                    node_id,
+                    fence,
+                    seed,
+                    clock_ms,
+                    spec,
+                    durable,
+                    owner,
+                    lease_until
+                ],
+            )
+            .map_err(storage)?;
+            tx.commit().map_err(storage)?;
+            Ok(Fence(fence))
+        })
+    }
+
+    fn commit_call<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        call: &'a RecordedCall,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        let run_id = run_id.to_owned();
+        let events: Vec<String> = events.iter().map(to_text).collect();
+        let row = call_row(call);
+        self.blocking(move |conn, _| {
+            let tx = immediate(conn)?;
+            check_fence(&tx, &run_id, fence)?;
+            append_events(&tx, &run_id, &events)?;
+            tx.execute(
+                "INSERT INTO calls (run_id, node_id, call_index, entry, request, outcome, events)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![run_id, row.0, row.1, row.2, row.3, row.4, row.5],
+            )
+            .map_err(storage)?;
+            tx.commit().map_err(storage)
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        events: &'a [Event],
+        status: RunStatus,
+        output: &'a str,
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        let (run_id, output) = (run_id.to_owned(), output.to_owned());
+        let events: Vec<String> = events.iter().map(to_text).collect();
+        self.blocking(move |conn, _| {
+            let tx = immediate(conn)?;
+            check_fence(&tx, &run_id, fence)?;
+            append_events(&tx, &run_id, &events)?;
+            tx.execute(
+                "UPDATE runs SET status = ?2, output = ?3 WHERE run_id = ?1",
+                params![run_id, status.as_str(), output],
+            )
+            .map_err(storage)?;
+            tx.commit().map_err(storage)
+        })
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>> {
+        let run_id = run_id.to_owned();
+        self.blocking(move |conn, path| load(conn, path, &run_id))
+    }
+
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: Option<Lease<'a>>,
+    ) -> BoxFuture<'a, Result<(Fence, RecordedRun), RunLogError>> {
+        let run_id = run_id.to_owned();
+        let lease = lease.map(|l| (l.owner.to_owned(), l.duration));
+        self.blocking(move |conn, path| {
+            let tx = immediate(conn)?;
+            let (old, status) = fence_and_status(&tx, &run_id)?;
+            if let Some(done) = RunStatus::parse(&status).filter(|s| *s != RunStatus::Running) {
+                return Err(RunLogError::Finished(run_id, done.as_str()));
+            }
+            let fence = take_over(
+                &tx,
+                &run_id,
+                old,
+                lease.as_ref().map(|(o, d)| (o.as_str(), *d)),
+            )?;
+            let run = load(&tx, path, &run_id)?;
+            tx.commit().map_err(storage)?;
+            Ok((fence, run))
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        duration: Duration,
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        let run_id = run_id.to_owned();
+        self.blocking(move |conn, _| {
+            let n = conn
+                .execute(
+                    "UPDATE runs SET lease_until_ms = ?3 WHERE run_id = ?1 AND fence = ?2",
+                    params![run_id, fence.0, until(duration)],
+                )
+                .map_err(storage)?;
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(RunLogError::Fenced(run_id))
+            }
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        let run_id = run_id.to_owned();
+        self.blocking(move |conn, _| {
+            conn.execute(
+                "UPDATE runs SET lease_until_ms = 0 WHERE run_id = ?1 AND fence = ?2",
+                params![run_id, fence.0],
+            )
+            .map_err(storage)?;
+            Ok(())
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        lease: Lease<'a>,
+    ) -> BoxFuture<'a, Result<Option<(Fence, RecordedRun)>, RunLogError>> {
+        let (owner, duration) = (lease.owner.to_owned(), lease.duration);
+        self.blocking(move |conn, path| {
+            // BEGIN IMMEDIATE holds the file's write lock: no other process
+            // can claim the same run between the read and the update.
+            let tx = immediate(conn)?;
+            let lapsed: Option<(String, i64)> = tx
+                .query_row(
+                    "SELECT run_id, fence FROM runs
+                     WHERE durable = 1 AND status = 'running' AND lease_until_ms < ?1
+                     ORDER BY lease_until_ms LIMIT 1",
+                    [now_ms() as i64],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+                .map_err(storage)?;
+            let Some((run_id, old)) = lapsed else {
+                return Ok(None);
+            };
+            let fence = take_over(&tx, &run_id, old, Some((&owner, duration)))?;
+            let run = load(&tx, path, &run_id)?;
+            tx.commit().map_err(storage)?;
+            Ok(Some((fence, run)))
+        })
+    }
+
+    fn put_pack<'a>(
+        &'a self,
+        sha256: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        let (sha256, bytes) = (sha256.to_owned(), bytes.to_vec());
+        self.blocking(move |conn, _| {
+            conn.execute(
+                "INSERT INTO packs (sha256, bytes) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+                params![sha256, bytes],
+            )
+            .map_err(storage)?;
+            Ok(())
+        })
+    }
+
+    fn get_pack<'a>(
+        &'a self,
+        sha256: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, RunLogError>> {
+        let sha256 = sha256.to_owned();
+        self.blocking(move |conn, _| {
+            conn.query_row("SELECT bytes FROM packs WHERE sha256 = ?1", [sha256], |r| {
+                r.get(0)
+            })
+            .optional()
+            .map_err(storage)
+        })
+    }
+}

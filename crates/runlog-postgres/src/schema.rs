@@ -1,0 +1,109 @@
+//! The schema, in versioned migrations applied at connect time under an
+//! advisory lock (several hosts may start at once), and the checks that
+//! keep this code off a database that is not a callai run log.
+
+use callai_host::RunLogError;
+use tokio_postgres::Client;
+
+/// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
+pub(crate) const MIGRATIONS: [&str; 1] = ["
+    CREATE TABLE callai_runs (
+        run_id      TEXT PRIMARY KEY,
+        node_id     TEXT NOT NULL,
+        status      TEXT NOT NULL,
+        output      TEXT,
+        fence       BIGINT NOT NULL,
+        seed        BIGINT NOT NULL,
+        clock_ms    BIGINT NOT NULL,
+        spec        TEXT,
+        durable     BOOLEAN NOT NULL DEFAULT false,
+        owner       TEXT,
+        lease_until TIMESTAMPTZ
+    );
+    CREATE INDEX callai_runs_leased ON callai_runs (lease_until)
+        WHERE durable AND status = 'running';
+    CREATE TABLE callai_calls (
+        run_id     TEXT NOT NULL REFERENCES callai_runs (run_id) ON DELETE CASCADE,
+        call_index BIGINT NOT NULL,
+        node_id    TEXT NOT NULL,
+        entry      TEXT NOT NULL,
+        request    TEXT NOT NULL,
+        outcome    TEXT NOT NULL,
+        events     TEXT NOT NULL,
+        PRIMARY KEY (run_id, call_index)
+    );
+    CREATE TABLE callai_events (
+        run_id TEXT NOT NULL REFERENCES callai_runs (run_id) ON DELETE CASCADE,
+        seq    BIGINT NOT NULL,
+        event  TEXT NOT NULL,
+        at_ms  BIGINT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE callai_packs (
+        sha256 TEXT PRIMARY KEY,
+        bytes  BYTEA NOT NULL
+    );
+"];
+
+/// The version this build writes.
+pub(crate) const VERSION: i64 = MIGRATIONS.len() as i64;
+
+/// The advisory lock migrations hold ("CAl0").
+const LOCK: i64 = 0x4341_6c30;
+
+/// Brings the database to [`VERSION`], or says why it will not: a newer
+/// schema, or `callai_` tables without the version table (someone else's).
+pub(crate) async fn migrate(client: &mut Client, shown: &str) -> Result<(), RunLogError> {
+    let storage = |e: tokio_postgres::Error| RunLogError::Storage(format!("{shown}: {e}"));
+    let tx = client.transaction().await.map_err(storage)?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
+        .await
+        .map_err(storage)?;
+    let has = |name: &'static str| {
+        let tx = &tx;
+        async move {
+            tx.query_one("SELECT to_regclass($1) IS NOT NULL", &[&name])
+                .await
+                .map(|row| row.get::<_, bool>(0))
+        }
+    };
+    let version: i64 = if has("callai_schema").await.map_err(storage)? {
+        let row = tx
+            .query_opt("SELECT version FROM callai_schema", &[])
+            .await
+            .map_err(storage)?;
+        match row {
+            Some(row) => row.get(0),
+            None => {
+                return Err(RunLogError::Corrupt {
+                    path: shown.into(),
+                    reason: "callai_schema holds no version".into(),
+                });
+            }
+        }
+    } else if has("callai_runs").await.map_err(storage)? {
+        return Err(RunLogError::Foreign {
+            path: shown.into(),
+            reason: "it has a callai_runs table but no callai_schema: not a callai run log".into(),
+        });
+    } else {
+        tx.batch_execute("CREATE TABLE callai_schema (version BIGINT NOT NULL); INSERT INTO callai_schema VALUES (0);")
+            .await
+            .map_err(storage)?;
+        0
+    };
+    if version > VERSION {
+        return Err(RunLogError::Newer {
+            path: shown.into(),
+            found: version,
+            known: VERSION,
+        });
+    }
+    for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
+        tx.batch_execute(sql).await.map_err(storage)?;
+        tx.execute("UPDATE callai_schema SET version = $1", &[&(n as i64 + 1)])
+            .await
+            .map_err(storage)?;
+    }
+    tx.commit().await.map_err(storage)
+}

@@ -1,0 +1,416 @@
+//! [`RunLog`] on PostgreSQL: each write one transaction that locks the
+//! run's row (`FOR UPDATE`) and checks the fence; leases in the server's
+//! clock, so hosts on different machines agree on when one lapsed.
+
+use crate::PostgresRunLog;
+use crate::pool::Conn;
+use callai_host::events::Event;
+use callai_host::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_host::runlog::{BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunStatus};
+use callai_host::{BoxFuture, RunLogError};
+use std::time::Duration;
+use tokio_postgres::GenericClient;
+
+impl PostgresRunLog {
+    fn storage(&self) -> impl Fn(tokio_postgres::Error) -> RunLogError + '_ {
+        move |e| RunLogError::Storage(format!("{}: {e}", self.shown))
+    }
+
+    async fn conn(&self) -> Result<Conn, RunLogError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| RunLogError::Storage(format!("cannot connect to {}: {e}", self.shown)))
+    }
+
+    /// The run's fence and status, its row locked until the transaction ends.
+    async fn lock_run(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+    ) -> Result<(i64, String), RunLogError> {
+        let row = tx
+            .query_opt(
+                "SELECT fence, status FROM callai_runs WHERE run_id = $1 FOR UPDATE",
+                &[&run_id],
+            )
+            .await
+            .map_err(self.storage())?
+            .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
+        Ok((row.get(0), row.get(1)))
+    }
+
+    async fn check_fence(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+        fence: Fence,
+    ) -> Result<(), RunLogError> {
+        match self.lock_run(tx, run_id).await? {
+            (f, _) if f == fence.0 => Ok(()),
+            _ => Err(RunLogError::Fenced(run_id.into())),
+        }
+    }
+
+    async fn append_events(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+        events: &[Event],
+    ) -> Result<(), RunLogError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let next: i64 = tx
+            .query_one(
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM callai_events WHERE run_id = $1",
+                &[&run_id],
+            )
+            .await
+            .map_err(self.storage())?
+            .get(0);
+        let texts: Vec<String> = events.iter().map(to_text).collect();
+        let seqs: Vec<i64> = (0..texts.len() as i64).map(|i| next + i).collect();
+        tx.execute(
+            "INSERT INTO callai_events (run_id, seq, event, at_ms)
+             SELECT $1, s, e, (extract(epoch from clock_timestamp()) * 1000)::bigint
+             FROM unnest($2::bigint[], $3::text[]) AS t(s, e)",
+            &[&run_id, &seqs, &texts],
+        )
+        .await
+        .map_err(self.storage())?;
+        Ok(())
+    }
+
+    /// Bumps the fence (taking the run over) under a new lease when given.
+    async fn take_over(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+        old: i64,
+        lease: Option<Lease<'_>>,
+    ) -> Result<Fence, RunLogError> {
+        let owner = lease.map(|l| l.owner.to_owned());
+        let ms = lease.map_or(0, |l| l.duration.as_millis() as i64);
+        tx.execute(
+            "UPDATE callai_runs SET fence = $2, owner = COALESCE($3, owner),
+                 lease_until = CASE WHEN durable AND $3 IS NOT NULL
+                     THEN clock_timestamp() + $4::bigint * interval '1 millisecond' ELSE lease_until END
+             WHERE run_id = $1",
+            &[&run_id, &(old + 1), &owner, &ms],
+        )
+        .await
+        .map_err(self.storage())?;
+        Ok(Fence(old + 1))
+    }
+
+    async fn load_in(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+    ) -> Result<RecordedRun, RunLogError> {
+        let head = tx
+            .query_opt(
+                "SELECT node_id, status, output, seed, clock_ms, spec, durable
+                 FROM callai_runs WHERE run_id = $1",
+                &[&run_id],
+            )
+            .await
+            .map_err(self.storage())?
+            .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
+        let calls = tx
+            .query(
+                "SELECT node_id, call_index, entry, request, outcome, events FROM callai_calls
+                 WHERE run_id = $1 ORDER BY call_index",
+                &[&run_id],
+            )
+            .await
+            .map_err(self.storage())?
+            .into_iter()
+            .map(|r| RawCall {
+                node_id: r.get(0),
+                index: r.get(1),
+                entry: r.get(2),
+                request: r.get(3),
+                outcome: r.get(4),
+                events: r.get(5),
+            })
+            .collect();
+        let events = tx
+            .query(
+                "SELECT event, at_ms FROM callai_events WHERE run_id = $1 ORDER BY seq",
+                &[&run_id],
+            )
+            .await
+            .map_err(self.storage())?
+            .into_iter()
+            .map(|r| (r.get(0), r.get(1)))
+            .collect();
+        RawRun {
+            run_id: run_id.into(),
+            node_id: head.get(0),
+            status: head.get(1),
+            output: head.get(2),
+            seed: head.get(3),
+            clock_ms: head.get(4),
+            spec: head.get(5),
+            durable: head.get(6),
+            calls,
+            events,
+        }
+        .check(&self.shown)
+    }
+}
+
+impl RunLog for PostgresRunLog {
+    fn begin<'a>(&'a self, run: &'a BeginRun<'a>) -> BoxFuture<'a, Result<Fence, RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await.map_err(self.storage())?;
+            let old = tx
+                .query_opt(
+                    "SELECT fence FROM callai_runs WHERE run_id = $1 FOR UPDATE",
+                    &[&run.run_id],
+                )
+                .await
+                .map_err(self.storage())?
+                .map(|r| r.get::<_, i64>(0));
+            let fence = match old {
+                Some(_) if !run.overwrite => return Err(RunLogError::RunExists(run.run_id.into())),
+                Some(old) => {
+                    // Calls and events go with the row (ON DELETE CASCADE);
+                    // the old recorder's next commit meets the new fence.
+                    tx.execute("DELETE FROM callai_runs WHERE run_id = $1", &[&run.run_id])
+                        .await
+                        .map_err(self.storage())?;
+                    old + 1
+                }
+                None => 1,
+            };
+            let spec = run.spec.map(to_text);
+            let owner = run.lease.map(|l| l.owner.to_owned());
+            let ms = run.lease.map(|l| l.duration.as_millis() as i64);
+            let inserted = tx
+                .execute(
+                    "INSERT INTO callai_runs (run_id, node_id, status, fence, seed, clock_ms, spec,
+                                              durable, owner, lease_until)
+                     VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8,
+                             clock_timestamp() + $9::bigint * interval '1 millisecond')
+                     ON CONFLICT (run_id) DO NOTHING",
+                    &[
+                        &run.run_id,
+                        &run.node_id,
+                        &fence,
+                        &(run.seed.seed as i64),
+                        &(run.seed.clock_ms as i64),
+                        &spec,
+                        &run.lease.is_some(),
+                        &owner,
+                        &ms,
+                    ],
+                )
+                .await
+                .map_err(self.storage())?;
+            if inserted == 0 {
+                // Another host began the same run id between our read and write.
+                return Err(RunLogError::RunExists(run.run_id.into()));
+            }
+            tx.commit().await.map_err(self.storage())?;
+            Ok(Fence(fence))
+        })
+    }
+
+    fn commit_call<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        call: &'a RecordedCall,
+        events: &'a [Event],
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await.map_err(self.storage())?;
+            self.check_fence(&tx, run_id, fence).await?;
+            self.append_events(&tx, run_id, events).await?;
+            let row = call_row(call);
+            tx.execute(
+                "INSERT INTO callai_calls (run_id, node_id, call_index, entry, request, outcome, events)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                &[&run_id, &row.0, &row.1, &row.2, &row.3, &row.4, &row.5],
+            )
+            .await
+            .map_err(self.storage())?;
+            tx.commit().await.map_err(self.storage())
+        })
+    }
+
+    fn finish<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        events: &'a [Event],
+        status: RunStatus,
+        output: &'a str,
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await.map_err(self.storage())?;
+            self.check_fence(&tx, run_id, fence).await?;
+            self.append_events(&tx, run_id, events).await?;
+            tx.execute(
+                "UPDATE callai_runs SET status = $2, output = $3 WHERE run_id = $1",
+                &[&run_id, &status.as_str(), &output],
+            )
+            .await
+            .map_err(self.storage())?;
+            tx.commit().await.map_err(self.storage())
+        })
+    }
+
+    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            // One snapshot for the run's rows.
+            let tx = conn
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(self.storage())?;
+            let run = self.load_in(&tx, run_id).await?;
+            tx.commit().await.map_err(self.storage())?;
+            Ok(run)
+        })
+    }
+
+    fn resume<'a>(
+        &'a self,
+        run_id: &'a str,
+        lease: Option<Lease<'a>>,
+    ) -> BoxFuture<'a, Result<(Fence, RecordedRun), RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await.map_err(self.storage())?;
+            let (old, status) = self.lock_run(&tx, run_id).await?;
+            if let Some(done) = RunStatus::parse(&status).filter(|s| *s != RunStatus::Running) {
+                return Err(RunLogError::Finished(run_id.into(), done.as_str()));
+            }
+            let fence = self.take_over(&tx, run_id, old, lease).await?;
+            let run = self.load_in(&tx, run_id).await?;
+            tx.commit().await.map_err(self.storage())?;
+            Ok((fence, run))
+        })
+    }
+
+    fn renew<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+        duration: Duration,
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        Box::pin(async move {
+            let conn = self.conn().await?;
+            let n = conn
+                .execute(
+                    "UPDATE callai_runs
+                     SET lease_until = clock_timestamp() + $3::bigint * interval '1 millisecond'
+                     WHERE run_id = $1 AND fence = $2",
+                    &[&run_id, &fence.0, &(duration.as_millis() as i64)],
+                )
+                .await
+                .map_err(self.storage())?;
+            if n == 1 {
+                Ok(())
+            } else {
+                Err(RunLogError::Fenced(run_id.into()))
+            }
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        run_id: &'a str,
+        fence: Fence,
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        Box::pin(async move {
+            let conn = self.conn().await?;
+            conn.execute(
+                "UPDATE callai_runs SET lease_until = '-infinity' WHERE run_id = $1 AND fence = $2",
+                &[&run_id, &fence.0],
+            )
+            .await
+            .map_err(self.storage())?;
+            Ok(())
+        })
+    }
+
+    fn claim<'a>(
+        &'a self,
+        lease: Lease<'a>,
+    ) -> BoxFuture<'a, Result<Option<(Fence, RecordedRun)>, RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await.map_err(self.storage())?;
+            // SKIP LOCKED: hosts claiming at once each get a different run
+            // (or none), never wait on each other.
+            let lapsed = tx
+                .query_opt(
+                    "SELECT run_id, fence FROM callai_runs
+                     WHERE durable AND status = 'running' AND lease_until < clock_timestamp()
+                     ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    &[],
+                )
+                .await
+                .map_err(self.storage())?;
+            let Some(row) = lapsed else {
+                return Ok(None);
+            };
+            let (run_id, old): (String, i64) = (row.get(0), row.get(1));
+            let fence = self.take_over(&tx, &run_id, old, Some(lease)).await?;
+            let run = self.load_in(&tx, &run_id).await?;
+            tx.commit().await.map_err(self.storage())?;
+            Ok(Some((fence, run)))
+        })
+    }
+
+    fn put_pack<'a>(
+        &'a self,
+        sha256: &'a str,
+        bytes: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), RunLogError>> {
+        Box::pin(async move {
+            let conn = self.conn().await?;
+            let known = conn
+                .query_opt("SELECT 1 FROM callai_packs WHERE sha256 = $1", &[&sha256])
+                .await
+                .map_err(self.storage())?;
+            if known.is_none() {
+                conn.execute(
+                    "INSERT INTO callai_packs (sha256, bytes) VALUES ($1, $2) ON CONFLICT DO NOTHING",
+                    &[&sha256, &bytes],
+                )
+                .await
+                .map_err(self.storage())?;
+            }
+            Ok(())
+        })
+    }
+
+    fn get_pack<'a>(
+        &'a self,
+        sha256: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Vec<u8>>, RunLogError>> {
+        Box::pin(async move {
+            let conn = self.conn().await?;
+            let row = conn
+                .query_opt(
+                    "SELECT bytes FROM callai_packs WHERE sha256 = $1",
+                    &[&sha256],
+                )
+                .await
+                .map_err(self.storage())?;
+            Ok(row.map(|r| r.get(0)))
+        })
+    }
+}

@@ -1,0 +1,144 @@
+//! Durable runs: the lease a host renews while it runs one, and the loop
+//! that takes over runs whose host stopped renewing (it died, lost its
+//! machine, was cut off) and resumes them from the run log.
+
+use crate::admission::Ticket;
+use crate::app::AppState;
+use crate::runner::Work;
+use crate::runs::RunEntry;
+use callai_host::events::Event;
+use callai_host::runlog::{Fence, Lease, RecordedRun, RunStatus};
+use callai_host::{Journal, MockScript, RunLogError};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Renews a durable run's lease every third of its length. Completes when
+/// another host has taken the run over; never, for a run without a lease.
+/// A renewal that fails for another reason is tried again at the next
+/// tick: if the store stays away the lease lapses, another host takes over,
+/// and this host's next commit is refused by the fence.
+pub(crate) async fn keep_lease(state: &AppState, run_id: &str, fence: Option<Fence>) {
+    let (Some(log), Some(fence)) = (&state.runlog, fence) else {
+        return std::future::pending().await;
+    };
+    let lease = state.config().runlog.lease();
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        if let Err(RunLogError::Fenced(_)) = log.renew(run_id, fence, lease).await {
+            return;
+        }
+    }
+}
+
+/// How often a host looks for runs to take over.
+fn poll_interval(lease: Duration) -> Duration {
+    (lease / 4).clamp(Duration::from_millis(50), Duration::from_secs(2))
+}
+
+/// Takes over every durable run whose lease lapsed, while this host has
+/// room for it, until the host shuts down.
+pub(crate) async fn take_over(state: Arc<AppState>) {
+    let Some(log) = state.runlog.clone() else {
+        return;
+    };
+    let lease = state.config().runlog.lease();
+    loop {
+        if state.admission.is_draining() {
+            return;
+        }
+        let claimed = match state.admission.admit() {
+            Err(_) => None, // full: leave the run to a host with room
+            Ok(ticket) => {
+                let claim = log.claim(Lease {
+                    owner: &state.host_id,
+                    duration: lease,
+                });
+                match claim.await {
+                    Ok(Some((fence, run))) => Some((ticket, fence, run)),
+                    Ok(None) => None,
+                    Err(e) => {
+                        eprintln!("callai serve: cannot look for runs to take over: {e}");
+                        None
+                    }
+                }
+            }
+        };
+        match claimed {
+            // Another one may be waiting: look again at once.
+            Some((ticket, fence, run)) => adopt(&state, ticket, fence, run).await,
+            None => tokio::time::sleep(poll_interval(lease)).await,
+        }
+    }
+}
+
+/// Resumes a run this host just took over.
+async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: RecordedRun) {
+    let log = state.runlog.clone().expect("claimed from the run log");
+    let run_id = run.run_id.clone();
+    let fail = |message: String| {
+        let log = log.clone();
+        let run_id = run_id.clone();
+        async move {
+            eprintln!("callai serve: cannot resume run {run_id:?}: {message}");
+            let output = json!({"error": {"kind": "takeover", "message": message}});
+            let _ = log
+                .finish(&run_id, fence, &[], RunStatus::Failed, &output.to_string())
+                .await;
+        }
+    };
+    let Some(spec) = run.spec.clone() else {
+        return fail("the run log does not say what the run was started with".into()).await;
+    };
+    let pack = match state.packs.by_hash(&spec.sha256) {
+        Some(info) => state.packs.pack(&info).await,
+        None => match log.get_pack(&spec.sha256).await {
+            Ok(Some(bytes)) => state.packs.compile_bytes(&spec.sha256, bytes.into()).await,
+            Ok(None) => {
+                return fail(format!(
+                    "no pack with sha256 {} here or in the log",
+                    spec.sha256
+                ))
+                .await;
+            }
+            Err(e) => return fail(e.to_string()).await,
+        },
+    };
+    let pack = match pack {
+        Ok(pack) => pack,
+        Err(e) => return fail(e.message).await,
+    };
+    let entry = Arc::new(RunEntry::new(
+        run_id.clone(),
+        spec.pack.clone(),
+        run.node_id.clone(),
+    ));
+    entry.add_calls(run.calls.len() as u32);
+    state.runs.put(entry.clone());
+    let script = remaining_script(spec.script.as_deref(), &run);
+    let work = Work {
+        state: state.clone(),
+        entry,
+        pack,
+        input: spec.input,
+        script,
+        lease: Some(fence),
+    };
+    let journal = Journal::resumed(log, fence, run);
+    state.tasks.spawn(work.run(ticket, journal));
+}
+
+/// A mock script as far as a resumed run has not yet used it: the replies
+/// its committed calls consumed (one per provider request, as their
+/// `provider.usage` events count them) are skipped.
+pub fn remaining_script(text: Option<&str>, run: &RecordedRun) -> Option<MockScript> {
+    let mut script = MockScript::from_json(text?).ok()?;
+    let used: usize = run
+        .calls
+        .iter()
+        .flat_map(|c| &c.events)
+        .filter(|e| matches!(e, Event::ProviderUsage { .. }))
+        .count();
+    script.0.drain(..used.min(script.0.len()));
+    Some(script)
+}

@@ -1,0 +1,467 @@
+//! One run-log suite, through the `RunLog` trait, on both backends: the
+//! SQLite file and PostgreSQL (a throwaway cluster). Round trips, refusals,
+//! fences, resume, leases and takeover, concurrent writers, corruption.
+
+use callai_host::events::Event;
+use callai_host::runlog::{
+    BeginRun, Entry, Lease, Outcome, RecordedCall, RunSeed, RunSpec, RunStatus,
+};
+use callai_host::wire::{Attempts, CallResult};
+use callai_host::{RunLog, RunLogError, SqliteRunLog};
+use callai_runlog_postgres::PostgresRunLog;
+use callai_tests::pg::PgCluster;
+use std::sync::Arc;
+use std::time::Duration;
+
+enum Backend {
+    Sqlite(tempfile::TempDir),
+    Postgres(Arc<PgCluster>, String),
+}
+
+impl Backend {
+    /// Both backends (PostgreSQL only where it is installed; see `pg.rs`).
+    fn all() -> Vec<Self> {
+        let mut all = vec![Self::Sqlite(tempfile::tempdir().unwrap())];
+        if let Some(cluster) = PgCluster::shared() {
+            let url = cluster.database();
+            all.push(Self::Postgres(cluster, url));
+        }
+        all
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            Self::Sqlite(_) => "sqlite",
+            Self::Postgres(..) => "postgres",
+        }
+    }
+
+    async fn open(&self) -> Arc<dyn RunLog> {
+        match self {
+            Self::Sqlite(dir) => Arc::new(SqliteRunLog::open(&dir.path().join("runs.db")).unwrap()),
+            Self::Postgres(_, url) => Arc::new(PostgresRunLog::connect(url).await.unwrap()),
+        }
+    }
+
+    /// Overwrites call `index` of `run_id`'s stored outcome with `text`.
+    fn tamper(&self, run_id: &str, index: u32, text: &str) {
+        match self {
+            Self::Sqlite(dir) => {
+                let conn = rusqlite::Connection::open(dir.path().join("runs.db")).unwrap();
+                conn.execute(
+                    "UPDATE calls SET outcome = ?1 WHERE run_id = ?2 AND call_index = ?3",
+                    (text, run_id, index),
+                )
+                .unwrap();
+            }
+            Self::Postgres(cluster, url) => {
+                cluster.psql(
+                    url,
+                    &format!(
+                        "UPDATE callai_calls SET outcome = '{text}' WHERE run_id = '{run_id}' AND call_index = {index}"
+                    ),
+                );
+            }
+        }
+    }
+}
+
+const SEED: RunSeed = RunSeed {
+    seed: u64::MAX - 7,
+    clock_ms: 1_800_000_000_000,
+};
+
+fn begin<'a>(
+    run_id: &'a str,
+    overwrite: bool,
+    spec: Option<&'a RunSpec>,
+    lease: Option<Lease<'a>>,
+) -> BeginRun<'a> {
+    BeginRun {
+        run_id,
+        node_id: "n",
+        seed: SEED,
+        overwrite,
+        spec,
+        lease,
+    }
+}
+
+fn call(index: u32) -> RecordedCall {
+    RecordedCall {
+        node_id: "n".into(),
+        index,
+        entry: Entry::Json,
+        request: serde_json::json!({"i": index}),
+        outcome: Outcome::Result(CallResult {
+            content: Some(format!("answer {index}")),
+            attempts: Some(Attempts {
+                count: 2,
+                output_tokens: Some(40),
+                usage_complete: true,
+                structured_output: None,
+            }),
+            ..CallResult::default()
+        }),
+        events: vec![event(index)],
+    }
+}
+
+fn event(i: u32) -> Event {
+    Event::RecoveryApplied {
+        node_id: "n".into(),
+        path: format!("direct-{i}"),
+    }
+}
+
+fn lease(owner: &str, ms: u64) -> Lease<'_> {
+    Lease {
+        owner,
+        duration: Duration::from_millis(ms),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_round_trips_with_its_spec_seed_and_event_times() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let spec = RunSpec {
+            pack: "p".into(),
+            sha256: "ab".repeat(32),
+            input: "{\"x\": \"é\"}".into(),
+            script: Some("[]".into()),
+        };
+        let f = log
+            .begin(&begin("r", false, Some(&spec), None))
+            .await
+            .unwrap();
+        log.commit_call("r", f, &call(0), &[event(100), event(0)])
+            .await
+            .unwrap();
+        log.commit_call("r", f, &call(1), &[event(1)])
+            .await
+            .unwrap();
+        log.finish("r", f, &[event(2)], RunStatus::Ok, "{\"done\": true}")
+            .await
+            .unwrap();
+        // A second handle reads what the first wrote.
+        let run = b.open().await.load("r").await.unwrap();
+        assert_eq!(run.calls, vec![call(0), call(1)], "{}", b.name());
+        assert_eq!(run.events, vec![event(100), event(0), event(1), event(2)]);
+        assert!(
+            run.event_times.iter().all(|&t| t > 1_700_000_000_000),
+            "{:?}",
+            run.event_times
+        );
+        assert_eq!(run.status, RunStatus::Ok);
+        assert_eq!(run.output.as_deref(), Some("{\"done\": true}"));
+        assert_eq!(
+            run.seed,
+            SEED,
+            "{}: the seed round-trips bit for bit",
+            b.name()
+        );
+        assert_eq!(run.spec.as_ref(), Some(&spec));
+        assert!(!run.durable);
+        assert!(matches!(
+            log.load("nope").await,
+            Err(RunLogError::NoSuchRun(_))
+        ));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_run_is_refused_unless_overwritten_which_fences_the_old_recorder() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let first = log.begin(&begin("r", false, None, None)).await.unwrap();
+        log.commit_call("r", first, &call(0), &[]).await.unwrap();
+        let again = log.begin(&begin("r", false, None, None)).await;
+        assert!(
+            matches!(again, Err(RunLogError::RunExists(_))),
+            "{}: {again:?}",
+            b.name()
+        );
+        let second = log.begin(&begin("r", true, None, None)).await.unwrap();
+        assert!(second > first);
+        let stale = log.commit_call("r", first, &call(0), &[]).await;
+        assert!(
+            matches!(stale, Err(RunLogError::Fenced(_))),
+            "{}: {stale:?}",
+            b.name()
+        );
+        log.commit_call("r", second, &call(0), &[]).await.unwrap();
+        let run = log.load("r").await.unwrap();
+        assert_eq!(run.calls.len(), 1, "the overwritten run's calls are gone");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resume_takes_a_stopped_run_over_and_refuses_a_finished_one() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let old = log.begin(&begin("r", false, None, None)).await.unwrap();
+        log.commit_call("r", old, &call(0), &[event(0)])
+            .await
+            .unwrap();
+        log.commit_call("r", old, &call(1), &[event(1)])
+            .await
+            .unwrap();
+        let (fence, run) = log.resume("r", None).await.unwrap();
+        assert!(fence > old);
+        assert_eq!(
+            (run.status, run.calls.len(), run.events.len()),
+            (RunStatus::Running, 2, 2)
+        );
+        // The recorder that was interrupted (or still thinks it owns the run)
+        // can no longer write.
+        let stale = log.commit_call("r", old, &call(2), &[]).await;
+        assert!(matches!(stale, Err(RunLogError::Fenced(_))), "{}", b.name());
+        log.commit_call("r", fence, &call(2), &[event(2)])
+            .await
+            .unwrap();
+        log.finish("r", fence, &[], RunStatus::Ok, "out")
+            .await
+            .unwrap();
+        let done = log.resume("r", None).await;
+        assert!(
+            matches!(done, Err(RunLogError::Finished(_, "ok"))),
+            "{}: {done:?}",
+            b.name()
+        );
+        assert!(matches!(
+            log.resume("nope", None).await,
+            Err(RunLogError::NoSuchRun(_))
+        ));
+        assert_eq!(log.load("r").await.unwrap().calls.len(), 3);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_lease_is_taken_over_once_and_the_old_owner_is_fenced() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let spec = RunSpec {
+            pack: "p".into(),
+            sha256: "00".repeat(32),
+            input: "1".into(),
+            script: None,
+        };
+        let a = log
+            .begin(&begin("d", false, Some(&spec), Some(lease("host-a", 300))))
+            .await
+            .unwrap();
+        log.commit_call("d", a, &call(0), &[]).await.unwrap();
+        log.renew("d", a, Duration::from_millis(300)).await.unwrap();
+        assert!(
+            log.claim(lease("host-b", 5000)).await.unwrap().is_none(),
+            "{}: the lease holds",
+            b.name()
+        );
+        // A run that is not durable is never claimed.
+        log.begin(&begin("plain", false, None, None)).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        let (bf, run) = log
+            .claim(lease("host-b", 5000))
+            .await
+            .unwrap()
+            .expect("lapsed");
+        assert_eq!((run.run_id.as_str(), run.calls.len()), ("d", 1));
+        assert!(run.durable && bf > a);
+        assert_eq!(run.spec, Some(spec.clone()));
+        assert!(
+            log.claim(lease("host-c", 5000)).await.unwrap().is_none(),
+            "claimed once"
+        );
+        // Host A wakes up: it cannot renew nor commit.
+        let renew = log.renew("d", a, Duration::from_millis(300)).await;
+        assert!(matches!(renew, Err(RunLogError::Fenced(_))), "{}", b.name());
+        assert!(matches!(
+            log.commit_call("d", a, &call(1), &[]).await,
+            Err(RunLogError::Fenced(_))
+        ));
+        log.commit_call("d", bf, &call(1), &[]).await.unwrap();
+        // Released, the run is free at once.
+        log.release("d", bf).await.unwrap();
+        let (cf, _) = log
+            .claim(lease("host-c", 5000))
+            .await
+            .unwrap()
+            .expect("released");
+        assert!(cf > bf);
+        log.finish("d", cf, &[], RunStatus::Ok, "x").await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(
+            log.claim(lease("host-d", 1)).await.unwrap().is_none(),
+            "a finished run is not claimed"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hosts_claiming_at_once_each_get_different_runs() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let ids: Vec<String> = (0..6).map(|i| format!("d{i}")).collect();
+        for id in &ids {
+            let f = log
+                .begin(&begin(id, false, None, Some(lease("dead", 1))))
+                .await
+                .unwrap();
+            log.commit_call(id, f, &call(0), &[]).await.unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let mut claimers = Vec::new();
+        for h in 0..4 {
+            let log = log.clone();
+            claimers.push(tokio::spawn(async move {
+                let owner = format!("host-{h}");
+                let mut mine = Vec::new();
+                while let Some((_, run)) = log.claim(lease(&owner, 60_000)).await.unwrap() {
+                    mine.push(run.run_id);
+                }
+                mine
+            }));
+        }
+        let mut claimed = Vec::new();
+        for c in claimers {
+            claimed.extend(c.await.unwrap());
+        }
+        claimed.sort();
+        assert_eq!(claimed, ids, "{}: every run claimed exactly once", b.name());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_recorders_keep_every_run_whole() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let mut tasks = Vec::new();
+        for r in 0..8 {
+            let log = log.clone();
+            tasks.push(tokio::spawn(async move {
+                let id = format!("c{r}");
+                let f = log.begin(&begin(&id, false, None, None)).await.unwrap();
+                for i in 0..10 {
+                    log.commit_call(&id, f, &call(i), &[event(i)])
+                        .await
+                        .unwrap();
+                }
+                log.finish(&id, f, &[], RunStatus::Ok, "").await.unwrap();
+            }));
+        }
+        for t in tasks {
+            t.await.unwrap();
+        }
+        for r in 0..8 {
+            let run = log.load(&format!("c{r}")).await.unwrap();
+            assert_eq!(
+                run.calls,
+                (0..10).map(call).collect::<Vec<_>>(),
+                "{}",
+                b.name()
+            );
+            assert_eq!(run.events, (0..10).map(event).collect::<Vec<_>>());
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tampered_record_is_a_corrupt_log_naming_the_call() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let f = log.begin(&begin("r", false, None, None)).await.unwrap();
+        log.commit_call("r", f, &call(0), &[]).await.unwrap();
+        log.commit_call("r", f, &call(1), &[]).await.unwrap();
+        b.tamper(
+            "r",
+            1,
+            "{\"result\": {\"attempts\": {\"count\": 0, \"usageComplete\": true}}}",
+        );
+        let e = log.load("r").await.unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, RunLogError::Corrupt { .. }),
+            "{}: {e:?}",
+            b.name()
+        );
+        assert!(
+            text.contains("call 1") && text.contains("impossible"),
+            "{text}"
+        );
+        b.tamper("r", 0, "not json");
+        let e = log.resume("r", None).await.unwrap_err();
+        assert!(e.to_string().contains("call 0"), "{}: {e}", b.name());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pack_bytes_are_kept_by_hash() {
+    for b in Backend::all() {
+        let log = b.open().await;
+        let bytes: Vec<u8> = (0..=255).cycle().take(100_000).collect();
+        log.put_pack("h1", &bytes).await.unwrap();
+        log.put_pack("h1", &bytes).await.unwrap();
+        assert_eq!(
+            log.get_pack("h1").await.unwrap(),
+            Some(bytes),
+            "{}",
+            b.name()
+        );
+        assert_eq!(log.get_pack("h2").await.unwrap(), None);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_or_newer_postgres_database_is_refused_and_untouched() {
+    let Some(cluster) = PgCluster::shared() else {
+        return;
+    };
+    let foreign = cluster.database();
+    cluster.psql(
+        &foreign,
+        "CREATE TABLE callai_runs (id INT); INSERT INTO callai_runs VALUES (7);",
+    );
+    let e = PostgresRunLog::connect(&foreign).await.unwrap_err();
+    assert!(matches!(e, RunLogError::Foreign { .. }), "{e:?}");
+    assert_eq!(
+        cluster.psql(&foreign, "SELECT id FROM callai_runs").trim(),
+        "7"
+    );
+    assert_eq!(
+        cluster
+            .psql(&foreign, "SELECT to_regclass('callai_schema') IS NULL")
+            .trim(),
+        "t"
+    );
+
+    let newer = cluster.database();
+    PostgresRunLog::connect(&newer).await.unwrap();
+    cluster.psql(&newer, "UPDATE callai_schema SET version = 999");
+    let e = PostgresRunLog::connect(&newer).await.unwrap_err();
+    assert!(matches!(e, RunLogError::Newer { found: 999, .. }), "{e:?}");
+    assert!(e.to_string().contains("upgrade callai"), "{e}");
+
+    // Several hosts starting on an empty database at once migrate it once.
+    let fresh = cluster.database();
+    let mut starts = Vec::new();
+    for _ in 0..4 {
+        let url = fresh.clone();
+        starts.push(tokio::spawn(async move {
+            PostgresRunLog::connect(&url).await.map(|_| ())
+        }));
+    }
+    for s in starts {
+        s.await.unwrap().unwrap();
+    }
+    assert_eq!(
+        cluster
+            .psql(&fresh, "SELECT version FROM callai_schema")
+            .trim(),
+        PostgresRunLog::schema_version().to_string()
+    );
+    let bad = PostgresRunLog::connect("postgres://postgres@127.0.0.1:1/x")
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("cannot connect"), "{bad}");
+}
