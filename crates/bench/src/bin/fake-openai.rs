@@ -1,6 +1,9 @@
 //! A loopback OpenAI-compatible chat-completions server that answers every
 //! request with the same valid JSON object after `--delay-ms` (20 by
-//! default). Prints `listening on http://ADDR` once it accepts.
+//! default). Prints `listening on http://ADDR` once it accepts. With
+//! `--hold N` the first N requests are held for ten minutes; with `--log`
+//! it prints `request MS` (ms since the Unix epoch) on stdout as each
+//! request arrives.
 
 use axum::Router;
 use axum::routing::post;
@@ -12,6 +15,9 @@ async fn main() {
     let args = callai_bench::args();
     let delay = Duration::from_millis(callai_bench::arg(&args, "delay-ms", 20));
     let port: u16 = callai_bench::arg(&args, "port", 0);
+    let hold: u64 = callai_bench::arg(&args, "hold", 0);
+    let log = args.contains_key("log");
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let body = json!({
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -27,8 +33,17 @@ async fn main() {
     .to_string();
     let reply = move || {
         let body = body.clone();
+        let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if log {
+            println!("request {}", callai_host::events::now_ms());
+        }
         async move {
-            tokio::time::sleep(delay).await;
+            let wait = if n < hold {
+                Duration::from_secs(600)
+            } else {
+                delay
+            };
+            tokio::time::sleep(wait).await;
             ([("content-type", "application/json")], body)
         }
     };

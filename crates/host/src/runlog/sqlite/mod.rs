@@ -87,6 +87,10 @@ impl SqliteRunLog {
     /// hot journal beside it is rolled back.
     pub fn open(path: &Path) -> Result<Self, RunLogError> {
         let shown = path.display().to_string();
+        // Processes opening one log at once take turns (an advisory lock
+        // on the file, apart from SQLite's own): the first creates and
+        // migrates it, the others find it done.
+        let _turn = take_turn(path, &shown)?;
         let header = read_header(path, &shown)?;
         let corrupt = |e: rusqlite::Error| RunLogError::Corrupt {
             path: shown.clone(),
@@ -177,14 +181,43 @@ impl SqliteRunLog {
     }
 }
 
+/// Opens `path` (creating an empty file when absent) and holds an
+/// exclusive advisory lock on it until dropped. The lock is `flock`'s,
+/// which SQLite's own `fcntl` locks do not see; a file of another program
+/// is only read.
+fn take_turn(path: &Path, shown: &str) -> Result<std::fs::File, RunLogError> {
+    let file = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| RunLogError::Storage(format!("cannot create {shown}: {e}")))?,
+        Err(e) => return Err(RunLogError::Storage(format!("cannot open {shown}: {e}"))),
+    };
+    file.lock()
+        .map_err(|e| RunLogError::Storage(format!("cannot lock {shown}: {e}")))?;
+    Ok(file)
+}
+
 /// Applies the migrations a file at `version` still needs, each in its own
-/// transaction with the version it reaches.
+/// transaction with the version it reaches; a step another process already
+/// applied is skipped.
 fn migrate(conn: &Connection, version: u32) -> rusqlite::Result<()> {
     for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
-        conn.execute_batch(&format!(
-            "BEGIN IMMEDIATE; {sql} PRAGMA user_version = {}; COMMIT;",
-            n + 1
-        ))?;
+        conn.execute_batch("BEGIN IMMEDIATE;")?;
+        let now: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+        let step = if now > n as u32 {
+            "COMMIT;".to_owned()
+        } else {
+            format!("{sql} PRAGMA user_version = {}; COMMIT;", n + 1)
+        };
+        if let Err(e) = conn.execute_batch(&step) {
+            let _ = conn.execute_batch("ROLLBACK;");
+            return Err(e);
+        }
     }
     Ok(())
 }

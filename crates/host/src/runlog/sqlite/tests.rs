@@ -264,3 +264,29 @@ fn a_version_one_log_is_migrated_in_place() {
         Fence(1)
     );
 }
+
+#[test]
+fn hosts_opening_a_new_log_at_once_all_get_it_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("log.db");
+    let opened: Vec<_> = (0..8)
+        .map(|_| {
+            let path = path.clone();
+            std::thread::spawn(move || SqliteRunLog::open(&path))
+        })
+        .collect();
+    let rt = rt();
+    for (i, handle) in opened.into_iter().enumerate() {
+        let log = handle.join().unwrap().expect("every opener gets the log");
+        let id: &'static str = ["a", "b", "c", "d", "e", "f", "g", "h"][i];
+        rt.block_on(log.begin(&begin(id, false))).unwrap();
+    }
+    let log = SqliteRunLog::open(&path).unwrap();
+    let version: u32 = log
+        .conn
+        .lock()
+        .unwrap()
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, SCHEMA_VERSION);
+}
