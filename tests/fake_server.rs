@@ -35,6 +35,32 @@ impl Reply {
     pub fn ok(body: Value) -> Self {
         Self::Json(200, body, vec![])
     }
+
+    /// A mock script (the design's format) as an OpenAI-compatible server
+    /// answers it: each reply's content, finish reason and usage.
+    pub fn openai_script(script: &str) -> Vec<Self> {
+        let script: Vec<Value> = serde_json::from_str(script).expect("a mock script");
+        script
+            .iter()
+            .map(|e| {
+                Self::ok(serde_json::json!({
+                    "model": "fake",
+                    "choices": [{"index": 0,
+                                 "message": {"role": "assistant", "content": e["content"]},
+                                 "finish_reason": e.get("finishReason").cloned().unwrap_or("stop".into())}],
+                    "usage": {"prompt_tokens": e["inputTokens"], "completion_tokens": e["outputTokens"]}
+                }))
+            })
+            .collect()
+    }
+}
+
+/// The Book AI pack's truncation-and-violation script (three calls), as an
+/// OpenAI-compatible server answers it.
+pub fn bookai_replies() -> Vec<Reply> {
+    Reply::openai_script(include_str!(
+        "../examples/bookai-scene/scripts/truncation-and-violation.json"
+    ))
 }
 
 /// A request the fake received.

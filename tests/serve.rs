@@ -3,8 +3,8 @@
 //! small client for its JSON API.
 
 use callai_host::{HostConfig, RuntimeOptions};
-use callai_server::{BundledPack, EnvSource, Server, ServerOptions};
-use serde_json::Value;
+use callai_server::{EnvSource, Server, ServerOptions};
+use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::sync::oneshot;
@@ -33,19 +33,6 @@ pub struct Answer {
     pub retry_after: Option<String>,
     /// The body.
     pub body: Value,
-}
-
-/// The bundled examples, as `callai serve` hands them over.
-pub fn bundled() -> Vec<BundledPack> {
-    callai_cli::EXAMPLES
-        .iter()
-        .map(|e| BundledPack {
-            name: e.name.to_owned(),
-            node_id: e.node_id.to_owned(),
-            default_script: Some(e.default_script.to_owned()),
-            bytes: Arc::new(move || e.component().into_owned()),
-        })
-        .collect()
 }
 
 /// A folder holding the test programs `names` as `NAME.wasm`.
@@ -83,7 +70,7 @@ impl TestServer {
             listen: Some("127.0.0.1:0".parse().unwrap()),
             packs_dir: Some(packs.path().to_owned()),
             runlog: runlog.map(|p| p.display().to_string()),
-            bundled: bundled(),
+            bundled: callai_cli::bundled_packs(),
             runtime: RuntimeOptions::from_limits(&config.limits),
             env,
         };
@@ -204,4 +191,24 @@ pub fn samples(text: &str, name: &str) -> Vec<(String, f64)> {
                 .then(|| (labels.to_owned(), value.parse().unwrap()))
         })
         .collect()
+}
+
+/// A text request.
+pub fn hello() -> Value {
+    json!({"messages": [{"role": "user", "content": "hi"}]})
+}
+
+/// A structured request whose script makes `n` provider requests: `n - 1`
+/// truncated replies, then a good one.
+pub fn truncating(n: usize) -> (Value, Value) {
+    let request = json!({
+        "messages": [{"role": "user", "content": "hi"}],
+        "maxTokens": 100,
+        "responseSchema": {"type": "object", "required": ["x"]}
+    });
+    let mut script: Vec<Value> = (1..n)
+        .map(|_| json!({"content": "{\"x\": ", "finishReason": "length", "outputTokens": 100}))
+        .collect();
+    script.push(json!({"content": "{\"x\": 1}", "outputTokens": 7}));
+    (request, Value::Array(script))
 }

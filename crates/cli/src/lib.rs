@@ -56,3 +56,17 @@ include!(concat!(env!("OUT_DIR"), "/examples.rs"));
 pub fn example(name: &str) -> Option<&'static Example> {
     EXAMPLES.iter().find(|e| e.name == name)
 }
+
+/// The bundled examples, as `callai serve` takes them (inflated when a run
+/// first needs one).
+pub fn bundled_packs() -> Vec<callai_server::BundledPack> {
+    EXAMPLES
+        .iter()
+        .map(|e| callai_server::BundledPack {
+            name: e.name.to_owned(),
+            node_id: e.node_id.to_owned(),
+            default_script: Some(e.default_script.to_owned()),
+            bytes: std::sync::Arc::new(move || e.component().into_owned()),
+        })
+        .collect()
+}

@@ -2,22 +2,8 @@
 
 use crate::args::ServeArgs;
 use callai_host::config::parse_listen;
-use callai_server::{BundledPack, Server, ServerOptions};
+use callai_server::{Server, ServerOptions};
 use std::process::ExitCode;
-use std::sync::Arc;
-
-/// The bundled examples, as the server takes them.
-fn bundled() -> Vec<BundledPack> {
-    callai_cli::EXAMPLES
-        .iter()
-        .map(|e| BundledPack {
-            name: e.name.to_owned(),
-            node_id: e.node_id.to_owned(),
-            default_script: Some(e.default_script.to_owned()),
-            bytes: Arc::new(move || e.component().into_owned()),
-        })
-        .collect()
-}
 
 /// SIGTERM or Ctrl-C.
 async fn shutdown_signal() {
@@ -48,7 +34,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         listen,
         packs_dir: args.packs,
         runlog: args.runlog,
-        bundled: bundled(),
+        bundled: callai_cli::bundled_packs(),
         runtime: crate::run::runtime_options(&config),
         ..ServerOptions::default()
     };

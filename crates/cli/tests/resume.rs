@@ -34,26 +34,6 @@ fn err_message(out: &Output) -> String {
     v["error"]["message"].as_str().unwrap().to_owned()
 }
 
-/// The Book AI pack's truncation-and-violation script, as an
-/// OpenAI-compatible server answers it.
-fn bookai_replies() -> Vec<Reply> {
-    let script: Vec<Value> = serde_json::from_str(include_str!(
-        "../../../examples/bookai-scene/scripts/truncation-and-violation.json"
-    ))
-    .unwrap();
-    script
-        .iter()
-        .map(|e| {
-            Reply::ok(json!({
-                "model": "fake",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": e["content"]},
-                             "finish_reason": e["finishReason"]}],
-                "usage": {"prompt_tokens": e["inputTokens"], "completion_tokens": e["outputTokens"]}
-            }))
-        })
-        .collect()
-}
-
 fn fake_config(dir: &std::path::Path, url: &str) -> String {
     let path = dir.join("fake.toml");
     std::fs::write(
@@ -76,6 +56,29 @@ fn logs(dir: &std::path::Path) -> Vec<(String, Option<std::sync::Arc<PgCluster>>
     all
 }
 
+/// Starts `callai` with `args` in the background, for a test to kill.
+fn spawn(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The calls `run_id` has committed in the log at `url` (0 before it begins).
+fn committed(url: &str, run_id: &str) -> usize {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let log = callai_server::open_runlog(url, true).await.ok()?;
+        log.load(run_id).await.ok().map(|r| r.calls.len())
+    })
+    .unwrap_or(0)
+}
+
 fn wait_until(what: &str, ready: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(60);
     while !ready() {
@@ -90,7 +93,9 @@ fn bookai_killed_during_a_call_resumes_to_the_same_output_and_spent() {
     let dir = tempfile::tempdir().unwrap();
     for (log, _cluster) in logs(dir.path()) {
         // The run as it goes when nothing dies.
-        let whole = rt.block_on(FakeServer::start(bookai_replies()));
+        let whole = rt.block_on(FakeServer::start(
+            callai_tests::fake_server::bookai_replies(),
+        ));
         let config = fake_config(dir.path(), whole.url());
         let expected = ok_json(&callai(&[
             "run",
@@ -107,26 +112,21 @@ fn bookai_killed_during_a_call_resumes_to_the_same_output_and_spent() {
         assert_eq!(expected["spent"]["calls"], 3, "{expected}");
 
         // The same run, killed with the second call in flight.
-        let mut replies = bookai_replies();
+        let mut replies = callai_tests::fake_server::bookai_replies();
         let held = Reply::Delay(Duration::from_secs(120), Box::new(replies[1].clone()));
         replies.insert(1, held);
         let fake = rt.block_on(FakeServer::start(replies));
         let config = fake_config(dir.path(), fake.url());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-            .args([
-                "run",
-                "bookai-scene",
-                "--config",
-                &config,
-                "--record",
-                &log,
-                "--run-id",
-                "killed",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = spawn(&[
+            "run",
+            "bookai-scene",
+            "--config",
+            &config,
+            "--record",
+            &log,
+            "--run-id",
+            "killed",
+        ]);
         wait_until("the second request", || fake.received().len() >= 2);
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
@@ -215,40 +215,25 @@ fn a_run_killed_mid_run_resumes_asking_only_for_the_calls_not_committed() {
             "--run-id",
             "whole",
         ]));
-        let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-            .args([
-                "run",
-                test_programs::MULTI_CALL,
-                "--input",
-                input,
-                "--script",
-                script,
-                "--config",
-                slow,
-                "--record",
-                &log,
-                "--run-id",
-                "killed",
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let committed = || {
-            rt.block_on(async {
-                let log = callai_server::open_runlog(&log, true).await.ok()?;
-                log.load("killed").await.ok().map(|r| r.calls.len())
-            })
-            .unwrap_or(0)
-        };
-        wait_until("three committed calls", || committed() >= 3);
+        let mut child = spawn(&[
+            "run",
+            test_programs::MULTI_CALL,
+            "--input",
+            input,
+            "--script",
+            script,
+            "--config",
+            slow,
+            "--record",
+            &log,
+            "--run-id",
+            "killed",
+        ]);
+        let calls = || committed(&log, "killed");
+        wait_until("three committed calls", || calls() >= 3);
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
-        let k = committed();
+        let k = calls();
         assert!((3..12).contains(&k), "{k}");
 
         // Resumed with the script it was started with (kept in the log):
@@ -303,36 +288,21 @@ fn a_resume_that_does_not_fit_the_run_is_refused() {
     .unwrap();
     let slow = dir.path().join("slow.toml");
     std::fs::write(&slow, "[mock]\nlatencyMs = 400\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-        .args([
-            "run",
-            test_programs::MULTI_CALL,
-            "--input",
-            input,
-            "--script",
-            script.to_str().unwrap(),
-            "--config",
-            slow.to_str().unwrap(),
-            "--record",
-            log,
-            "--run-id",
-            "cut",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let calls = || {
-        rt.block_on(async {
-            let log = callai_server::open_runlog(log, true).await.ok()?;
-            log.load("cut").await.ok().map(|r| r.calls.len())
-        })
-        .unwrap_or(0)
-    };
+    let mut child = spawn(&[
+        "run",
+        test_programs::MULTI_CALL,
+        "--input",
+        input,
+        "--script",
+        script.to_str().unwrap(),
+        "--config",
+        slow.to_str().unwrap(),
+        "--record",
+        log,
+        "--run-id",
+        "cut",
+    ]);
+    let calls = || committed(log, "cut");
     wait_until("the first committed call", || calls() >= 1);
     child.kill().unwrap();
     child.wait().unwrap();

@@ -139,26 +139,6 @@ fn callai_run_exports_traces_when_the_variable_is_set() {
     assert_eq!(chat.parent_span_id, run.span_id);
 }
 
-/// The Book AI pack's truncation-and-violation script, as an
-/// OpenAI-compatible server answers it.
-fn bookai_replies() -> Vec<callai_tests::fake_server::Reply> {
-    let script: Vec<Value> = serde_json::from_str(include_str!(
-        "../../../examples/bookai-scene/scripts/truncation-and-violation.json"
-    ))
-    .unwrap();
-    script
-        .iter()
-        .map(|e| {
-            callai_tests::fake_server::Reply::ok(json!({
-                "model": "fake",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": e["content"]},
-                             "finish_reason": e["finishReason"]}],
-                "usage": {"prompt_tokens": e["inputTokens"], "completion_tokens": e["outputTokens"]}
-            }))
-        })
-        .collect()
-}
-
 #[test]
 fn a_durable_run_is_taken_over_when_its_host_dies() {
     use callai_tests::fake_server::{FakeServer, Reply};
@@ -173,7 +153,9 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
         serde_json::from_str(include_str!("../../../examples/bookai-scene/input.json")).unwrap();
     for (i, log) in logs.iter().enumerate() {
         // What the run gives when nothing dies.
-        let whole = rt.block_on(FakeServer::start(bookai_replies()));
+        let whole = rt.block_on(FakeServer::start(
+            callai_tests::fake_server::bookai_replies(),
+        ));
         let provider = |url: &str| {
             format!(
                 "[defaults]\nprovider = \"local\"\n[providers.local]\nkind = \"openai\"\nbaseUrl = \"{url}\"\napiKeyEnv = \"\"\nmodel = \"fake\"\n"
@@ -189,7 +171,7 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
         let expected: Value = serde_json::from_slice(&out.stdout).unwrap();
 
         // Host A holds the second call until it is killed.
-        let mut replies = bookai_replies();
+        let mut replies = callai_tests::fake_server::bookai_replies();
         let held = Reply::Delay(Duration::from_secs(120), Box::new(replies[1].clone()));
         replies.insert(1, held);
         let fake = rt.block_on(FakeServer::start(replies));
