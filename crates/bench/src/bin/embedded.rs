@@ -24,7 +24,14 @@ fn main() {
         PackRuntime::with_options(&RuntimeOptions::from_limits(&config.limits)).expect("wasmtime");
     let example = callai_cli::example("echo-attempts").expect("bundled");
     let pack = runtime.load(&example.component()).expect("the pack loads");
-    let rt = callai_host::tokio_runtime(None).expect("tokio");
+    // `--tokio default`: tokio's own intervals, not the host's tuned ones.
+    let rt = match args.get("tokio").map(String::as_str) {
+        Some("default") => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .expect("tokio"),
+        _ => callai_host::tokio_runtime(None).expect("tokio"),
+    };
     let host = rt
         .block_on(async { Host::builder(config).build() })
         .expect("host");
