@@ -2,6 +2,7 @@
 //! through the host, on a scripted mock, and collect what happened; a fake
 //! provider on loopback for the HTTP adapters.
 
+pub mod bookai;
 pub mod fake_server;
 pub mod otlp;
 pub mod pg;

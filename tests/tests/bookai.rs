@@ -2,22 +2,9 @@
 //! retries on and off, on the README's two scripts.
 
 use callai_host::HostConfig;
+use callai_tests::bookai::{input, script};
 use callai_tests::{pack, run};
 use serde_json::{Value, json};
-
-fn script(name: &str) -> Value {
-    let text = match name {
-        "clean" => include_str!("../../examples/bookai-scene/scripts/clean.json"),
-        _ => include_str!("../../examples/bookai-scene/scripts/truncation-and-violation.json"),
-    };
-    serde_json::from_str(text).unwrap()
-}
-
-fn input(host_retries: bool, max_calls: u32) -> String {
-    json!({"premise": "A lighthouse keeper finds an old letter.", "maxCalls": max_calls,
-           "maxOutputTokens": 12000, "maxTokens": 1500, "hostRetries": host_retries})
-    .to_string()
-}
 
 /// (calls the pack made, requests attempts reported, output tokens, requests the mock saw)
 fn spent(

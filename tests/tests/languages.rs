@@ -6,6 +6,7 @@
 
 use callai_conformance::{self as conformance, HostTarget, LegOutcome};
 use callai_host::{Host, HostConfig, RunError};
+use callai_tests::bookai::{input, script};
 use callai_tests::{pack, run};
 use serde_json::{Value, json};
 
@@ -25,20 +26,6 @@ fn bundled(names: &[&'static str]) -> Vec<&'static str> {
             there
         })
         .collect()
-}
-
-fn script(name: &str) -> Value {
-    let text = match name {
-        "clean" => include_str!("../../examples/bookai-scene/scripts/clean.json"),
-        _ => include_str!("../../examples/bookai-scene/scripts/truncation-and-violation.json"),
-    };
-    serde_json::from_str(text).unwrap()
-}
-
-fn input(host_retries: bool, max_calls: u32) -> String {
-    json!({"premise": "A lighthouse keeper finds an old letter.", "maxCalls": max_calls,
-           "maxOutputTokens": 12000, "maxTokens": 1500, "hostRetries": host_retries})
-    .to_string()
 }
 
 #[test]
