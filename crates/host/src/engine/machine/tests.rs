@@ -3,19 +3,13 @@
 
 use super::*;
 use crate::engine::classify::classify;
+use crate::engine::tests::structured;
 use crate::provider::FailureKind;
 use serde_json::json;
 
+/// The engine tests' structured request, with `extra` fields, validated.
 fn request(extra: serde_json::Value) -> CallRequest {
-    let mut r = json!({
-        "messages": [{"role": "user", "content": "Write a scene."}],
-        "responseSchema": {"type": "object", "required": ["scene"],
-                           "properties": {"scene": {"type": "string"}}}
-    });
-    r.as_object_mut()
-        .unwrap()
-        .extend(extra.as_object().unwrap().clone());
-    CallRequest::from_value(&r, true).unwrap()
+    CallRequest::from_value(&structured(extra), true).unwrap()
 }
 
 fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply {
