@@ -157,6 +157,16 @@ def takeover(url, lease_ms, rounds=3):
     return {"lease_ms": lease_ms, "takeover_ms": times, "median_ms": statistics.median(times)}
 
 
+def fresh_log(backend, name, cluster):
+    """An empty run log: the SQLite file `name`.db under WORK (its old copy
+    and journal removed), or a new database in the PostgreSQL cluster."""
+    if backend == "postgres":
+        return cluster.database()
+    for f in WORK.glob(f"{name}.db*"):
+        f.unlink()
+    return str(WORK / f"{name}.db")
+
+
 def main():
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "callai-bench", "-p", "callai-cli"],
                    cwd=ROOT, check=True)
@@ -166,24 +176,12 @@ def main():
     try:
         for backend in ["sqlite", "postgres"]:
             for hosts in [1, 4]:
-                if backend == "sqlite":
-                    path = WORK / f"commits-{hosts}.db"
-                    for f in WORK.glob(f"commits-{hosts}.db*"):
-                        f.unlink()
-                    url = str(path)
-                else:
-                    url = cluster.database()
+                url = fresh_log(backend, f"commits-{hosts}", cluster)
                 log(f"commits: {backend}, {hosts} host(s)")
                 results["commits"][f"{backend} {hosts}"] = commits(url, hosts)
         for backend in ["sqlite", "postgres"]:
             for lease in [1000, 3000]:
-                if backend == "sqlite":
-                    path = WORK / f"takeover-{lease}.db"
-                    for f in WORK.glob(f"takeover-{lease}.db*"):
-                        f.unlink()
-                    url = str(path)
-                else:
-                    url = cluster.database()
+                url = fresh_log(backend, f"takeover-{lease}", cluster)
                 log(f"takeover: {backend}, leaseMs {lease}")
                 results["takeover"][f"{backend} {lease}"] = takeover(url, lease)
     finally:
