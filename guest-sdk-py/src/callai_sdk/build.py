@@ -21,11 +21,21 @@ from callai_sdk.node import WitWorld
 
 
 def build(app: Path, out: Path, componentize: str = "componentize-py") -> None:
+    # componentize-py imports the pack to pre-initialise it, and its own
+    # interpreter writes __pycache__ beside every module it imports (it does
+    # not read PYTHONDONTWRITEBYTECODE). So the pack's folder and the SDK are
+    # copied into a scratch folder first: a build never writes into the
+    # source tree.
+    skip = shutil.ignore_patterns("__pycache__", "*.pyc", ".*")
     with tempfile.TemporaryDirectory(prefix="callai-pack-py-") as work:
-        Path(work, "callai_pack_entry.py").write_text(ENTRY.format(module=app.stem))
+        entry, pack, sdk = Path(work, "entry"), Path(work, "pack"), Path(work, "sdk")
+        entry.mkdir()
+        (entry / "callai_pack_entry.py").write_text(ENTRY.format(module=app.stem))
+        shutil.copytree(app.parent, pack, ignore=skip)
+        shutil.copytree(SDK, sdk / SDK.name, ignore=skip)
         command = [
             componentize, "-d", str(WIT), "-w", "pack-node", "componentize", "callai_pack_entry",
-            "-p", work, "-p", str(app.parent), "-p", str(SDK.parent), "-o", str(out),
+            "-p", str(entry), "-p", str(pack), "-p", str(sdk), "-o", str(out),
         ]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
 
