@@ -9,10 +9,11 @@ pub mod pg;
 pub mod serve;
 pub mod wire;
 
-use callai_host::{
-    BoxFuture, Event, Host, HostConfig, Journal, MockLogEntry, MockProvider, MockScript, Pack,
-    PackRuntime, RunError, Sleeper,
+use callai_engine::{
+    BoxFuture, Event, Host, HostConfig, Journal, MockLogEntry, MockProvider, MockScript, RunError,
+    Sleeper,
 };
+use callai_host::{Pack, PackRuntime};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -45,7 +46,7 @@ pub fn runtime() -> &'static PackRuntime {
 
 /// Loads a pack by name into another runtime (one with other options).
 pub fn pack_in(runtime: &PackRuntime, name: &str) -> Pack {
-    match callai_cli::example(name) {
+    match callai_examples::example(name) {
         Some(e) => runtime.load(&e.component()),
         None => {
             let path = callai_test_programs_artifacts::path(name)

@@ -2,8 +2,9 @@
 //! port, the bundled examples and the test programs as its packs, and a
 //! small client for its JSON API.
 
-use callai_host::{HostConfig, RuntimeOptions};
-use callai_server::{EnvSource, Server, ServerOptions};
+use callai_host::RuntimeOptions;
+use callai_server::Config;
+use callai_server::{BundledPack, EnvSource, Server, ServerOptions};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -60,7 +61,7 @@ impl TestServer {
     ) -> Self {
         // The test client speaks TLS through rustls, as the host does.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = HostConfig::from_toml(toml).expect("a valid config");
+        let config = Config::from_toml(toml).expect("a valid config");
         let packs = packs_dir(&["trap", "loop_forever", "multi_call"]);
         let env: EnvSource = Arc::new(env);
         let token = (!config.server.token_env.is_empty())
@@ -70,7 +71,13 @@ impl TestServer {
             listen: Some("127.0.0.1:0".parse().unwrap()),
             packs_dir: Some(packs.path().to_owned()),
             runlog: runlog.map(|p| p.display().to_string()),
-            bundled: callai_cli::bundled_packs(),
+            bundled: callai_examples::EXAMPLES
+                .iter()
+                .map(|e| {
+                    let script = Some(e.default_script.to_owned());
+                    BundledPack::new(e.name, e.node_id, script, || e.component().into_owned())
+                })
+                .collect(),
             runtime: RuntimeOptions::from_limits(&config.limits),
             env,
         };

@@ -3,8 +3,9 @@
 
 use crate::NoWait;
 use crate::fake_server::{FakeServer, Received, Reply};
-use callai_host::wire::{CallError, CallRequest, CallResult};
-use callai_host::{Event, EventLog, Host, HostConfig};
+use callai_engine::wire::{CallError, CallRequest, CallResult};
+use callai_engine::{Event, EventLog, Host};
+use callai_server::Config;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -27,12 +28,12 @@ impl Api {
         }
     }
 
-    pub fn config(self, url: &str, native: bool, timeout_ms: u64) -> HostConfig {
+    pub fn config(self, url: &str, native: bool, timeout_ms: u64) -> Config {
         let toml = format!(
             "[defaults]\nprovider = \"{n}\"\n[providers.{n}]\nbaseUrl = \"{url}\"\napiKeyEnv = \"CALLAI_TEST_KEY\"\nmodel = \"m-1\"\nnative = {native}\ntimeoutMs = {timeout_ms}\n",
             n = self.name()
         );
-        HostConfig::from_toml(&toml).unwrap()
+        Config::from_toml(&toml).unwrap()
     }
 
     pub fn usage(self, out: Option<u32>) -> Option<Value> {
@@ -163,16 +164,17 @@ impl Call {
 
 /// The host of `config`, its provider's key read from [`KEY`], its backoff
 /// waits recorded by `sleeper` instead of waited.
-pub fn host_sleeping(config: HostConfig, sleeper: Arc<NoWait>) -> Host {
-    Host::builder(config)
-        .env(|var| (var == "CALLAI_TEST_KEY").then(|| KEY.to_owned()))
+pub fn host_sleeping(config: Config, sleeper: Arc<NoWait>) -> Host {
+    config
+        .host_builder(&|var| (var == "CALLAI_TEST_KEY").then(|| KEY.to_owned()))
+        .unwrap()
         .sleeper(sleeper)
         .build()
         .unwrap()
 }
 
 /// [`host_sleeping`] with a sleeper of its own.
-pub fn host(config: HostConfig) -> Host {
+pub fn host(config: Config) -> Host {
     host_sleeping(config, Arc::default())
 }
 
@@ -191,7 +193,8 @@ pub async fn call(
     let sleeper = Arc::new(NoWait::default());
     let host = host_sleeping(api.config(fake.url(), native, timeout_ms), sleeper.clone());
     let events = EventLog::new();
-    let request = CallRequest::from_value(&request, true).unwrap();
+    let request =
+        CallRequest::from_value(&request, callai_engine::wire::RetryField::Honoured).unwrap();
     let start = Instant::now();
     let outcome = host.call("provider.test", &request, &events).await;
     let call = Call {

@@ -5,12 +5,11 @@
 //! build tool, Python packs (`pyproject.toml` with `[tool.callai]`) with the
 //! Python SDK's. The JS and Python engines make components of 12 to 18 MB,
 //! so those are stored compressed. A missing node or python3 skips that
-//! language's packs with one line (under CI it fails). The only build
-//! script that builds examples, and the only one that adds the wasm target.
+//! language's packs with one line (under CI it fails). A missing
+//! `wasm32-wasip2` target fails the build with the one command that adds it.
 
 use callai_guest_build::{
-    MissingTarget, Node, Python, build, ensure_target, shared_target_dir, toolchain_missing,
-    workspace_root,
+    Node, Python, build, ensure_target, shared_target_dir, toolchain_missing, workspace_root,
 };
 use serde::Deserialize;
 use std::env;
@@ -105,7 +104,7 @@ fn main() {
     let work = shared_target_dir();
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={}", root.join("examples").display());
-    ensure_target(MissingTarget::Install);
+    ensure_target();
 
     let examples = examples(&root);
     let rust: Vec<&str> = examples

@@ -2,7 +2,7 @@
 //! ranges (checked here, not by the parser).
 #![no_main]
 
-use callai_host::HostConfig;
+use callai_engine::HostConfig;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -1,7 +1,7 @@
 //! The mock script parser: never panics; what parses round-trips.
 #![no_main]
 
-use callai_host::MockScript;
+use callai_engine::MockScript;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

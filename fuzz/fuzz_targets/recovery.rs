@@ -2,7 +2,7 @@
 //! what a strict parse gives.
 #![no_main]
 
-use callai_host::fuzzing::{RecoveryPath, recover};
+use callai_engine::fuzzing::{RecoveryPath, recover};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -2,20 +2,20 @@
 //! validation_error naming a field; what parses is within the spec's bounds.
 #![no_main]
 
-use callai_host::wire::{CallRequest, ErrorCode};
+use callai_engine::wire::{CallRequest, ErrorCode, RetryField};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    for honour_retry in [true, false] {
-        match CallRequest::from_json(text, honour_retry) {
+    for retry_field in [RetryField::Honoured, RetryField::Ignored] {
+        match CallRequest::from_json(text, retry_field) {
             Ok(request) => {
                 assert!(!request.messages.is_empty());
                 assert!(request.max_tokens != Some(0));
                 let cap = request.retry.and_then(|r| r.max_attempts);
                 assert!(cap.is_none_or(|n| (1..=16).contains(&n)));
                 let again = serde_json::to_string(&request).unwrap();
-                assert_eq!(CallRequest::from_json(&again, honour_retry).unwrap(), request);
+                assert_eq!(CallRequest::from_json(&again, retry_field).unwrap(), request);
             }
             Err(e) => {
                 assert_eq!(e.code, ErrorCode::ValidationError);

@@ -1,7 +1,7 @@
 //! The Book AI pack: its budget charges real provider requests, with host
 //! retries on and off, on the README's two scripts.
 
-use callai_host::HostConfig;
+use callai_engine::HostConfig;
 use callai_tests::bookai::{input, script};
 use callai_tests::{pack, run};
 use serde_json::{Value, json};
@@ -87,7 +87,7 @@ fn a_run_that_would_exceed_max_calls_is_refused_with_estimate_and_spend() {
         &input(true, 2),
     );
     let message = match &out.output {
-        Err(callai_host::RunError::Node(m)) => m.clone(),
+        Err(callai_engine::RunError::Node(m)) => m.clone(),
         other => panic!("expected a refusal, got {other:?}"),
     };
     let v: Value = serde_json::from_str(&message).unwrap();
@@ -118,7 +118,7 @@ fn the_output_token_budget_is_charged_by_attempts() {
         &over,
     );
     let message = match &out.output {
-        Err(callai_host::RunError::Node(m)) => m.clone(),
+        Err(callai_engine::RunError::Node(m)) => m.clone(),
         other => panic!("expected a refusal, got {other:?}"),
     };
     let v: Value = serde_json::from_str(&message).unwrap();

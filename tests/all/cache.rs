@@ -1,7 +1,8 @@
 //! The compiled-component cache trusts an entry only for the component and
 //! the installation it was written for, and never follows a symlink.
 
-use callai_host::{HostConfig, PackRuntime, RuntimeOptions};
+use callai_engine::HostConfig;
+use callai_host::{PackRuntime, RuntimeOptions};
 use callai_tests::{block_on, host_with_script};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -41,8 +42,10 @@ fn behaves_as_echo(rt: &PackRuntime, bytes: &[u8]) -> bool {
 #[test]
 fn an_entry_copied_over_anothers_is_recompiled_not_run() {
     let dir = tempfile::tempdir().unwrap();
-    let echo = &*callai_cli::example("echo-attempts").unwrap().component();
-    let other = &*callai_cli::example("summarize").unwrap().component();
+    let echo = &*callai_examples::example("echo-attempts")
+        .unwrap()
+        .component();
+    let other = &*callai_examples::example("summarize").unwrap().component();
     let rt = runtime(dir.path());
     rt.load(echo).unwrap();
     let echo_entry = entries(dir.path());
@@ -76,7 +79,9 @@ fn an_entry_copied_over_anothers_is_recompiled_not_run() {
 #[test]
 fn an_entry_from_another_installation_is_not_trusted() {
     let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let echo = &*callai_cli::example("echo-attempts").unwrap().component();
+    let echo = &*callai_examples::example("echo-attempts")
+        .unwrap()
+        .component();
     runtime(a.path()).load(echo).unwrap();
     runtime(b.path()).load(echo).unwrap();
     // B's entry, MAC'd with B's key, copied into A's cache under its name.
@@ -101,7 +106,9 @@ fn an_entry_from_another_installation_is_not_trusted() {
 fn a_symlink_in_the_cache_is_neither_followed_nor_written_through() {
     let dir = tempfile::tempdir().unwrap();
     let outside = tempfile::tempdir().unwrap();
-    let echo = &*callai_cli::example("echo-attempts").unwrap().component();
+    let echo = &*callai_examples::example("echo-attempts")
+        .unwrap()
+        .component();
     runtime(dir.path()).load(echo).unwrap();
     let entry = entries(dir.path())[0].clone();
     // The entry replaced by a link to a file the attacker wants written.

@@ -192,7 +192,7 @@ fn facet_reflects_the_config() {
         json!({"attempts": true, "retryPolicy": false})
     );
     // The printed facet validates against the project's facet schema.
-    let schema: Value = serde_json::from_str(callai_host::facet::SCHEMA).unwrap();
+    let schema: Value = serde_json::from_str(callai_engine::facet::SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     assert!(validator.is_valid(&v["aiProviders"]), "{v}");
     let reliability = &v["capabilities"]["envelopes"]["reliability"];
@@ -207,7 +207,7 @@ fn conformance_passes_on_this_host_as_a_table_and_as_json() {
     let v = stdout_json(&out);
     assert_eq!(v["failed"], 0);
     assert_eq!(v["legs"].as_array().unwrap().len(), 8);
-    if callai_cli::example("echo-attempts-ts").is_some() {
+    if callai_examples::example("echo-attempts-ts").is_some() {
         let ts = stdout_json(&callai(&[
             "conformance",
             "--json",

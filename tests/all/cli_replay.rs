@@ -1,8 +1,9 @@
 //! Record and replay through the `callai` command: attempts replay exactly,
 //! divergence is caught, and nothing is lost when a run is killed.
 
-use callai_host::runlog::{RecordedRun, RunStatus};
-use callai_host::{RunLog, RunLogError, SqliteRunLog};
+use callai_engine::runlog::{RecordedRun, RunStatus};
+use callai_engine::{RunLog, RunLogError};
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_test_programs_artifacts as test_programs;
 use callai_tests::fake_server::{FakeServer, Reply};
 use serde_json::{Value, json};

@@ -150,7 +150,7 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
         logs.push(c.database());
     }
     let input: Value =
-        serde_json::from_str(include_str!("../../../examples/bookai-scene/input.json")).unwrap();
+        serde_json::from_str(include_str!("../../examples/bookai-scene/input.json")).unwrap();
     for (i, log) in logs.iter().enumerate() {
         // What the run gives when nothing dies.
         let whole = rt.block_on(FakeServer::start(

@@ -1,7 +1,7 @@
 //! Concurrency is real: runs waiting on a slow provider overlap instead of
 //! queueing. (Speed itself is measured in `host/benches`, never here.)
 
-use callai_host::{Host, HostConfig, MockProvider, MockScript};
+use callai_engine::{Host, HostConfig, MockProvider, MockScript};
 use callai_tests::pack;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,8 +4,8 @@
 use callai_conformance::{
     self as conformance, HostTarget, LegOutcome, Observation, Target, Variant, judges,
 };
-use callai_host::wire::StructuredOutput;
-use callai_host::{Host, HostConfig, MockLogEntry};
+use callai_engine::wire::StructuredOutput;
+use callai_engine::{Host, HostConfig, MockLogEntry};
 use callai_tests::pack;
 use serde_json::{Value, json};
 

@@ -1,6 +1,6 @@
 //! The conformance node end to end: wasm pack → host → engine → mock.
 
-use callai_host::HostConfig;
+use callai_engine::HostConfig;
 use callai_tests::echo;
 use serde_json::json;
 

@@ -1,11 +1,10 @@
 //! What an embedder does with the public API: its own linker and store with
 //! `add_to_linker`, its own providers under names of its choosing.
 
-use callai_host::wire::CallRequest;
-use callai_host::{
-    CallAiCtx, CallAiView, EventLog, Host, HostConfig, Journal, MockProvider, MockScript, RunLog,
-    SqliteRunLog, add_to_linker,
-};
+use callai_engine::wire::CallRequest;
+use callai_engine::{EventLog, Host, HostConfig, Journal, MockProvider, MockScript, RunLog};
+use callai_host::{CallAiCtx, CallAiView, add_to_linker};
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::block_on;
 use serde_json::json;
 use std::sync::Arc;
@@ -34,7 +33,9 @@ async fn run_embedded(host: Host, journal: Journal, input: &str) -> Result<Strin
     let engine = Engine::new(Config::new().wasm_component_model(true)).unwrap();
     let component = Component::new(
         &engine,
-        callai_cli::example("echo-attempts").unwrap().component(),
+        callai_examples::example("echo-attempts")
+            .unwrap()
+            .component(),
     )
     .unwrap();
     let mut linker: Linker<State> = Linker::new(&engine);
@@ -57,7 +58,7 @@ async fn run_embedded(host: Host, journal: Journal, input: &str) -> Result<Strin
         .get_typed_func::<(&str,), (Result<String, String>,)>(&mut store, "run")
         .unwrap();
     let (result,) = run.call_async(&mut store, (input,)).await.unwrap();
-    let result = result.map_err(callai_host::RunError::Node);
+    let result = result.map_err(callai_engine::RunError::Node);
     let (result, _events) = store.data_mut().callai.finish(result).await;
     result.map_err(|e| e.to_string())
 }
@@ -81,7 +82,7 @@ fn an_embedder_with_its_own_linker_records_and_finishes_a_run() {
         let run = log.load("e1").await.unwrap();
         assert_eq!(
             run.status,
-            callai_host::runlog::RunStatus::Ok,
+            callai_engine::runlog::RunStatus::Ok,
             "the run was finished"
         );
         assert_eq!(run.output.as_deref(), Some(out.as_str()));
@@ -110,11 +111,11 @@ fn an_embedders_provider_is_routed_to_by_name_and_policed_like_a_configured_one(
         .build()
         .unwrap();
     assert_eq!(host.allowed_providers(), ["mine", "mock"]);
-    let facet = callai_host::facet::ai_providers(&host);
+    let facet = callai_engine::facet::ai_providers(&host);
     assert_eq!(facet["providers"], json!(["mine", "mock"]));
     let request = CallRequest::from_value(
         &json!({"messages": [{"role": "user", "content": "hi"}]}),
-        true,
+        callai_engine::wire::RetryField::Honoured,
     )
     .unwrap();
     let events = EventLog::new();
@@ -132,11 +133,11 @@ fn an_embedders_provider_is_routed_to_by_name_and_policed_like_a_configured_one(
         .unwrap();
     let request = CallRequest::from_value(
         &json!({"provider": "mine", "messages": [{"role": "user", "content": "hi"}]}),
-        true,
+        callai_engine::wire::RetryField::Honoured,
     )
     .unwrap();
     let err = block_on(host.call("n", &request, &EventLog::new())).unwrap_err();
-    assert_eq!(err.code, callai_host::wire::ErrorCode::PolicyDenied);
+    assert_eq!(err.code, callai_engine::wire::ErrorCode::PolicyDenied);
     assert_eq!(mine.log().len(), 1, "nothing more was sent");
 
     // A default or a policy naming a provider the host lacks is refused at build time.

@@ -1,8 +1,8 @@
 //! Property tests of the retry engine over random scripts: whatever the
 //! provider does, `attempts` tells the truth about the requests it saw.
 
-use callai_host::wire::{CallError, CallRequest, CallResult};
-use callai_host::{Event, EventLog, Host, HostConfig, MockLogEntry, MockProvider, MockScript};
+use callai_engine::wire::{CallError, CallRequest, CallResult};
+use callai_engine::{Event, EventLog, Host, HostConfig, MockLogEntry, MockProvider, MockScript};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -88,7 +88,8 @@ fn run(case: &Case) -> (Result<CallResult, CallError>, Vec<Event>, Vec<MockLogEn
     if !retry.is_empty() {
         request["retry"] = Value::Object(retry);
     }
-    let request = CallRequest::from_value(&request, true).unwrap();
+    let request =
+        CallRequest::from_value(&request, callai_engine::wire::RetryField::Honoured).unwrap();
     let events = EventLog::new();
     // Paused time: backoff waits pass at once.
     let rt = tokio::runtime::Builder::new_current_thread()

@@ -5,7 +5,8 @@
 //! killed while recording is in `host/tests/replay.rs`, which can spawn the
 //! `callai` binary.)
 
-use callai_host::{Host, HostConfig, Journal, RunLog, SqliteRunLog};
+use callai_engine::{Journal, RunLog};
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::pack;
 use serde_json::{Value, json};
@@ -160,13 +161,14 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
     let request = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
     for (i, row) in rows().into_iter().enumerate() {
         let fake = FakeServer::start(row.replies).await;
-        let config = HostConfig::from_toml(&format!(
+        let config = callai_server::Config::from_toml(&format!(
             "[defaults]\nprovider = \"openai\"\n[providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"K\"\nmodel = \"m-1\"\ntimeoutMs = 300\n",
             fake.url()
         ))
         .unwrap();
-        let host = Host::builder(config)
-            .env(|_| Some(KEY.to_owned()))
+        let host = config
+            .host_builder(&|_| Some(KEY.to_owned()))
+            .unwrap()
             .sleeper(Arc::new(callai_tests::NoWait::default()))
             .build()
             .unwrap();

@@ -2,9 +2,9 @@
 //! property tests so that every CI run exercises them: the request parser
 //! and validator, lenient recovery, the mock script parser, the config parser.
 
-use callai_host::fuzzing::{RecoveryPath, recover};
-use callai_host::wire::{CallRequest, ErrorCode};
-use callai_host::{HostConfig, MockScript};
+use callai_engine::MockScript;
+use callai_engine::fuzzing::{RecoveryPath, recover};
+use callai_engine::wire::{CallRequest, ErrorCode, RetryField};
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 
@@ -89,8 +89,8 @@ proptest! {
 
     #[test]
     fn request_json_never_panics_and_refusals_name_a_field(input in text()) {
-        for honour_retry in [true, false] {
-            match CallRequest::from_json(&input, honour_retry) {
+        for retry_field in [RetryField::Honoured, RetryField::Ignored] {
+            match CallRequest::from_json(&input, retry_field) {
                 Ok(request) => {
                     // What parsed is a request the host may act on, by the
                     // spec's own bounds (checked here, not by the parser).
@@ -99,9 +99,9 @@ proptest! {
                     prop_assert!(request.max_tokens != Some(0));
                     let cap = request.retry.and_then(|r| r.max_attempts);
                     prop_assert!(cap.is_none_or(|n| (1..=16).contains(&n)));
-                    prop_assert!(honour_retry || request.retry.is_none());
+                    prop_assert!(retry_field == RetryField::Honoured || request.retry.is_none());
                     let again = serde_json::to_string(&request).unwrap();
-                    prop_assert_eq!(CallRequest::from_json(&again, honour_retry).unwrap(), request);
+                    prop_assert_eq!(CallRequest::from_json(&again, retry_field).unwrap(), request);
                 }
                 Err(e) => {
                     prop_assert_eq!(e.code, ErrorCode::ValidationError);
@@ -135,7 +135,7 @@ proptest! {
             0..6)
     ) {
         let text: String = lines.iter().map(|(t, k, v)| format!("{t}\n{k} = {v}\n")).collect();
-        if let Ok(config) = HostConfig::from_toml(&text) {
+        if let Ok(config) = callai_server::Config::from_toml(&text) {
             // The documented ranges, checked here rather than by the parser.
             prop_assert!((1..=16).contains(&config.retry.max_retry_attempts));
             prop_assert!((1..=8).contains(&config.retry.truncation_budget_multiplier));
@@ -153,6 +153,6 @@ proptest! {
 
     #[test]
     fn configs_from_arbitrary_text_never_panic(input in ".{0,80}") {
-        let _ = HostConfig::from_toml(&input);
+        let _ = callai_server::Config::from_toml(&input);
     }
 }

@@ -2,8 +2,9 @@
 //! regression test for each way the host fell (issue 13), each checking the
 //! bound with a generous margin, never a timing.
 
-use callai_host::wire::{CallRequest, ErrorCode};
-use callai_host::{EventLog, HostConfig, Journal, RunLog, SqliteRunLog};
+use callai_engine::wire::{CallRequest, ErrorCode};
+use callai_engine::{EventLog, HostConfig, Journal, RunLog};
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::wire::{Api, KEY, host};
 use callai_tests::{block_on, echo, pack, run, run_journaled};
@@ -65,7 +66,7 @@ fn a_request_of_many_empty_messages_is_counted_on_what_would_be_sent() {
         &json!({"count": 200_000}).to_string(),
     );
     match &out.output {
-        Err(callai_host::RunError::Limit { key, message }) => {
+        Err(callai_engine::RunError::Limit { key, message }) => {
             assert_eq!(*key, "limits.maxRequestBytes");
             assert!(message.contains("bytes is over the limit"), "{message}");
         }
@@ -125,8 +126,11 @@ async fn a_redirect_is_not_followed_and_the_key_goes_nowhere_else() {
             );
             let fake = FakeServer::start(vec![Reply::Redirect(status, location)]).await;
             let host = host(api.config(fake.url(), true, 5000));
-            let request =
-                CallRequest::from_value(&callai_tests::wire::text_request(), true).unwrap();
+            let request = CallRequest::from_value(
+                &callai_tests::wire::text_request(),
+                callai_engine::wire::RetryField::Honoured,
+            )
+            .unwrap();
             let err = host
                 .call("n", &request, &EventLog::new())
                 .await
@@ -171,7 +175,7 @@ async fn a_retry_after_of_1e20_seconds_gives_up_cleanly() {
         let recorded = log.load("r").await.unwrap();
         assert_eq!(
             recorded.status,
-            callai_host::runlog::RunStatus::Ok,
+            callai_engine::runlog::RunStatus::Ok,
             "the run finished"
         );
     }
@@ -185,7 +189,11 @@ async fn a_huge_body_is_not_read_past_the_limit() {
         let mut config = api.config(fake.url(), true, 60_000);
         config.limits.max_provider_body_bytes = body_limit;
         let host = host(config);
-        let request = CallRequest::from_value(&callai_tests::wire::text_request(), true).unwrap();
+        let request = CallRequest::from_value(
+            &callai_tests::wire::text_request(),
+            callai_engine::wire::RetryField::Honoured,
+        )
+        .unwrap();
         let err = host
             .call("n", &request, &EventLog::new())
             .await

@@ -5,7 +5,7 @@
 //! in one line); under CI every pack is built and run.
 
 use callai_conformance::{self as conformance, HostTarget, LegOutcome};
-use callai_host::{Host, HostConfig, RunError};
+use callai_engine::{Host, HostConfig, RunError};
 use callai_tests::bookai::{input, script};
 use callai_tests::{pack, run};
 use serde_json::{Value, json};
@@ -18,7 +18,7 @@ fn bundled(names: &[&'static str]) -> Vec<&'static str> {
         .iter()
         .copied()
         .filter(|name| {
-            let there = callai_cli::example(name).is_some();
+            let there = callai_examples::example(name).is_some();
             if !there {
                 assert!(std::env::var_os("CI").is_none(), "{name} is not bundled, and CI builds every pack");
                 eprintln!("skipped: {name} is not bundled (its language's toolchain was missing at build time)");

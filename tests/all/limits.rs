@@ -1,7 +1,8 @@
 //! Packs that misbehave are stopped with an error naming the limit, and the
 //! next run on the same host succeeds.
 
-use callai_host::{HostConfig, PackRuntime, RunError, RuntimeOptions};
+use callai_engine::{HostConfig, RunError};
+use callai_host::{PackRuntime, RuntimeOptions};
 use callai_tests::{echo, pack, pack_in, run};
 use serde_json::json;
 

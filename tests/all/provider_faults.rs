@@ -1,8 +1,8 @@
 //! Both HTTP adapters when the provider fails: rate limits, server errors,
 //! timeouts, broken bodies, rejections, native mode refused, missing keys.
 
-use callai_host::wire::{ErrorCode, StructuredOutput};
-use callai_host::{Event, Host};
+use callai_engine::Event;
+use callai_engine::wire::{ErrorCode, StructuredOutput};
 use callai_tests::fake_server::Reply;
 use callai_tests::wire::{APIS, Api, KEY, call, scene_request, text_request};
 use serde_json::json;
@@ -210,9 +210,9 @@ async fn native_false_uses_prompt_mode_from_the_start() {
 fn a_missing_key_is_an_error_at_start_up_naming_the_variable() {
     for api in APIS {
         let config = api.config("http://127.0.0.1:9/v1", true, 1000);
-        let err = Host::builder(config)
-            .env(|_| None)
-            .build()
+        let err = config
+            .host_builder(&|_| None)
+            .and_then(|b| b.build())
             .expect_err("refused");
         assert_eq!(
             err.key(),

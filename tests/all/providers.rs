@@ -1,7 +1,7 @@
 //! Both HTTP adapters against a fake provider on loopback that speaks their
 //! wire formats: the happy paths and the envelope retries.
 
-use callai_host::wire::{ErrorCode, StructuredOutput};
+use callai_engine::wire::{ErrorCode, StructuredOutput};
 use callai_tests::wire::{APIS, call, scene_request, text_request};
 use serde_json::json;
 
@@ -140,15 +140,15 @@ async fn missing_usage_is_incomplete_never_zero() {
 
 #[tokio::test]
 async fn two_providers_of_one_kind_are_routed_by_name() {
-    use callai_host::wire::CallRequest;
-    use callai_host::{EventLog, HostConfig};
+    use callai_engine::EventLog;
+    use callai_engine::wire::CallRequest;
     use callai_tests::fake_server::FakeServer;
     use callai_tests::wire::{Api, host};
 
     let api = Api::OpenAi;
     let cloud = FakeServer::start(vec![api.reply("from cloud", None, "stop", Some(1))]).await;
     let local = FakeServer::start(vec![api.reply("from local", None, "stop", Some(1))]).await;
-    let config = HostConfig::from_toml(&format!(
+    let config = callai_server::Config::from_toml(&format!(
         "[defaults]\nprovider = \"openai\"\n\
          [providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"CALLAI_TEST_KEY\"\n\
          [providers.local]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"llama3.1\"\n",
@@ -162,7 +162,7 @@ async fn two_providers_of_one_kind_are_routed_by_name() {
         if let Some(p) = provider {
             r["provider"] = p.into();
         }
-        CallRequest::from_value(&r, true).unwrap()
+        CallRequest::from_value(&r, callai_engine::wire::RetryField::Honoured).unwrap()
     };
     let events = EventLog::new();
     let a = host.call("n", &ask(None), &events).await.unwrap();

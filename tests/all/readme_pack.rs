@@ -3,7 +3,7 @@
 //! which the build compiles into a component, and it does what the README
 //! says it does.
 
-use callai_host::HostConfig;
+use callai_engine::HostConfig;
 use callai_tests::{pack, run};
 use serde_json::json;
 
@@ -16,7 +16,7 @@ fn between<'a>(text: &'a str, start: &str, end: &str) -> &'a str {
 
 #[test]
 fn the_readme_shows_the_pack_that_is_built() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
     let readme = std::fs::read_to_string(format!("{root}/README.md")).unwrap();
     let program = std::fs::read_to_string(format!(
         "{root}/crates/test-programs/src/bin/readme_pack.rs"

@@ -1,6 +1,7 @@
 //! Replay through the typed entry, with the run log behind its trait.
 
-use callai_host::{HostConfig, Journal, RunLog, SqliteRunLog};
+use callai_engine::{HostConfig, Journal, RunLog};
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::{block_on, pack, run_journaled};
 use serde_json::json;
 use std::sync::Arc;
@@ -33,7 +34,7 @@ fn the_typed_entry_replays_its_attempts_exactly() {
     let diverged = run_journaled(&typed, HostConfig::default(), &json!([]), &other, journal);
     assert!(matches!(
         diverged.output,
-        Err(callai_host::RunError::ReplayDiverged(_))
+        Err(callai_engine::RunError::ReplayDiverged(_))
     ));
     assert_eq!(diverged.events_named("replay.diverged").len(), 1);
 }

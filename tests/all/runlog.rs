@@ -2,13 +2,14 @@
 //! SQLite file and PostgreSQL (a throwaway cluster). Round trips, refusals,
 //! fences, resume, leases and takeover, concurrent writers, corruption.
 
-use callai_host::events::Event;
-use callai_host::runlog::{
+use callai_engine::events::Event;
+use callai_engine::runlog::{
     BeginRun, Entry, Lease, Outcome, RecordedCall, RunSeed, RunSpec, RunStatus,
 };
-use callai_host::wire::{Attempts, CallResult};
-use callai_host::{RunLog, RunLogError, SqliteRunLog};
+use callai_engine::wire::{Attempts, CallResult};
+use callai_engine::{RunLog, RunLogError};
 use callai_runlog_postgres::PostgresRunLog;
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::pg::PgCluster;
 use std::sync::Arc;
 use std::time::Duration;

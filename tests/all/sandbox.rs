@@ -1,6 +1,6 @@
 //! Packs that misbehave, and the typed entry.
 
-use callai_host::{HostConfig, RunError};
+use callai_engine::{HostConfig, RunError};
 use callai_tests::{pack, run};
 use serde_json::json;
 

@@ -200,7 +200,7 @@ async fn the_token_guards_everything_but_health_and_discovery() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_token_the_server_stays_on_loopback() {
-    let config = callai_host::HostConfig::default();
+    let config = callai_server::Config::default();
     let options = callai_server::ServerOptions {
         listen: Some("0.0.0.0:0".parse().unwrap()),
         ..callai_server::ServerOptions::default()
@@ -210,7 +210,7 @@ async fn without_a_token_the_server_stays_on_loopback() {
         .unwrap_err();
     assert!(e.to_string().contains("server.tokenEnv"), "{e}");
     let config =
-        callai_host::HostConfig::from_toml("[server]\ntokenEnv = \"CALLAI_NO_SUCH_VAR_0248\"")
+        callai_server::Config::from_toml("[server]\ntokenEnv = \"CALLAI_NO_SUCH_VAR_0248\"")
             .unwrap();
     let options = callai_server::ServerOptions {
         listen: Some("127.0.0.1:0".parse().unwrap()),

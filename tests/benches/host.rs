@@ -15,10 +15,9 @@
 
 mod floor;
 
-use callai_host::wire::CallRequest;
-use callai_host::{
-    EventLog, Host, HostConfig, MockProvider, MockScript, Pack, PackRuntime, RuntimeOptions,
-};
+use callai_engine::wire::CallRequest;
+use callai_engine::{EventLog, Host, HostConfig, MockProvider, MockScript};
+use callai_host::{Pack, PackRuntime, RuntimeOptions};
 use criterion::Criterion;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -131,7 +130,8 @@ fn round_trips(c: &mut Criterion, rt: &tokio::runtime::Runtime, pack: &Pack, flo
         if mode == "structured" {
             request["responseSchema"] = serde_json::json!({"type": "object", "required": ["a"]});
         }
-        let request = CallRequest::from_value(&request, true).unwrap();
+        let request =
+            CallRequest::from_value(&request, callai_engine::wire::RetryField::Honoured).unwrap();
         g.bench_function(name, |b| {
             b.iter_custom(|iters| {
                 timed(
@@ -226,7 +226,11 @@ struct Concurrency {
 
 fn concurrency(rt: &tokio::runtime::Runtime, runtime: &PackRuntime, runs: usize) -> Concurrency {
     let echo = runtime
-        .load(&callai_cli::example("echo-attempts").unwrap().component())
+        .load(
+            &callai_examples::example("echo-attempts")
+                .unwrap()
+                .component(),
+        )
         .unwrap();
     let request = r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 64,
                       "responseSchema": {"type": "object", "required": ["a"]}}"#;
@@ -329,7 +333,9 @@ fn main() {
     let many = concurrency(&rt, &runtime, runs);
     compile_cache(
         &mut c,
-        &callai_cli::example("echo-attempts").unwrap().component(),
+        &callai_examples::example("echo-attempts")
+            .unwrap()
+            .component(),
     );
     c.final_summary();
 

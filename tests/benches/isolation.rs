@@ -6,7 +6,8 @@
 //!
 //! `cargo bench -p callai-tests --bench isolation`
 
-use callai_host::{Host, HostConfig, MockProvider, MockScript, Pack, PackRuntime, RuntimeOptions};
+use callai_engine::{Host, HostConfig, MockProvider, MockScript};
+use callai_host::{Pack, PackRuntime, RuntimeOptions};
 use callai_tests::fake_server::{FakeServer, Reply};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -40,7 +41,11 @@ struct Attack {
 /// The victims' latencies, sorted, with `attack` looping beside them.
 async fn victims(rt: &PackRuntime, attack: Option<&Attack>, concurrency: usize) -> Vec<Duration> {
     let echo = rt
-        .load(&callai_cli::example("echo-attempts").unwrap().component())
+        .load(
+            &callai_examples::example("echo-attempts")
+                .unwrap()
+                .component(),
+        )
         .unwrap();
     let request = r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 64,
                       "responseSchema": {"type": "object", "required": ["a"]}}"#;
@@ -108,7 +113,11 @@ fn main() {
             .unwrap()
     };
     let echo = runtime
-        .load(&callai_cli::example("echo-attempts").unwrap().component())
+        .load(
+            &callai_examples::example("echo-attempts")
+                .unwrap()
+                .component(),
+        )
         .unwrap();
     let huge_body = rt.block_on(FakeServer::start(
         (0..100_000).map(|_| Reply::Huge(1 << 30)).collect(),
@@ -159,11 +168,11 @@ fn main() {
             name: "provider streaming a 1 GiB body",
             pack: echo.clone(),
             host: Box::new(move || {
-                let config = HostConfig::from_toml(&format!(
+                let config = callai_server::Config::from_toml(&format!(
                     "[defaults]\nprovider = \"evil\"\n[providers.evil]\nkind = \"openai\"\nbaseUrl = \"{huge_url}\"\napiKeyEnv = \"\"\n"
                 ))
                 .unwrap();
-                Host::builder(config).build().unwrap()
+                config.host_builder(&|_| None).unwrap().build().unwrap()
             }),
             input: json!({"messages": [{"role": "user", "content": "x"}]}).to_string(),
         },

@@ -5,7 +5,8 @@
 //!
 //! `cargo bench -p callai-tests --bench languages`
 
-use callai_host::{Host, HostConfig, MockProvider, MockScript, PackRuntime, RuntimeOptions};
+use callai_engine::{Host, HostConfig, MockProvider, MockScript};
+use callai_host::{PackRuntime, RuntimeOptions};
 use std::time::{Duration, Instant};
 
 const PACKS: [&str; 3] = ["bookai-scene", "bookai-scene-ts", "bookai-scene-py"];
@@ -48,13 +49,13 @@ fn main() {
         "min memory"
     );
     for name in PACKS {
-        let Some(example) = callai_cli::example(name) else {
+        let Some(example) = callai_examples::example(name) else {
             println!("{name:<16} not bundled (its toolchain was missing at build time)");
             continue;
         };
         let bytes = example.component();
         let stored = match example.component {
-            callai_cli::Component::Raw(b) | callai_cli::Component::Deflated(b) => b.len(),
+            callai_examples::Component::Raw(b) | callai_examples::Component::Deflated(b) => b.len(),
         };
         let options = RuntimeOptions {
             max_concurrent_runs: 64,

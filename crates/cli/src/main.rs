@@ -15,7 +15,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Serve(args) => serve::serve(args),
         Command::Examples => {
-            for e in callai_cli::EXAMPLES {
+            for e in callai_examples::EXAMPLES {
                 println!(
                     "{:<18} {:<11} {:<36} {}",
                     e.name, e.language, e.node_id, e.description

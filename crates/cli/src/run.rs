@@ -1,13 +1,12 @@
 //! `callai run`, `facet` and `conformance`.
 
 use crate::args::RunArgs;
-use callai_host::RunLogError;
-use callai_host::observe::SharedObserver;
-use callai_host::runlog::{RecordedRun, RunSpec, RunStatus};
-use callai_host::{
-    Host, HostConfig, Journal, MockProvider, MockScript, PackRuntime, RunOptions, RunOutput,
-    RuntimeOptions, facet,
-};
+use callai_engine::RunLogError;
+use callai_engine::observe::SharedObserver;
+use callai_engine::runlog::{RecordedRun, RunSpec, RunStatus};
+use callai_engine::{Host, Journal, MockProvider, MockScript, facet};
+use callai_host::{PackRuntime, RunOptions, RunOutput, RuntimeOptions};
+use callai_server::Config;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -17,21 +16,20 @@ use std::sync::Arc;
 /// The script used for a component file when no `--script` is given.
 const DEFAULT_SCRIPT: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
 
-pub(crate) fn load_config(path: Option<&Path>) -> Result<HostConfig, String> {
+pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, String> {
     match path {
-        Some(p) => HostConfig::from_file(p).map_err(|e| e.to_string()),
-        None => Ok(HostConfig::default()),
+        Some(p) => Config::from_file(p).map_err(|e| e.to_string()),
+        None => Ok(Config::default()),
     }
 }
 
-/// The host of `config` with `mock`: every configured provider started and
-/// its API key read now, so a missing key stops every subcommand at start-up.
-fn host(config: HostConfig, mock: Option<MockProvider>) -> Result<Host, String> {
-    let mut builder = Host::builder(config);
-    if let Some(mock) = mock {
-        builder = builder.mock(mock);
-    }
-    builder.build().map_err(|e| e.to_string())
+/// The host of `config`: every configured provider started and its API key
+/// read now, so a missing key stops every subcommand at start-up.
+fn host(config: &Config) -> Result<Host, String> {
+    config
+        .host_builder(&|k| std::env::var(k).ok())
+        .and_then(|builder| builder.build())
+        .map_err(|e| e.to_string())
 }
 
 fn read(path: &Path, what: &str) -> Result<String, String> {
@@ -50,10 +48,10 @@ pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, String> {
 
 pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let config = load_config(args.config.as_deref())?;
-    let example = callai_cli::example(&args.pack);
+    let example = callai_examples::example(&args.pack);
     let pack_path = PathBuf::from(&args.pack);
     if example.is_none() && !pack_path.exists() {
-        let names: Vec<&str> = callai_cli::EXAMPLES.iter().map(|e| e.name).collect();
+        let names: Vec<&str> = callai_examples::EXAMPLES.iter().map(|e| e.name).collect();
         return Err(format!(
             "{:?} is neither a component file nor a bundled example ({})",
             args.pack,
@@ -118,7 +116,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let mock =
         Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
     let runtime = runtime(&config)?;
-    let host = host(config, None)?.with_provider("mock", mock.clone());
+    let host = host(&config)?.with_provider("mock", mock.clone());
     let bytes = match example {
         Some(e) => e.component().into_owned(),
         None => std::fs::read(&pack_path)
@@ -135,10 +133,9 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         .load(&bytes)
         .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
 
-    let telemetry = callai_telemetry::Telemetry::from_config(&host.config().telemetry, |k| {
-        std::env::var(k).ok()
-    })
-    .map_err(|e| e.to_string())?;
+    let telemetry =
+        callai_telemetry::Telemetry::from_config(&config.telemetry, |k| std::env::var(k).ok())
+            .map_err(|e| e.to_string())?;
     let trace = telemetry
         .as_ref()
         .map(|t| t.run(&node_id, args.run_id.as_deref(), &args.pack));
@@ -156,7 +153,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     }
 
     if let Some(out) = events_out.as_mut() {
-        callai_host::events::write_jsonl(&output.events, out)
+        callai_engine::events::write_jsonl(&output.events, out)
             .map_err(|e| format!("cannot write events: {e}"))?;
     }
     if let Some(out) = mock_log_out.as_mut() {
@@ -221,7 +218,7 @@ async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, String> {
 
 /// `callai facet`.
 pub fn facet(config: Option<&Path>) -> Result<ExitCode, String> {
-    let host = host(load_config(config)?, None)?;
+    let host = host(&load_config(config)?)?;
     let doc = facet::document(&host);
     println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
     Ok(ExitCode::SUCCESS)
@@ -229,9 +226,8 @@ pub fn facet(config: Option<&Path>) -> Result<ExitCode, String> {
 
 /// `callai conformance`.
 pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<ExitCode, String> {
-    let config = load_config(config)?;
-    let host = host(config, None)?;
-    let found = callai_cli::example(fixture)
+    let host = host(&load_config(config)?)?;
+    let found = callai_examples::example(fixture)
         .filter(|e| e.node_id == callai_conformance::NODE_ID)
         .ok_or_else(|| {
             format!(
@@ -264,7 +260,7 @@ pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<E
 
 /// The wasmtime runtime for `config`'s limits, with the compiled-component
 /// cache of [`runtime_options`].
-fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
+fn runtime(config: &Config) -> Result<PackRuntime, String> {
     PackRuntime::with_options(&runtime_options(config))
         .map_err(|e| format!("cannot start wasmtime: {e:#}"))
 }
@@ -272,7 +268,7 @@ fn runtime(config: &HostConfig) -> Result<PackRuntime, String> {
 /// The runtime options for `config`'s limits, with the compiled-component
 /// cache in `$CALLAI_CACHE_DIR`, else `$XDG_CACHE_HOME/callai`, else
 /// `~/.cache/callai` (none when no home is known).
-pub(crate) fn runtime_options(config: &HostConfig) -> RuntimeOptions {
+pub(crate) fn runtime_options(config: &Config) -> RuntimeOptions {
     let mut options = RuntimeOptions::from_limits(&config.limits);
     let env = |k: &str| {
         std::env::var_os(k)

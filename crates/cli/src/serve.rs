@@ -1,8 +1,8 @@
 //! `callai serve`.
 
 use crate::args::ServeArgs;
-use callai_host::config::parse_listen;
-use callai_server::{Server, ServerOptions};
+use callai_server::config::parse_listen;
+use callai_server::{BundledPack, Server, ServerOptions};
 use std::process::ExitCode;
 
 /// SIGTERM or Ctrl-C.
@@ -34,7 +34,13 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
         listen,
         packs_dir: args.packs,
         runlog: args.runlog,
-        bundled: callai_cli::bundled_packs(),
+        bundled: callai_examples::EXAMPLES
+            .iter()
+            .map(|e| {
+                let script = Some(e.default_script.to_owned());
+                BundledPack::new(e.name, e.node_id, script, || e.component().into_owned())
+            })
+            .collect(),
         runtime: crate::run::runtime_options(&config),
         ..ServerOptions::default()
     };

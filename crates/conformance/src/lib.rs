@@ -18,7 +18,7 @@ mod target;
 pub use report::Report;
 pub use target::HostTarget;
 
-use callai_host::MockLogEntry;
+use callai_engine::MockLogEntry;
 use serde::Serialize;
 use serde_json::Value;
 

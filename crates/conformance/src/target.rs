@@ -2,7 +2,9 @@
 //! built-in conformance mock, an SQLite run log for the replay leg.
 
 use super::{NODE_ID, Observation, Target, Variant};
-use callai_host::{Host, Journal, MockProvider, MockScript, Pack, RunLog, SqliteRunLog, facet};
+use callai_engine::{Host, Journal, MockProvider, MockScript, RunLog, facet};
+use callai_host::Pack;
+use callai_runlog_sqlite::SqliteRunLog;
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -48,7 +50,11 @@ impl HostTarget {
             script: script.clone(),
             request: request.clone(),
             output,
-            events: out.events.iter().map(callai_host::Event::to_json).collect(),
+            events: out
+                .events
+                .iter()
+                .map(callai_engine::Event::to_json)
+                .collect(),
             requests: mock.log(),
             native,
         })

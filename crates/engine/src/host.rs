@@ -7,32 +7,31 @@ use crate::events::EventSink;
 use crate::mock::{MockProvider, MockScript};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
 use crate::provider::{Provider, Providers};
-use crate::providers;
 use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput};
 use std::sync::Arc;
 use tokio::time::Instant;
 
 /// Serves ctx.callAI: one call in, every provider request it needs sent and
 /// counted, one result or error out. No wasm in here; packs reach it through
-/// [`crate::PackRuntime`], and other hosts can call it directly.
+/// `callai_host::PackRuntime`, and other hosts can call it directly.
 ///
 /// ```
-/// use callai_host::{EventLog, Host, HostConfig, MockProvider, MockScript};
-/// use callai_host::wire::CallRequest;
+/// use callai_engine::{EventLog, Host, HostConfig, MockProvider, MockScript};
+/// use callai_engine::wire::{CallRequest, RetryField};
 ///
 /// let config = HostConfig::default();
 /// let mock = MockProvider::new(MockScript::replies([("Hello!", 3)]), true);
 /// let host = Host::builder(config).mock(mock).build()?;
 /// let request = CallRequest::from_json(
 ///     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 1}}"#,
-///     true,
+///     RetryField::Honoured,
 /// ).unwrap();
 ///
 /// let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
 /// let result = rt.block_on(host.call("demo.node", &request, &EventLog::new())).unwrap();
 /// assert_eq!(result.content.as_deref(), Some("Hello!"));
 /// assert_eq!(result.attempts.unwrap().count, 1);
-/// # Ok::<(), callai_host::ConfigError>(())
+/// # Ok::<(), callai_engine::ConfigError>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Host {
@@ -53,16 +52,13 @@ pub struct CallOptions {
     pub observer: Option<SharedObserver>,
 }
 
-/// Where API keys are read from, by variable name.
-type KeySource = Box<dyn Fn(&str) -> Option<String>>;
-
-/// Builds a [`Host`]: the providers of its config (API keys read at build
-/// time), the built-in mock, and any provider an embedder registers.
+/// Builds a [`Host`]: the built-in mock and the providers registered with
+/// it (an embedder's own, or the HTTP ones `callai-providers` starts from
+/// the config's `[providers.NAME]` sections).
 pub struct HostBuilder {
     config: HostConfig,
     mock: Option<MockProvider>,
     extra: Providers,
-    env: KeySource,
     effects: Effects,
 }
 
@@ -90,9 +86,10 @@ impl HostBuilder {
         self
     }
 
-    /// Where API keys are read (default: the process environment).
-    pub fn env(mut self, env: impl Fn(&str) -> Option<String> + 'static) -> Self {
-        self.env = Box::new(env);
+    /// Registers every provider of `providers` under its name, as
+    /// [`HostBuilder::provider`] does one.
+    pub fn providers(mut self, providers: Providers) -> Self {
+        self.extra.extend(providers);
         self
     }
 
@@ -114,8 +111,8 @@ impl HostBuilder {
         self
     }
 
-    /// Starts the configured providers and checks that `defaults.provider`
-    /// and `policy.allowedProviders` name providers that exist.
+    /// Checks that `defaults.provider` and `policy.allowedProviders` name
+    /// providers that exist, and builds the host.
     pub fn build(self) -> Result<Host, ConfigError> {
         let config = self.config;
         let mock = self.mock.unwrap_or_else(|| {
@@ -123,11 +120,6 @@ impl HostBuilder {
                 .with_latency(config.mock.latency())
         });
         let mut providers = Providers::new().with("mock", Arc::new(mock));
-        for settings in config.provider_settings()? {
-            let max_body = config.limits.max_provider_body_bytes;
-            let provider = providers::start(&settings, &*self.env, max_body)?;
-            providers.insert(settings.name, provider);
-        }
         providers.extend(self.extra);
         let mut host = Host::new(Arc::new(config), providers)?;
         host.effects = self.effects;
@@ -142,7 +134,6 @@ impl Host {
             config,
             mock: None,
             extra: Providers::new(),
-            env: Box::new(|name| std::env::var(name).ok()),
             effects: Effects::default(),
         }
     }
@@ -314,7 +305,7 @@ impl Host {
         request: &str,
         events: &dyn EventSink,
     ) -> Result<CallResult, CallError> {
-        let request = CallRequest::from_json(request, self.config.call_accounting.retry_policy)?;
+        let request = CallRequest::from_json(request, self.config.call_accounting.retry_field())?;
         self.call(node_id, &request, events).await
     }
 

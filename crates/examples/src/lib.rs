@@ -1,6 +1,15 @@
-//! The `callai` command's library part: the example packs this build
-//! bundles (built by `build.rs` into components and embedded), so that
-//! `callai run echo-attempts` works on a fresh checkout.
+//! The example packs of `examples/`, in any language, built by this crate's
+//! build script into WebAssembly components and embedded as bytes, so that
+//! `callai run echo-attempts` works on a fresh checkout and the tests and
+//! benchmarks load the same components.
+//!
+//! ```
+//! let echo = callai_examples::example("echo-attempts").expect("bundled");
+//! assert_eq!(echo.node_id, "conformance.callai.echo-attempts");
+//! assert_eq!(&echo.component()[..4], b"\0asm");
+//! ```
+
+#![warn(missing_docs)]
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -55,18 +64,4 @@ include!(concat!(env!("OUT_DIR"), "/examples.rs"));
 /// The bundled example called `name` (e.g. `echo-attempts`).
 pub fn example(name: &str) -> Option<&'static Example> {
     EXAMPLES.iter().find(|e| e.name == name)
-}
-
-/// The bundled examples, as `callai serve` takes them (inflated when a run
-/// first needs one).
-pub fn bundled_packs() -> Vec<callai_server::BundledPack> {
-    EXAMPLES
-        .iter()
-        .map(|e| callai_server::BundledPack {
-            name: e.name.to_owned(),
-            node_id: e.node_id.to_owned(),
-            default_script: Some(e.default_script.to_owned()),
-            bytes: std::sync::Arc::new(move || e.component().into_owned()),
-        })
-        .collect()
 }

@@ -22,15 +22,6 @@ pub const TARGET: &str = "wasm32-wasip2";
 /// The guests' profile (`[profile.guest]` in the workspace).
 pub const PROFILE: &str = "guest";
 
-/// What to do when the `wasm32-wasip2` standard library is missing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MissingTarget {
-    /// Install it with rustup (one build script of the workspace does this).
-    Install,
-    /// Fail, saying which command installs it.
-    Fail,
-}
-
 /// The workspace root: two levels above a crate under `crates/`.
 pub fn workspace_root() -> PathBuf {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("run from a build script"));
@@ -41,26 +32,14 @@ pub fn workspace_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Makes sure the target's standard library is installed. rustup does not
-/// add a `rust-toolchain.toml` target to a toolchain that already exists.
-pub fn ensure_target(missing: MissingTarget) {
-    if target_installed() {
-        return;
-    }
-    let command = format!("rustup target add {TARGET}");
-    if missing == MissingTarget::Fail {
-        panic!("the {TARGET} target is not installed; run: {command}");
-    }
-    println!("cargo:warning=installing the {TARGET} target: {command}");
-    let mut cmd = Command::new("rustup");
-    cmd.args(["target", "add", TARGET]);
-    if let Ok(toolchain) = env::var("RUSTUP_TOOLCHAIN") {
-        cmd.args(["--toolchain", &toolchain]);
-    }
-    let ok = cmd.status().map(|s| s.success()).unwrap_or(false);
+/// Fails the build, naming the one command that fixes it, when the
+/// target's standard library is missing. `rust-toolchain.toml` lists the
+/// target, but rustup adds it only to a toolchain it installs, not to one
+/// already there; a build script never runs rustup itself.
+pub fn ensure_target() {
     assert!(
-        ok && target_installed(),
-        "the {TARGET} target is missing and could not be installed; run: {command}"
+        target_installed(),
+        "the {TARGET} target is not installed; run: rustup target add {TARGET}"
     );
 }
 

@@ -4,7 +4,7 @@
 //! cannot tell how long the host took (or behave differently on replay).
 //! Every read advances the clocks by one microsecond, so time moves forward.
 
-use crate::runlog::RunSeed;
+use callai_engine::runlog::RunSeed;
 use rand::SeedableRng;
 use rand::rngs::StdRng;
 use std::sync::atomic::{AtomicU64, Ordering};

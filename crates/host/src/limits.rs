@@ -2,7 +2,7 @@
 //! wall-clock time (epoch deadline for wasm, a timer for provider waits),
 //! fuel, and which limit stopped a run.
 
-use crate::config::Limits;
+use callai_engine::config::Limits;
 use std::time::{Duration, Instant};
 use wasmtime::ResourceLimiter;
 

@@ -3,15 +3,15 @@
 //! the pooling allocator, within the run's limits. The guest gets no
 //! preopened directories, no network and no environment variables.
 
-use super::bindings::{PackNode, PackNodePre};
-use super::cache;
-use super::limits::RunLimiter;
-use super::view::{CallAiCtx, CallAiView, add_to_linker};
-use crate::Host;
-use crate::config::Limits;
-use crate::events::{Event, EventLog};
-use crate::observe::SharedObserver;
-use crate::session::{Journal, RunError, RunSession};
+use crate::bindings::{PackNode, PackNodePre};
+use crate::cache;
+use crate::limits::RunLimiter;
+use crate::view::{CallAiCtx, CallAiView, add_to_linker};
+use callai_engine::Host;
+use callai_engine::config::Limits;
+use callai_engine::events::{Event, EventLog};
+use callai_engine::observe::SharedObserver;
+use callai_engine::{Journal, RunError, RunSession};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -273,7 +273,7 @@ impl Pack {
             .await
             .expect("the slot semaphore is never closed");
         let state = RunState {
-            wasi: super::clocks::sandbox(session.seed()),
+            wasi: crate::clocks::sandbox(session.seed()),
             table: ResourceTable::new(),
             callai: CallAiCtx::with_session(session),
             limiter: RunLimiter::new(&limits),

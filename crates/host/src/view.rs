@@ -2,10 +2,10 @@
 //! view that implements the generated `Host` traits. Each import converts
 //! WIT types and hands the call to the run's [`RunSession`].
 
-use super::bindings::openwop::callai::{ai, log, types};
-use crate::Host;
-use crate::events::Event;
-use crate::session::{CallInput, Journal, RunError, RunSession};
+use crate::bindings::openwop::callai::{ai, log, types};
+use callai_engine::Host;
+use callai_engine::events::Event;
+use callai_engine::{CallInput, Journal, RunError, RunSession};
 use callai_wire::{CallError, CallRequest};
 use wasmtime::component::{HasData, Linker};
 

@@ -2,7 +2,7 @@
 //! the common [`Provider`] plumbing.
 
 use super::http::{ApiKey, HttpClient};
-use crate::provider::{BoxFuture, Provider, ProviderFailure, ProviderReply, ProviderRequest};
+use callai_engine::{BoxFuture, Provider, ProviderFailure, ProviderReply, ProviderRequest};
 use serde_json::Value;
 use std::fmt;
 use std::marker::PhantomData;

@@ -1,6 +1,6 @@
 //! `[providers.NAME]`: the real providers a host may call, by name.
 
-use super::{ConfigError, invalid};
+use callai_engine::config::{ConfigError, invalid};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -56,6 +56,9 @@ impl ProviderKind {
         }
     }
 }
+
+/// Every `[providers.NAME]` section, by name.
+pub type ProvidersConfig = BTreeMap<String, ProviderConfig>;
 
 /// One `[providers.NAME]` section. Absent keys take the kind's defaults.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -139,7 +142,7 @@ impl ProviderConfig {
 }
 
 /// Checks every section: a name, a kind, a usable URL and timeout.
-pub(super) fn validate(sections: &BTreeMap<String, ProviderConfig>) -> Result<(), ConfigError> {
+pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
     for (name, section) in sections {
         if name == "mock" {
             return Err(invalid(
@@ -164,8 +167,9 @@ pub(super) fn validate(sections: &BTreeMap<String, ProviderConfig>) -> Result<()
                 format!("must be 1..3600000, got {}", s.timeout_ms),
             ));
         }
-        let scheme_ok = s.base_url.starts_with("http://") || s.base_url.starts_with("https://");
-        if !scheme_ok {
+        let http_url = url::Url::parse(&s.base_url)
+            .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+        if !http_url {
             return Err(invalid(
                 &format!("providers.{name}.baseUrl"),
                 format!("must be an http:// or https:// URL, got {:?}", s.base_url),

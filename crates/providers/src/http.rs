@@ -4,7 +4,7 @@
 //! [`ProviderFailure`].
 
 use super::redact::Redactor;
-use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
+use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::StructuredOutput;
 use serde_json::Value;
 use std::borrow::Cow;

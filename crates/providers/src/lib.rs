@@ -1,19 +1,45 @@
-//! The real providers: OpenAI-compatible chat completions and the Anthropic
-//! Messages API, started from `[providers.NAME]` sections of the host config.
+//! The real providers: OpenAI-compatible chat completions (OpenAI, vLLM,
+//! Ollama, llama.cpp) and the Anthropic Messages API, over one reqwest client
+//! (rustls), started from the `[providers.NAME]` sections of the host config
+//! and registered with a [`callai_engine::Host`] like any other
+//! [`Provider`].
+//!
+//! ```
+//! use callai_engine::{Host, HostConfig};
+//! use callai_providers::ProvidersConfig;
+//!
+//! let sections: ProvidersConfig = toml::from_str(r#"
+//! [local]
+//! kind = "openai"
+//! baseUrl = "http://127.0.0.1:11434/v1"
+//! apiKeyEnv = ""
+//! "#).unwrap();
+//! callai_providers::validate(&sections)?;
+//! let config = HostConfig::default();
+//! let providers = callai_providers::start(&sections, &|_| None, &config.limits)?;
+//! let host = Host::builder(config).providers(providers).build()?;
+//! assert!(host.allowed_providers().contains(&"local"));
+//! # Ok::<(), callai_engine::ConfigError>(())
+//! ```
+
+#![warn(missing_docs)]
 
 mod adapter;
 mod anthropic;
+mod config;
 mod http;
 mod openai;
 mod redact;
+
+pub use config::{ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate};
 
 use adapter::HttpProvider;
 use anthropic::AnthropicWire;
 use http::{ApiKey, HttpClient};
 use openai::OpenAiWire;
 
-use crate::config::{ConfigError, ProviderKind, ProviderSettings, invalid};
-use crate::provider::Provider;
+use callai_engine::config::{ConfigError, Limits, invalid};
+use callai_engine::{Provider, Providers};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -44,9 +70,27 @@ fn key(
     }
 }
 
+/// Starts the provider of every section, reading their keys with `env` (the
+/// process environment is `&|name| std::env::var(name).ok()`); none reads a
+/// response body over `limits.maxProviderBodyBytes`. A section whose key
+/// variable is unset is an error naming its `apiKeyEnv`.
+pub fn start(
+    sections: &ProvidersConfig,
+    env: &dyn Fn(&str) -> Option<String>,
+    limits: &Limits,
+) -> Result<Providers, ConfigError> {
+    let mut providers = Providers::new();
+    for (name, section) in sections {
+        let settings = section.settings(name)?;
+        let provider = start_one(&settings, env, limits.max_provider_body_bytes)?;
+        providers.insert(settings.name, provider);
+    }
+    Ok(providers)
+}
+
 /// Starts the provider of one section, reading its key with `env`; it reads
 /// no response body over `max_body` bytes.
-pub fn start(
+fn start_one(
     s: &ProviderSettings,
     env: &dyn Fn(&str) -> Option<String>,
     max_body: u64,

@@ -4,7 +4,7 @@
 
 use super::adapter::WireFormat;
 use super::http::{ApiKey, tokens};
-use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
+use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
 use callai_wire::{Role, StructuredOutput};
 use serde_json::{Value, json};
 

@@ -9,11 +9,11 @@
 //! schema, is refused and left alone.
 //!
 //! ```no_run
-//! use callai_host::{Journal, RunLog};
+//! use callai_engine::{Journal, RunLog};
 //! use callai_runlog_postgres::PostgresRunLog;
 //! use std::sync::Arc;
 //!
-//! # async fn demo() -> Result<(), callai_host::RunLogError> {
+//! # async fn demo() -> Result<(), callai_engine::RunLogError> {
 //! let log = PostgresRunLog::connect("postgres://callai@127.0.0.1:5432/callai").await?;
 //! let journal = Journal::record(Arc::new(log), "run-1", "my.node", false).await?;
 //! # let _ = journal;
@@ -28,7 +28,7 @@ mod pool;
 mod schema;
 mod store;
 
-use callai_host::RunLogError;
+use callai_engine::RunLogError;
 use pool::Pool;
 use std::sync::Arc;
 use tokio_postgres::config::SslMode;

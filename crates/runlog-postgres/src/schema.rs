@@ -2,7 +2,7 @@
 //! advisory lock (several hosts may start at once), and the checks that
 //! keep this code off a database that is not a callai run log.
 
-use callai_host::RunLogError;
+use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.

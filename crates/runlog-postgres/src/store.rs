@@ -4,10 +4,10 @@
 
 use crate::PostgresRunLog;
 use crate::pool::Conn;
-use callai_host::events::Event;
-use callai_host::runlog::decode::{RawCall, RawRun, call_row, to_text};
-use callai_host::runlog::{BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunStatus};
-use callai_host::{BoxFuture, RunLogError};
+use callai_engine::events::Event;
+use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_engine::runlog::{BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunStatus};
+use callai_engine::{BoxFuture, RunLogError};
 use std::time::Duration;
 use tokio_postgres::GenericClient;
 

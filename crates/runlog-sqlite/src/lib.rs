@@ -1,9 +1,12 @@
 //! The built-in run log: one SQLite file (bundled SQLite, WAL journal,
-//! synchronous commits), one transaction per call. SQLite is blocking, so
-//! every operation runs on tokio's blocking pool, never on an async worker.
+//! synchronous commits), one transaction per call, behind the engine's
+//! [`callai_engine::RunLog`] trait. SQLite is blocking, so every operation
+//! runs on tokio's blocking pool, never on an async worker.
 
-use super::RunLogError;
-use crate::provider::BoxFuture;
+#![warn(missing_docs)]
+
+use callai_engine::BoxFuture;
+use callai_engine::RunLogError;
 use rusqlite::{Connection, OpenFlags};
 use std::io::Read;
 use std::path::{Path, PathBuf};

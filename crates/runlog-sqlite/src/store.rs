@@ -3,10 +3,10 @@
 //! file is shared by the processes of one machine).
 
 use super::{SqliteRunLog, storage};
-use crate::events::{Event, now_ms};
-use crate::provider::BoxFuture;
-use crate::runlog::decode::{RawCall, RawRun, call_row, to_text};
-use crate::runlog::{
+use callai_engine::BoxFuture;
+use callai_engine::events::{Event, now_ms};
+use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_engine::runlog::{
     BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};

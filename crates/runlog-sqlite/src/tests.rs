@@ -2,8 +2,10 @@
 //! leave alone.
 
 use super::*;
-use crate::events::Event;
-use crate::runlog::{BeginRun, Entry, Fence, Outcome, RecordedCall, RunLog, RunSeed, RunStatus};
+use callai_engine::events::Event;
+use callai_engine::runlog::{
+    BeginRun, Entry, Fence, Outcome, RecordedCall, RunLog, RunSeed, RunStatus,
+};
 use callai_wire::{Attempts, CallResult};
 
 /// How these tests begin a run: `run_id` of node `n` with [`SEED`].

@@ -3,6 +3,7 @@
 use crate::admission::Admission;
 use crate::auth::{Auth, require_token};
 use crate::body::{self, CallBody, RunRequest};
+use crate::config::{RunLogConfig, ServerConfig};
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
@@ -15,8 +16,8 @@ use axum::extract::{DefaultBodyLimit, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use callai_host::observe::Observers;
-use callai_host::{Host, HostConfig, MockProvider, MockScript, RunLog, RunLogError};
+use callai_engine::observe::Observers;
+use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunLog, RunLogError};
 use callai_telemetry::Telemetry;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -44,12 +45,16 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// This host's name in the leases it holds.
     pub host_id: String,
+    /// `[server]`
+    pub server: ServerConfig,
+    /// `[runlog]`
+    pub runlog_config: RunLogConfig,
 }
 
 type Shared = State<Arc<AppState>>;
 
 impl AppState {
-    /// The config.
+    /// The engine's config.
     pub fn config(&self) -> &HostConfig {
         self.host.config()
     }
@@ -82,7 +87,7 @@ impl AppState {
 
 /// The router, every route behind the token check.
 pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
-    let server = &state.config().server;
+    let server = &state.server;
     let pack_limit = usize::try_from(server.max_pack_bytes).unwrap_or(usize::MAX);
     let body_limit = usize::try_from(server.max_body_bytes).unwrap_or(usize::MAX);
     Router::new()
@@ -116,7 +121,7 @@ async fn healthz() -> impl IntoResponse {
 }
 
 async fn facet(State(state): Shared) -> impl IntoResponse {
-    axum::Json(callai_host::facet::document(&state.host))
+    axum::Json(callai_engine::facet::document(&state.host))
 }
 
 async fn well_known(State(state): Shared) -> impl IntoResponse {
@@ -181,7 +186,7 @@ async fn get_events(
         return Ok(axum::Json(runs::events_json(&events, complete)).into_response());
     }
     let run = load(&state, &run_id).await?;
-    let complete = run.status != callai_host::runlog::RunStatus::Running;
+    let complete = run.status != callai_engine::runlog::RunStatus::Running;
     let events: Vec<_> = run.event_times.into_iter().zip(run.events).collect();
     Ok(axum::Json(runs::events_json(&events, complete)).into_response())
 }
@@ -190,7 +195,7 @@ async fn get_events(
 async fn load(
     state: &AppState,
     run_id: &str,
-) -> Result<callai_host::runlog::RecordedRun, ApiError> {
+) -> Result<callai_engine::runlog::RecordedRun, ApiError> {
     let unknown = || ApiError::not_found(format!("no run {run_id:?} on this host"));
     let Some(log) = &state.runlog else {
         return Err(unknown());

@@ -6,7 +6,7 @@ use crate::error::ApiError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::http::StatusCode;
-use callai_host::MockScript;
+use callai_engine::MockScript;
 use serde_json::{Map, Value};
 
 /// `POST /v1/runs`.

@@ -7,7 +7,7 @@ use crate::body::CallBody;
 use crate::error::ApiError;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use callai_host::{CallInput, EventLog, Journal, RunError, RunSession};
+use callai_engine::{CallInput, EventLog, Journal, RunError, RunSession};
 use serde_json::json;
 use std::sync::Arc;
 

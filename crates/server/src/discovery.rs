@@ -1,7 +1,7 @@
 //! `/.well-known/openwop`: what this host is and can do, readable without
 //! a token.
 
-use callai_host::{Host, facet};
+use callai_engine::{Host, facet};
 use serde_json::{Value, json};
 
 /// The discovery document: the `aiProviders` facet and the reliability
@@ -27,7 +27,7 @@ pub fn document(host: &Host) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use callai_host::HostConfig;
+    use callai_engine::HostConfig;
 
     #[test]
     fn the_document_carries_the_facet_and_the_reliability_capability() {

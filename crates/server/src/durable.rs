@@ -6,9 +6,9 @@ use crate::admission::Ticket;
 use crate::app::AppState;
 use crate::runner::Work;
 use crate::runs::RunEntry;
-use callai_host::events::Event;
-use callai_host::runlog::{Fence, Lease, RecordedRun, RunStatus};
-use callai_host::{Journal, MockScript, RunLogError};
+use callai_engine::events::Event;
+use callai_engine::runlog::{Fence, Lease, RecordedRun, RunStatus};
+use callai_engine::{Journal, MockScript, RunLogError};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,7 +22,7 @@ pub(crate) async fn keep_lease(state: &AppState, run_id: &str, fence: Option<Fen
     let (Some(log), Some(fence)) = (&state.runlog, fence) else {
         return std::future::pending().await;
     };
-    let lease = state.config().runlog.lease();
+    let lease = state.runlog_config.lease();
     loop {
         tokio::time::sleep(lease / 3).await;
         if let Err(RunLogError::Fenced(_)) = log.renew(run_id, fence, lease).await {
@@ -42,7 +42,7 @@ pub(crate) async fn take_over(state: Arc<AppState>) {
     let Some(log) = state.runlog.clone() else {
         return;
     };
-    let lease = state.config().runlog.lease();
+    let lease = state.runlog_config.lease();
     loop {
         if state.admission.is_draining() {
             return;

@@ -3,7 +3,7 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use callai_host::wire::{CallError, ErrorCode};
+use callai_engine::wire::{CallError, ErrorCode};
 use serde_json::{Value, json};
 
 /// An error the API answers with.

@@ -8,11 +8,11 @@
 //! "contract — `callai serve`".
 //!
 //! ```no_run
-//! use callai_host::{HostConfig, RuntimeOptions};
-//! use callai_server::{Server, ServerOptions};
+//! use callai_host::RuntimeOptions;
+//! use callai_server::{Config, Server, ServerOptions};
 //!
 //! # async fn demo() -> Result<(), callai_server::ServeError> {
-//! let config = HostConfig::default();
+//! let config = Config::default();
 //! let options = ServerOptions {
 //!     runtime: RuntimeOptions::from_limits(&config.limits),
 //!     ..ServerOptions::default()
@@ -28,6 +28,7 @@ mod app;
 mod auth;
 mod body;
 mod call;
+pub mod config;
 mod discovery;
 mod durable;
 mod error;
@@ -36,6 +37,7 @@ mod packs;
 mod runner;
 mod runs;
 
+pub use config::Config;
 pub use durable::remaining_script;
 pub use error::ApiError;
 pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
@@ -43,11 +45,11 @@ pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
 use admission::Admission;
 use app::AppState;
 use auth::Auth;
-use callai_host::config::parse_listen;
-use callai_host::{
-    Host, HostConfig, MockProvider, MockScript, PackRuntime, RunLog, RuntimeOptions, SqliteRunLog,
-};
+use callai_engine::{MockProvider, MockScript, RunLog};
+use callai_host::{PackRuntime, RuntimeOptions};
+use callai_runlog_sqlite::SqliteRunLog;
 use callai_telemetry::Telemetry;
+use config::parse_listen;
 use metrics::Metrics;
 use packs::PackStore;
 use runs::RunTable;
@@ -155,14 +157,14 @@ fn host_id() -> String {
     let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .map(|h| h.trim().to_owned())
         .unwrap_or_else(|_| "host".into());
-    let nonce = callai_host::runlog::RunSeed::fresh().seed as u32;
+    let nonce = callai_engine::runlog::RunSeed::fresh().seed as u32;
     format!("{machine}-{}-{nonce:08x}", std::process::id())
 }
 
 impl Server {
     /// Checks the config, builds the host (reading API keys), compiles the
     /// `--packs` folder, opens the run log, and binds the socket.
-    pub async fn bind(config: HostConfig, options: ServerOptions) -> Result<Self, ServeError> {
+    pub async fn bind(config: Config, options: ServerOptions) -> Result<Self, ServeError> {
         let setup = ServeError::Setup;
         let addr = match options.listen {
             Some(addr) => addr,
@@ -190,10 +192,9 @@ impl Server {
             config.mock.native,
         )
         .with_latency(config.mock.latency());
-        let host = Host::builder(config.clone())
-            .mock(mock)
-            .env(move |k| env(k))
-            .build()
+        let host = config
+            .host_builder(&|k| env(k))
+            .and_then(|builder| builder.mock(mock).build())
             .map_err(|e| setup(e.to_string()))?;
         let runtime = PackRuntime::with_options(&options.runtime)
             .map_err(|e| setup(format!("cannot start wasmtime: {e:#}")))?;
@@ -216,6 +217,8 @@ impl Server {
             runlog,
             tasks: TaskTracker::new(),
             host_id: host_id(),
+            server: config.server.clone(),
+            runlog_config: config.runlog.clone(),
         });
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -242,7 +245,7 @@ impl Server {
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
-        let grace = state.config().server.shutdown_grace();
+        let grace = state.server.shutdown_grace();
         let app = app::router(state.clone(), self.auth);
         let (deadline_tx, mut deadline_rx) = tokio::sync::watch::channel(None);
         let draining = state.clone();

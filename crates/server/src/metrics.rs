@@ -2,9 +2,9 @@
 //! requests are counted as the engine sends them (an observer of every
 //! call), runs and calls as they end.
 
-use callai_host::RequestReason;
-use callai_host::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
-use callai_host::wire::{CallError, CallResult, ErrorCode};
+use callai_engine::RequestReason;
+use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_engine::wire::{CallError, CallResult, ErrorCode};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -214,7 +214,7 @@ impl CallWatch for CallCount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use callai_host::{ProviderFailure, ProviderReply, StopReason};
+    use callai_engine::{ProviderFailure, ProviderReply, StopReason};
 
     #[test]
     fn requests_tokens_calls_and_runs_are_counted() {
@@ -245,7 +245,7 @@ mod tests {
         watch.request_finished(&start(1, RequestReason::First), Ok(&reply));
         let failed = ProviderFailure::from_status(503, "down");
         watch.request_finished(&start(2, RequestReason::Truncation), Err(&failed));
-        let unsent = ProviderFailure::new(callai_host::FailureKind::Unanswerable, None, "no");
+        let unsent = ProviderFailure::new(callai_engine::FailureKind::Unanswerable, None, "no");
         watch.request_finished(&start(3, RequestReason::Transient), Err(&unsent));
         watch.call_finished(Err(&CallError::new(ErrorCode::ProviderUnavailable, "x")));
         observer.call_refused("n", &CallError::validation("messages", "missing"));

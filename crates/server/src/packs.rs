@@ -64,6 +64,24 @@ pub struct BundledPack {
     pub bytes: Arc<dyn Fn() -> Vec<u8> + Send + Sync>,
 }
 
+impl BundledPack {
+    /// A bundled pack whose bytes `bytes` produces when a run first needs
+    /// them (a binary may keep them compressed).
+    pub fn new(
+        name: impl Into<String>,
+        node_id: impl Into<String>,
+        default_script: Option<String>,
+        bytes: impl Fn() -> Vec<u8> + Send + Sync + 'static,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            node_id: node_id.into(),
+            default_script,
+            bytes: Arc::new(bytes),
+        }
+    }
+}
+
 impl fmt::Debug for BundledPack {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BundledPack")

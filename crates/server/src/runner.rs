@@ -10,8 +10,9 @@ use crate::error::ApiError;
 use crate::runs::{CallCounter, RunEntry, run_error_json};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use callai_host::runlog::{Fence, Lease, RunSpec, RunStatus};
-use callai_host::{Journal, MockScript, Pack, RunLogError, RunOptions, RunOutput};
+use callai_engine::runlog::{Fence, Lease, RunSpec, RunStatus};
+use callai_engine::{Journal, MockScript, RunLogError};
+use callai_host::{Pack, RunOptions, RunOutput};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Instant;
@@ -113,7 +114,7 @@ async fn begin(
     }
     let lease = durable.then(|| Lease {
         owner: &state.host_id,
-        duration: state.config().runlog.lease(),
+        duration: state.runlog_config.lease(),
     });
     let journal = Journal::record_with(
         log.clone(),
@@ -137,8 +138,8 @@ async fn begin(
 /// A run id nobody chose: `run-` and 128 random bits.
 fn new_run_id() -> String {
     let (a, b) = (
-        callai_host::runlog::RunSeed::fresh().seed,
-        callai_host::runlog::RunSeed::fresh().seed,
+        callai_engine::runlog::RunSeed::fresh().seed,
+        callai_engine::runlog::RunSeed::fresh().seed,
     );
     format!("run-{a:016x}{b:016x}")
 }

@@ -3,11 +3,12 @@
 //! set, holds the rest.
 
 use crate::error::ApiError;
-use callai_host::events::{Event, EventLog};
-use callai_host::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
-use callai_host::runlog::{RecordedRun, RunStatus};
-use callai_host::wire::{CallError, CallResult};
-use callai_host::{RunError, RunOutput};
+use callai_engine::RunError;
+use callai_engine::events::{Event, EventLog};
+use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_engine::runlog::{RecordedRun, RunStatus};
+use callai_engine::wire::{CallError, CallResult};
+use callai_host::RunOutput;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -16,8 +16,7 @@
 //! requests' total.
 //!
 //! ```no_run
-//! use callai_host::config::TelemetryConfig;
-//! use callai_telemetry::Telemetry;
+//! use callai_telemetry::{Telemetry, TelemetryConfig};
 //!
 //! let config = TelemetryConfig {
 //!     otlp_endpoint: Some("http://127.0.0.1:4318".into()),
@@ -32,11 +31,15 @@
 //! # Ok::<(), callai_telemetry::TelemetryError>(())
 //! ```
 
+#![warn(missing_docs)]
+
+mod config;
 mod spans;
 
+pub use config::TelemetryConfig;
 pub use spans::{RunTrace, SpanObserver};
 
-use callai_host::config::{TelemetryConfig, check_http_url};
+use config::check_http_url;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{Protocol, WithExportConfig};
 use opentelemetry_sdk::Resource;
@@ -93,10 +96,12 @@ impl Telemetry {
         } else {
             return Ok(None);
         };
-        check_http_url(&url).map_err(|message| TelemetryError::Endpoint {
-            source_name,
-            message,
-        })?;
+        check_http_url(&url)
+            .map(drop)
+            .map_err(|message| TelemetryError::Endpoint {
+                source_name,
+                message,
+            })?;
         Self::new(&url, &config.service_name).map(Some)
     }
 

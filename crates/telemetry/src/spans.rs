@@ -1,7 +1,7 @@
 //! The spans: a run, its calls (`chat {model}`), their provider requests.
 
-use callai_host::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
-use callai_host::wire::{CallError, CallResult, StructuredOutput};
+use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_engine::wire::{CallError, CallResult, StructuredOutput};
 use opentelemetry::trace::{Span as _, SpanKind, Status, TraceContextExt, Tracer as _};
 use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::SdkTracer;

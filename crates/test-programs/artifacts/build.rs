@@ -1,7 +1,7 @@
 //! Builds the test programs (`crates/test-programs/src/bin/*.rs`) into
 //! WebAssembly components and writes their paths as constants.
 
-use callai_guest_build::{MissingTarget, build, ensure_target, shared_target_dir, workspace_root};
+use callai_guest_build::{build, ensure_target, shared_target_dir, workspace_root};
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
@@ -13,8 +13,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     // A new program is a new file in this directory.
     println!("cargo:rerun-if-changed={}", bins.display());
-    // callai-cli's build script, which runs first, installs the target.
-    ensure_target(MissingTarget::Fail);
+    ensure_target();
 
     let mut programs: Vec<String> = fs::read_dir(&bins)
         .unwrap()

@@ -9,18 +9,18 @@
 //! judges.
 //!
 //! ```
-//! use callai_wire::{CallRequest, ErrorCode};
+//! use callai_wire::{CallRequest, ErrorCode, RetryField};
 //!
 //! let request = CallRequest::from_json(
 //!     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 2}}"#,
-//!     true,
+//!     RetryField::Honoured,
 //! )?;
 //! assert_eq!(request.retry.unwrap().max_attempts, Some(2));
 //!
 //! // §B.5: a malformed retry is refused, naming the key.
 //! let refused = CallRequest::from_json(
 //!     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 2.5}}"#,
-//!     true,
+//!     RetryField::Honoured,
 //! ).unwrap_err();
 //! assert_eq!(refused.code, ErrorCode::ValidationError);
 //! assert_eq!(refused.field(), Some("retry.maxAttempts"));
@@ -34,7 +34,7 @@ mod request;
 mod result;
 
 pub use error::{CallError, ErrorCode};
-pub use request::{CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role};
+pub use request::{CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role};
 pub use result::{Attempts, CallAccounting, CallResult, FinishReason, StructuredOutput, Usage};
 
 /// Used by [`wit_conversions!`]; not part of the API.

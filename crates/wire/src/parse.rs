@@ -2,7 +2,7 @@
 //! wrong.
 
 use crate::error::CallError;
-use crate::request::{CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role};
+use crate::request::{CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role};
 use serde_json::{Map, Value};
 
 /// Parses JSON text. A number too large for a float (`1e400`) is refused
@@ -220,7 +220,7 @@ fn retry(obj: &Map<String, Value>) -> Result<Option<RetryPolicy>, CallError> {
 }
 
 /// The request in `value`, field by field (ranges are checked by the caller).
-pub(crate) fn request(value: &Value, honour_retry: bool) -> Result<CallRequest, CallError> {
+pub(crate) fn request(value: &Value, retry_field: RetryField) -> Result<CallRequest, CallError> {
     let obj = value
         .as_object()
         .ok_or_else(|| CallError::validation("request", "must be a JSON object"))?;
@@ -236,17 +236,20 @@ pub(crate) fn request(value: &Value, honour_retry: bool) -> Result<CallRequest, 
             .transpose()?,
         stop_sequences: opt_strings(obj, "stopSequences")?,
         response_schema: opt_schema(obj)?,
-        retry: if honour_retry { retry(obj)? } else { None },
+        retry: match retry_field {
+            RetryField::Honoured => retry(obj)?,
+            RetryField::Ignored => None,
+        },
     })
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::CallRequest;
+    use crate::{CallRequest, RetryField};
     use serde_json::{Value, json};
 
     fn refused_field(v: Value) -> String {
-        let err = CallRequest::from_value(&v, true).expect_err("must be refused");
+        let err = CallRequest::from_value(&v, RetryField::Honoured).expect_err("must be refused");
         assert_eq!(err.code, crate::ErrorCode::ValidationError, "{err}");
         err.field().expect("details.field").to_owned()
     }
@@ -265,9 +268,7 @@ mod tests {
                 "responseSchema": {"type": "object"},
                 "retry": {"maxAttempts": 2, "growMaxTokens": false},
                 "someFutureField": true
-            }),
-            true,
-        )
+            }), RetryField::Honoured)
         .unwrap();
         assert_eq!(r.messages.len(), 2);
         assert_eq!(r.max_tokens, Some(2000));
@@ -302,8 +303,8 @@ mod tests {
                 r#"{{"messages": [{{"role": "user", "content": "hi"}}], "maxTokens": 100.0,
                     "retry": {{"maxAttempts": {text}}}}}"#
             );
-            let r =
-                CallRequest::from_json(&request, true).unwrap_or_else(|e| panic!("{text}: {e}"));
+            let r = CallRequest::from_json(&request, RetryField::Honoured)
+                .unwrap_or_else(|e| panic!("{text}: {e}"));
             let expected: f64 = text.parse().unwrap();
             assert_eq!(
                 r.retry.unwrap().max_attempts,
@@ -330,10 +331,10 @@ mod tests {
                 "temperature",
             ),
         ] {
-            let err = CallRequest::from_json(text, true).unwrap_err();
+            let err = CallRequest::from_json(text, RetryField::Honoured).unwrap_err();
             assert_eq!(err.field(), Some(field), "{err}");
         }
-        let err = CallRequest::from_json(r#"{"messages": ["#, true).unwrap_err();
+        let err = CallRequest::from_json(r#"{"messages": ["#, RetryField::Honoured).unwrap_err();
         assert_eq!(err.field(), Some("request"));
         assert!(err.message.contains("not valid JSON"), "{err}");
     }
@@ -358,7 +359,12 @@ mod tests {
     #[test]
     fn the_retry_field_is_ignored_when_not_honoured() {
         let v = with_retry(json!({"maxAttempts": 2.5}));
-        assert_eq!(CallRequest::from_value(&v, false).unwrap().retry, None);
+        assert_eq!(
+            CallRequest::from_value(&v, RetryField::Ignored)
+                .unwrap()
+                .retry,
+            None
+        );
     }
 
     #[test]

@@ -122,33 +122,50 @@ pub struct CallRequest {
     pub retry: Option<RetryPolicy>,
 }
 
+/// Whether a host reads a request's `retry` (RFC 0248 §B): its
+/// `callAccounting.retryPolicy` flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryField {
+    /// `retry` is read, and a malformed one refused (§B.5).
+    Honoured,
+    /// `retry` is ignored, even when malformed, as an older host ignores an
+    /// unknown field.
+    Ignored,
+}
+
+impl RetryField {
+    /// The handling a host advertising `retryPolicy: flag` gives `retry`.
+    pub fn advertised(flag: bool) -> Self {
+        if flag { Self::Honoured } else { Self::Ignored }
+    }
+}
+
 impl CallRequest {
     /// Parses and checks the wire JSON of a request; a refusal is a
     /// `validation_error` whose `details.field` names the key.
     ///
-    /// `honour_retry` is the host's `callAccounting.retryPolicy` flag: when
-    /// false the `retry` field is ignored, even when malformed, as an older
-    /// host ignores an unknown field. Unknown top-level fields are ignored
+    /// `retry` says whether the host honours the `retry` field (its
+    /// `callAccounting.retryPolicy` flag). Unknown top-level fields are ignored
     /// for the same reason. Whole numbers written as decimals (`3.0`, `3e0`)
     /// are integers, as they are to JSON Schema and JavaScript.
     ///
     /// What this checks is the shape; a host checks the `responseSchema`
     /// itself (it alone compiles schemas).
-    pub fn from_json(text: &str, honour_retry: bool) -> Result<Self, CallError> {
-        Self::from_value(&parse::json(text)?, honour_retry)
+    pub fn from_json(text: &str, retry: RetryField) -> Result<Self, CallError> {
+        Self::from_value(&parse::json(text)?, retry)
     }
 
     /// As [`CallRequest::from_json`], from a parsed value.
-    pub fn from_value(value: &Value, honour_retry: bool) -> Result<Self, CallError> {
-        let request = parse::request(value, honour_retry)?;
-        request.check(honour_retry)?;
+    pub fn from_value(value: &Value, retry: RetryField) -> Result<Self, CallError> {
+        let request = parse::request(value, retry)?;
+        request.check(retry)?;
         Ok(request)
     }
 
     /// The range checks of a request that is already typed (the host's
     /// typed entry): messages, temperature, maxTokens and, when honoured,
-    /// `retry`. With `honour_retry` false the policy is dropped unchecked.
-    pub fn check(&self, honour_retry: bool) -> Result<(), CallError> {
+    /// `retry`. With [`RetryField::Ignored`] the policy is left unchecked.
+    pub fn check(&self, retry: RetryField) -> Result<(), CallError> {
         if self.messages.is_empty() {
             return Err(CallError::validation(
                 "messages",
@@ -169,8 +186,10 @@ impl CallRequest {
                 "must be an integer >= 1, got 0",
             ));
         }
-        if honour_retry && let Some(retry) = &self.retry {
-            retry.check()?;
+        if retry == RetryField::Honoured
+            && let Some(policy) = &self.retry
+        {
+            policy.check()?;
         }
         Ok(())
     }
@@ -196,13 +215,13 @@ mod tests {
         let a = CallRequest::from_json(
             r#"{"messages": [{"role": "user", "content": "x"}],
                 "responseSchema": {"type": "object", "required": ["a"]}}"#,
-            true,
+            RetryField::Honoured,
         )
         .unwrap();
         let b = CallRequest::from_json(
             r#"{"responseSchema": {"required": ["a"], "type": "object"},
                 "messages": [{"content": "x", "role": "user"}]}"#,
-            true,
+            RetryField::Honoured,
         )
         .unwrap();
         assert_eq!(a, b);

@@ -140,6 +140,13 @@ pub struct CallAccounting {
     pub retry_policy: bool,
 }
 
+impl CallAccounting {
+    /// How a host advertising these flags treats a request's `retry`.
+    pub fn retry_field(&self) -> crate::RetryField {
+        crate::RetryField::advertised(self.retry_policy)
+    }
+}
+
 impl Default for CallAccounting {
     /// Both flags on, as this project's host advertises them by default.
     fn default() -> Self {

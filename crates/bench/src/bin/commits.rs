@@ -3,9 +3,9 @@
 //! SQLite file or a `postgres://` URL) for `--seconds S`, one transaction
 //! per call as a host does. Prints calls committed and commits per second.
 
-use callai_host::events::Event;
-use callai_host::runlog::{BeginRun, Entry, Outcome, RecordedCall, RunSeed, RunStatus};
-use callai_host::wire::{Attempts, CallResult};
+use callai_engine::events::Event;
+use callai_engine::runlog::{BeginRun, Entry, Outcome, RecordedCall, RunSeed, RunStatus};
+use callai_engine::wire::{Attempts, CallResult};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -4,8 +4,9 @@
 //! `echo-attempts`, a fresh instance per call) or through the engine alone
 //! (`--mode engine`). Prints wall time, CPU per call and peak memory.
 
-use callai_host::wire::CallRequest;
-use callai_host::{EventLog, Host, HostConfig, PackRuntime, RuntimeOptions};
+use callai_engine::wire::CallRequest;
+use callai_engine::{EventLog, Host};
+use callai_host::{PackRuntime, RuntimeOptions};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::Semaphore;
@@ -19,10 +20,10 @@ fn main() {
     let toml = format!(
         "[defaults]\nprovider = \"openai\"\n[providers.openai]\nbaseUrl = \"{url}\"\napiKeyEnv = \"\"\nmodel = \"fake-model\"\n[limits]\nmaxConcurrentRuns = {concurrency}\n"
     );
-    let config = HostConfig::from_toml(&toml).expect("config");
+    let config = callai_server::Config::from_toml(&toml).expect("config");
     let runtime =
         PackRuntime::with_options(&RuntimeOptions::from_limits(&config.limits)).expect("wasmtime");
-    let example = callai_cli::example("echo-attempts").expect("bundled");
+    let example = callai_examples::example("echo-attempts").expect("bundled");
     let pack = runtime.load(&example.component()).expect("the pack loads");
     // `--tokio default`: tokio's own intervals, not the host's tuned ones.
     let rt = match args.get("tokio").map(String::as_str) {
@@ -33,10 +34,11 @@ fn main() {
         _ => callai_host::tokio_runtime(None).expect("tokio"),
     };
     let host = rt
-        .block_on(async { Host::builder(config).build() })
+        .block_on(async { config.host_builder(&|_| None).and_then(|b| b.build()) })
         .expect("host");
     let request_json = callai_bench::structured_request().to_string();
-    let request = CallRequest::from_json(&request_json, true).expect("request");
+    let request = CallRequest::from_json(&request_json, callai_engine::wire::RetryField::Honoured)
+        .expect("request");
 
     let engine = mode == "engine";
     let one = move |host: Host, pack: callai_host::Pack, req: CallRequest, text: Arc<str>| async move {

@@ -35,7 +35,7 @@ async fn main() {
         let body = body.clone();
         let n = seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         if log {
-            println!("request {}", callai_host::events::now_ms());
+            println!("request {}", callai_engine::events::now_ms());
         }
         async move {
             let wait = if n < hold {

@@ -1,17 +1,17 @@
-//! The host config (TOML, every key optional). An unknown key or a value out
-//! of range is an error naming the key, at start-up.
+//! The engine's sections of the host config (TOML, every key optional):
+//! `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]` and
+//! `[limits]`. An unknown key or a value out of range is an error naming the
+//! key, at start-up. The other sections belong to the crates that read them
+//! (`[providers.NAME]` to callai-providers, `[server]` and `[runlog]` to
+//! callai-server, `[telemetry]` to callai-telemetry); the `callai` command
+//! composes the whole file.
 
 mod limits;
-mod providers;
-mod service;
 
 pub use callai_wire::CallAccounting;
 pub use limits::Limits;
-pub use providers::{ProviderConfig, ProviderKind, ProviderSettings};
-pub use service::{RunLogConfig, ServerConfig, TelemetryConfig, check_http_url, parse_listen};
 
 use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -104,7 +104,7 @@ impl Default for DefaultsConfig {
     }
 }
 
-/// The whole host config.
+/// The engine's part of the host config.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct HostConfig {
@@ -118,16 +118,8 @@ pub struct HostConfig {
     pub mock: MockConfig,
     /// `[defaults]`
     pub defaults: DefaultsConfig,
-    /// `[providers.NAME]`, by name.
-    pub providers: BTreeMap<String, ProviderConfig>,
     /// `[limits]`
     pub limits: Limits,
-    /// `[server]` (read by `callai serve`)
-    pub server: ServerConfig,
-    /// `[telemetry]`
-    pub telemetry: TelemetryConfig,
-    /// `[runlog]` (read by `callai serve`)
-    pub runlog: RunLogConfig,
 }
 
 /// A config that cannot be used, naming the key.
@@ -164,14 +156,16 @@ impl ConfigError {
     }
 }
 
-pub(crate) fn invalid(key: &str, message: String) -> ConfigError {
+/// A [`ConfigError::Invalid`] naming `key`.
+pub fn invalid(key: &str, message: String) -> ConfigError {
     ConfigError::Invalid {
         key: key.into(),
         message,
     }
 }
 
-pub(crate) fn in_range(key: &str, value: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
+/// Checks that `value` of `key` lies in `lo..=hi`.
+pub fn in_range(key: &str, value: u64, lo: u64, hi: u64) -> Result<(), ConfigError> {
     if (lo..=hi).contains(&value) {
         Ok(())
     } else {
@@ -232,19 +226,7 @@ impl HostConfig {
         )?;
         in_range("retry.maxRetryAfterMs", r.max_retry_after_ms, 0, 3_600_000)?;
         self.limits.validate()?;
-        in_range("mock.latencyMs", self.mock.latency_ms, 0, 600_000)?;
-        self.server.validate()?;
-        self.telemetry.validate()?;
-        self.runlog.validate()?;
-        providers::validate(&self.providers)
-    }
-
-    /// The configured provider sections with their defaults filled in.
-    pub fn provider_settings(&self) -> Result<Vec<ProviderSettings>, ConfigError> {
-        self.providers
-            .iter()
-            .map(|(name, section)| section.settings(name))
-            .collect()
+        in_range("mock.latencyMs", self.mock.latency_ms, 0, 600_000)
     }
 
     /// Whether the policy lets a request reach `provider`.

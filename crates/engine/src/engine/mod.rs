@@ -14,7 +14,6 @@ mod reason;
 pub(crate) mod recovery;
 pub(crate) mod schema;
 
-pub use backoff::SplitMix;
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};
 pub(crate) use driver::{Effects, drive};
 pub(crate) use machine::CallMachine;

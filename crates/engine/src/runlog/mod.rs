@@ -2,13 +2,11 @@
 //! call's recorded outcome, so that a replay serves the same results —
 //! `attempts` included (RFC 0248 §A.5) — without any provider request.
 //!
-//! [`RunLog`] is the storage seam: [`SqliteRunLog`] is the built-in one, and
-//! a host can put the same records in its own database.
+//! [`RunLog`] is the storage seam: `callai-runlog-sqlite` is the built-in
+//! one, `callai-runlog-postgres` the one several hosts share, and a host can
+//! put the same records in its own database.
 
 pub mod decode;
-mod sqlite;
-
-pub use sqlite::SqliteRunLog;
 
 use crate::events::Event;
 use crate::provider::BoxFuture;

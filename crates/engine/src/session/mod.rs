@@ -343,11 +343,11 @@ impl RunSession {
     /// the request when it passed its checks, else what the pack sent (made
     /// only when the run is journaled).
     fn check(&self, input: CallInput) -> (Result<CallRequest, CallError>, Value) {
-        let honour_retry = self.call_accounting().retry_policy;
+        let retry_field = self.call_accounting().retry_field();
         let keyed = !self.journal.is_live();
         match input {
             CallInput::Json(text) => {
-                let request = CallRequest::from_json(&text, honour_retry);
+                let request = CallRequest::from_json(&text, retry_field);
                 let key = match (&request, keyed) {
                     (_, false) => Value::Null,
                     (Ok(r), true) => r.canonical(),
@@ -356,7 +356,7 @@ impl RunSession {
                 (request, key)
             }
             CallInput::Typed(mut request) => {
-                if !honour_retry {
+                if retry_field == callai_wire::RetryField::Ignored {
                     request.retry = None;
                 }
                 let key = if keyed {
@@ -364,7 +364,7 @@ impl RunSession {
                 } else {
                     Value::Null
                 };
-                let checked = request.check(honour_retry).map(|()| request);
+                let checked = request.check(retry_field).map(|()| request);
                 (checked, key)
             }
         }
@@ -448,7 +448,7 @@ mod tests {
                    "retry": {"maxAttempts": 16, "growMaxTokens": false}}),
             many,
         ] {
-            let r = CallRequest::from_value(&request, true).unwrap();
+            let r = CallRequest::from_value(&request, callai_wire::RetryField::Honoured).unwrap();
             let real = serde_json::to_string(&r).unwrap().len() as u64;
             let counted = wire_size(&r);
             assert!(counted >= real, "{counted} < {real}");

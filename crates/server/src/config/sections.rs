@@ -1,7 +1,6 @@
-//! `[server]`, `[telemetry]` and `[runlog]`: what `callai serve` (and, for
-//! telemetry, `callai run`) read. The host library itself only checks them.
+//! `[server]` and `[runlog]`: what `callai serve` reads.
 
-use super::{ConfigError, in_range, invalid};
+use callai_engine::config::{ConfigError, in_range, invalid};
 use serde::Deserialize;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -54,7 +53,7 @@ impl ServerConfig {
         Duration::from_millis(self.shutdown_grace_ms)
     }
 
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addr()?;
         if !self.token_env.is_empty() && !is_env_name(&self.token_env) {
             return Err(invalid(
@@ -95,50 +94,6 @@ fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// `[telemetry]`: OpenTelemetry traces over OTLP/HTTP.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
-pub struct TelemetryConfig {
-    /// The collector's base URL (`http://127.0.0.1:4318`); traces go to
-    /// `{otlpEndpoint}/v1/traces`. Unset: `OTEL_EXPORTER_OTLP_ENDPOINT`,
-    /// and with neither, no traces.
-    pub otlp_endpoint: Option<String>,
-    /// The `service.name` resource attribute.
-    pub service_name: String,
-}
-
-impl Default for TelemetryConfig {
-    fn default() -> Self {
-        Self {
-            otlp_endpoint: None,
-            service_name: "callai".into(),
-        }
-    }
-}
-
-impl TelemetryConfig {
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        if let Some(url) = &self.otlp_endpoint {
-            check_http_url(url).map_err(|m| invalid("telemetry.otlpEndpoint", m))?;
-        }
-        if self.service_name.is_empty() {
-            return Err(invalid("telemetry.serviceName", "must not be empty".into()));
-        }
-        Ok(())
-    }
-}
-
-/// Whether `url` is an `http://` or `https://` URL with a host.
-pub fn check_http_url(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"));
-    match rest {
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => Ok(()),
-        _ => Err(format!("{url:?} is not an http:// or https:// URL")),
-    }
-}
-
 /// `[runlog]`: where `callai serve` records its runs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
@@ -166,7 +121,7 @@ impl RunLogConfig {
         Duration::from_millis(self.lease_ms)
     }
 
-    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+    pub fn validate(&self) -> Result<(), ConfigError> {
         in_range("runlog.leaseMs", self.lease_ms, 100, 3_600_000)
     }
 }

@@ -1,10 +1,19 @@
-//! The host config against its documented defaults and errors.
+//! The whole config file against its documented defaults and errors.
 
 use super::*;
+use callai_providers::{ProviderKind, ProviderSettings};
+
+/// The configured provider sections with their defaults filled in.
+fn provider_settings(c: &Config) -> Vec<ProviderSettings> {
+    c.providers
+        .iter()
+        .map(|(name, section)| section.settings(name).unwrap())
+        .collect()
+}
 
 #[test]
 fn empty_config_takes_the_documented_defaults() {
-    let c = HostConfig::from_toml("").unwrap();
+    let c = Config::from_toml("").unwrap();
     assert_eq!(c.retry.max_retry_attempts, 3);
     assert_eq!(c.retry.truncation_budget_multiplier, 2);
     assert_eq!(c.retry.default_max_tokens, 4000);
@@ -26,7 +35,7 @@ fn empty_config_takes_the_documented_defaults() {
 
 #[test]
 fn the_design_example_parses() {
-    let c = HostConfig::from_toml(
+    let c = Config::from_toml(
         r#"
 [retry]
 maxRetryAttempts = 5
@@ -55,16 +64,16 @@ timeoutMs = 1000
     assert_eq!(c.retry.max_retry_attempts, 5);
     assert!(!c.call_accounting.attempts);
     assert!(!c.mock.native);
-    let settings = c.provider_settings().unwrap();
+    let settings = provider_settings(&c);
     assert_eq!(settings.len(), 1);
     assert_eq!(settings[0].kind, ProviderKind::Openai);
     assert_eq!(settings[0].model, "llama3");
-    assert!(!c.provider_allowed("anthropic"));
+    assert!(!c.host().provider_allowed("anthropic"));
 }
 
 #[test]
 fn providers_of_one_kind_live_side_by_side_by_name() {
-    let c = HostConfig::from_toml(
+    let c = Config::from_toml(
         r#"
 [providers.openai]
 [providers.local]
@@ -76,7 +85,7 @@ kind = "anthropic"
 "#,
     )
     .unwrap();
-    let s = c.provider_settings().unwrap();
+    let s = provider_settings(&c);
     let by_name: Vec<(&str, ProviderKind, &str)> = s
         .iter()
         .map(|p| (p.name.as_str(), p.kind, p.base_url.as_str()))
@@ -107,7 +116,7 @@ fn unknown_keys_are_errors_naming_the_key() {
         ("[providers.gemini]\nmodel = \"x\"", "gemini"),
         ("[providers.local]\nkind = \"gemini\"", "gemini"),
     ] {
-        let err = HostConfig::from_toml(text).unwrap_err();
+        let err = Config::from_toml(text).unwrap_err();
         assert!(err.to_string().contains(key), "{err} should name {key}");
     }
 }
@@ -152,19 +161,19 @@ fn out_of_range_values_are_errors_naming_the_key() {
         ("[providers.mock]\nkind = \"openai\"", "providers.mock"),
         ("[providers.\"a b\"]\nkind = \"openai\"", "providers.a b"),
     ] {
-        let err = HostConfig::from_toml(text).unwrap_err();
+        let err = Config::from_toml(text).unwrap_err();
         assert_eq!(err.key(), Some(key), "{text}: {err}");
         assert!(err.to_string().contains(key));
     }
-    let err = HostConfig::from_toml("[retry]\nmaxRetryAttempts = -1").unwrap_err();
+    let err = Config::from_toml("[retry]\nmaxRetryAttempts = -1").unwrap_err();
     assert!(err.to_string().contains("maxRetryAttempts"), "{err}");
-    let err = HostConfig::from_toml("[retry]\nnlFallback = 1").unwrap_err();
+    let err = Config::from_toml("[retry]\nnlFallback = 1").unwrap_err();
     assert!(err.to_string().contains("nlFallback"), "{err}");
 }
 
 #[test]
 fn the_service_sections_take_the_design_defaults() {
-    let c = HostConfig::from_toml(
+    let c = Config::from_toml(
         r#"
 [telemetry]
 otlpEndpoint = "http://127.0.0.1:4318"
@@ -201,9 +210,9 @@ fn bad_service_values_name_their_key() {
         ("[telemetry]\nserviceName = \"\"", "telemetry.serviceName"),
         ("[runlog]\nleaseMs = 5", "runlog.leaseMs"),
     ] {
-        let e = HostConfig::from_toml(text).unwrap_err();
+        let e = Config::from_toml(text).unwrap_err();
         assert_eq!(e.key(), Some(key), "{text}: {e}");
     }
-    let e = HostConfig::from_toml("[server]\nport = 1").unwrap_err();
+    let e = Config::from_toml("[server]\nport = 1").unwrap_err();
     assert!(e.to_string().contains("port"), "{e}");
 }

@@ -9,7 +9,7 @@ use serde_json::json;
 
 /// The engine tests' structured request, with `extra` fields, validated.
 fn request(extra: serde_json::Value) -> CallRequest {
-    CallRequest::from_value(&structured(extra), true).unwrap()
+    CallRequest::from_value(&structured(extra), callai_wire::RetryField::Honoured).unwrap()
 }
 
 fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply {

@@ -94,9 +94,11 @@ fn a1_a_policy_denial_is_no_attempt() {
         .build()
         .unwrap();
     let events = EventLog::new();
-    let request =
-        callai_wire::CallRequest::from_value(&structured(json!({"provider": "other"})), true)
-            .unwrap();
+    let request = callai_wire::CallRequest::from_value(
+        &structured(json!({"provider": "other"})),
+        callai_wire::RetryField::Honoured,
+    )
+    .unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap();

@@ -1,0 +1,33 @@
+//! The integration tests: one test binary (as wasmtime's `tests/all`), one
+//! module per area, so that wasmtime and the host are linked once. The
+//! shared helpers are the `callai-tests` library beside this folder; the
+//! `callai` binary these tests run is the one this package builds.
+
+mod bookai;
+mod cache;
+mod cli;
+mod cli_replay;
+mod cli_resume;
+mod cli_serve;
+mod concurrency;
+mod conformance;
+mod echo_attempts;
+mod embedding;
+mod engine_properties;
+mod facet;
+mod fault_matrix;
+mod fuzz_inputs;
+mod hostile;
+mod languages;
+mod limits;
+mod provider_faults;
+mod providers;
+mod readme_pack;
+mod replay_typed;
+mod runlog;
+mod sandbox;
+mod sdk_declarations;
+mod serve_api;
+mod serve_guard;
+mod serve_load;
+mod telemetry;
