@@ -73,8 +73,10 @@ pub fn pack(name: &str) -> Pack {
 /// A host of `config` whose mock serves `script`; the mock, to read its log.
 pub fn host_with_script(config: HostConfig, script: &Value) -> (Host, Arc<MockProvider>) {
     let script = MockScript::from_json(&script.to_string()).expect("a valid script");
-    let mock =
-        Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
+    let mock = Arc::new(
+        MockProvider::new(script, config.mock.structured_output())
+            .with_latency(config.mock.latency()),
+    );
     let host = Host::builder(config)
         .sleeper(Arc::new(NoWait::default()))
         .build()

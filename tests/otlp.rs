@@ -48,10 +48,6 @@ pub struct Receiver {
     spans: Arc<Mutex<Vec<Span>>>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn value(v: &AnyValue) -> Value {
     match &v.value {
         Some(any_value::Value::StringValue(s)) => json!(s),
@@ -90,9 +86,9 @@ impl Receiver {
                             let status = span.status.unwrap_or_default();
                             out.push(Span {
                                 name: span.name,
-                                trace_id: hex(&span.trace_id),
-                                span_id: hex(&span.span_id),
-                                parent_span_id: hex(&span.parent_span_id),
+                                trace_id: hex::encode(&span.trace_id),
+                                span_id: hex::encode(&span.span_id),
+                                parent_span_id: hex::encode(&span.parent_span_id),
                                 attributes: span
                                     .attributes
                                     .iter()

@@ -113,7 +113,7 @@ impl Budget {
     }
 
     /// What a request without `max_tokens` is taken to cost (default
-    /// [`DEFAULT_MAX_TOKENS`], the host default of the design); set it to
+    /// 4000, the host's own default); set it to
     /// your host's `[retry] defaultMaxTokens` if it differs.
     pub fn default_max_tokens(mut self, n: u32) -> Self {
         self.default_max_tokens = n;

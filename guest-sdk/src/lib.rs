@@ -50,6 +50,8 @@
 //! # fn main() {}
 //! ```
 
+#![warn(missing_docs)]
+
 extern crate self as callai_sdk;
 
 mod bindings;

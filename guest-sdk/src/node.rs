@@ -86,6 +86,9 @@ macro_rules! __export_with {
     };
 }
 
+/// What [`crate::export_node!`] runs for a typed node: the input parsed into
+/// `N::Input`, the node run, its output serialised. Not called by hand.
+#[doc(hidden)]
 pub fn run_typed<N: Node>(input: String) -> Result<String, String> {
     install_logger();
     let input: N::Input = serde_json::from_str(&input)
@@ -94,6 +97,8 @@ pub fn run_typed<N: Node>(input: String) -> Result<String, String> {
     serde_json::to_string(&output).map_err(|e| format!("the node's output does not serialise: {e}"))
 }
 
+/// What [`crate::export_node!`] runs for a node of JSON text. Not called by hand.
+#[doc(hidden)]
 pub fn run_raw<N: RawNode>(input: String) -> Result<String, String> {
     install_logger();
     N::run(&input).map_err(|e| e.to_string())

@@ -14,8 +14,11 @@ async fn a_hundred_runs_waiting_200_ms_each_overlap() {
     let mut runs = Vec::new();
     for i in 0..100 {
         let mock = Arc::new(
-            MockProvider::new(MockScript::replies([("ok", 1)]), true)
-                .with_latency(Duration::from_millis(200)),
+            MockProvider::new(
+                MockScript::replies([("ok", 1)]),
+                callai_engine::wire::StructuredOutput::Native,
+            )
+            .with_latency(Duration::from_millis(200)),
         );
         let host = Host::builder(HostConfig::default())
             .build()

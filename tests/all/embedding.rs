@@ -2,7 +2,9 @@
 //! `add_to_linker`, its own providers under names of its choosing.
 
 use callai_engine::wire::CallRequest;
-use callai_engine::{EventLog, Host, HostConfig, Journal, MockProvider, MockScript, RunLog};
+use callai_engine::{
+    EventLog, Host, HostConfig, Journal, MockProvider, MockScript, Recording, RunLog,
+};
 use callai_host::{CallAiCtx, CallAiView, add_to_linker};
 use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::block_on;
@@ -67,14 +69,17 @@ async fn run_embedded(host: Host, journal: Journal, input: &str) -> Result<Strin
 fn an_embedder_with_its_own_linker_records_and_finishes_a_run() {
     let dir = tempfile::tempdir().unwrap();
     let log: Arc<dyn RunLog> = Arc::new(SqliteRunLog::open(&dir.path().join("runs.db")).unwrap());
-    let mock = MockProvider::new(MockScript::replies([("embedded", 4)]), true);
+    let mock = MockProvider::new(
+        MockScript::replies([("embedded", 4)]),
+        callai_engine::wire::StructuredOutput::Native,
+    );
     let host = Host::builder(HostConfig::default())
         .mock(mock)
         .build()
         .unwrap();
     let input = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
     block_on(async {
-        let journal = Journal::record(log.clone(), "e1", "embedded.node", false)
+        let journal = Journal::record(log.clone(), "e1", "embedded.node", Recording::default())
             .await
             .unwrap();
         let out = run_embedded(host.clone(), journal, input).await.unwrap();
@@ -92,7 +97,10 @@ fn an_embedder_with_its_own_linker_records_and_finishes_a_run() {
         let journal = Journal::replay(log.as_ref(), "e1").await.unwrap();
         let nothing = host.with_provider(
             "mock",
-            Arc::new(MockProvider::new(MockScript::default(), true)),
+            Arc::new(MockProvider::new(
+                MockScript::default(),
+                callai_engine::wire::StructuredOutput::Native,
+            )),
         );
         let again = run_embedded(nothing, journal, reordered).await.unwrap();
         assert_eq!(again, out);
@@ -103,7 +111,7 @@ fn an_embedder_with_its_own_linker_records_and_finishes_a_run() {
 fn an_embedders_provider_is_routed_to_by_name_and_policed_like_a_configured_one() {
     let mine = Arc::new(MockProvider::new(
         MockScript::replies([("from mine", 2)]),
-        true,
+        callai_engine::wire::StructuredOutput::Native,
     ));
     let config = HostConfig::from_toml("[defaults]\nprovider = \"mine\"\n").unwrap();
     let host = Host::builder(config)

@@ -66,7 +66,10 @@ fn run(case: &Case) -> (Result<CallResult, CallError>, Vec<Event>, Vec<MockLogEn
     let mut config = HostConfig::default();
     config.retry.max_retry_attempts = case.ceiling;
     let script = MockScript::from_json(&Value::from(case.script.clone()).to_string()).unwrap();
-    let mock = Arc::new(MockProvider::new(script, true));
+    let mock = Arc::new(MockProvider::new(
+        script,
+        callai_engine::wire::StructuredOutput::Native,
+    ));
     let host = Host::builder(config)
         .build()
         .unwrap()

@@ -5,7 +5,7 @@
 //! killed while recording is in `host/tests/replay.rs`, which can spawn the
 //! `callai` binary.)
 
-use callai_engine::{Journal, RunLog};
+use callai_engine::{Journal, Recording, RunLog};
 use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::pack;
@@ -173,7 +173,7 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
             .build()
             .unwrap();
         let run_id = format!("row-{i}");
-        let journal = Journal::record(log.clone(), &run_id, "fault.node", false)
+        let journal = Journal::record(log.clone(), &run_id, "fault.node", Recording::default())
             .await
             .unwrap();
         let live = echo

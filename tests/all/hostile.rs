@@ -3,7 +3,7 @@
 //! bound with a generous margin, never a timing.
 
 use callai_engine::wire::{CallRequest, ErrorCode};
-use callai_engine::{EventLog, HostConfig, Journal, RunLog};
+use callai_engine::{EventLog, HostConfig, Journal, Recording, RunLog};
 use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::wire::{Api, KEY, host};
@@ -158,7 +158,9 @@ async fn a_retry_after_of_1e20_seconds_gives_up_cleanly() {
         let dir = tempfile::tempdir().unwrap();
         let log: Arc<dyn RunLog> = Arc::new(SqliteRunLog::open(&dir.path().join("r.db")).unwrap());
         let host = host(Api::OpenAi.config(fake.url(), true, 5000));
-        let journal = Journal::record(log.clone(), "r", "n", false).await.unwrap();
+        let journal = Journal::record(log.clone(), "r", "n", Recording::default())
+            .await
+            .unwrap();
         let input = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
         let out = pack("echo-attempts")
             .run_journaled(&host, "n", &input, journal)
@@ -218,21 +220,8 @@ async fn a_huge_body_is_not_read_past_the_limit() {
 
 #[tokio::test]
 async fn the_key_echoed_in_any_encoding_reaches_no_pack_event_or_run_log() {
-    let b64 = |s: &str| {
-        const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let bytes = s.as_bytes();
-        let mut out = String::new();
-        for c in bytes.chunks(3) {
-            let n = c
-                .iter()
-                .enumerate()
-                .fold(0u32, |n, (i, b)| n | u32::from(*b) << (16 - 8 * i));
-            for i in 0..=c.len() {
-                out.push(A[((n >> (18 - 6 * i)) & 0x3f) as usize] as char);
-            }
-        }
-        out
-    };
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
     let encodings = [
         KEY.to_owned(),
         KEY.to_uppercase(),
@@ -259,7 +248,7 @@ async fn the_key_echoed_in_any_encoding_reaches_no_pack_event_or_run_log() {
         let host = host(api.config(fake.url(), true, 5000));
         for (j, _) in ["error", "content"].iter().enumerate() {
             let run_id = format!("k{i}-{j}");
-            let journal = Journal::record(log.clone(), &run_id, "n", false)
+            let journal = Journal::record(log.clone(), &run_id, "n", Recording::default())
                 .await
                 .unwrap();
             let input = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
@@ -293,7 +282,13 @@ fn the_sandbox_clock_and_random_source_are_recorded_and_replayed() {
     let log: Arc<dyn RunLog> = Arc::new(SqliteRunLog::open(&dir.path().join("c.db")).unwrap());
     let script = json!([{"content": "a", "outputTokens": 1}]);
     let p = pack("clock_random");
-    let journal = block_on(Journal::record(log.clone(), "c", "test.node", false)).unwrap();
+    let journal = block_on(Journal::record(
+        log.clone(),
+        "c",
+        "test.node",
+        Recording::default(),
+    ))
+    .unwrap();
     let recorded = run_journaled(&p, HostConfig::default(), &script, "{}", journal);
     let journal = block_on(Journal::replay(log.as_ref(), "c")).unwrap();
     let replayed = run_journaled(&p, HostConfig::default(), &json!([]), "{}", journal);

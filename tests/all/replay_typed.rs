@@ -1,6 +1,6 @@
 //! Replay through the typed entry, with the run log behind its trait.
 
-use callai_engine::{HostConfig, Journal, RunLog};
+use callai_engine::{HostConfig, Journal, Recording, RunLog};
 use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::{block_on, pack, run_journaled};
 use serde_json::json;
@@ -15,7 +15,13 @@ fn the_typed_entry_replays_its_attempts_exactly() {
     let script = json!([{"content": "{", "finishReason": "length", "outputTokens": 500},
                         {"content": "nope"},
                         {"content": "{\"ok\": true}", "outputTokens": 7}]);
-    let journal = block_on(Journal::record(log.clone(), "t", "test.node", false)).unwrap();
+    let journal = block_on(Journal::record(
+        log.clone(),
+        "t",
+        "test.node",
+        Recording::default(),
+    ))
+    .unwrap();
     let recorded = run_journaled(&typed, HostConfig::default(), &script, &input, journal);
     assert_eq!(
         recorded.ok()["result"]["attempts"],

@@ -4,7 +4,7 @@
 
 use callai_engine::events::Event;
 use callai_engine::runlog::{
-    BeginRun, Entry, Lease, Outcome, RecordedCall, RunSeed, RunSpec, RunStatus,
+    BeginRun, Entry, ExistingRun, Lease, Outcome, RecordedCall, RunSeed, RunSpec, RunStatus,
 };
 use callai_engine::wire::{Attempts, CallResult};
 use callai_engine::{RunLog, RunLogError};
@@ -74,7 +74,7 @@ const SEED: RunSeed = RunSeed {
 
 fn begin<'a>(
     run_id: &'a str,
-    overwrite: bool,
+    existing: ExistingRun,
     spec: Option<&'a RunSpec>,
     lease: Option<Lease<'a>>,
 ) -> BeginRun<'a> {
@@ -82,7 +82,7 @@ fn begin<'a>(
         run_id,
         node_id: "n",
         seed: SEED,
-        overwrite,
+        existing,
         spec,
         lease,
     }
@@ -133,7 +133,7 @@ async fn a_run_round_trips_with_its_spec_seed_and_event_times() {
             script: Some("[]".into()),
         };
         let f = log
-            .begin(&begin("r", false, Some(&spec), None))
+            .begin(&begin("r", ExistingRun::Refuse, Some(&spec), None))
             .await
             .unwrap();
         log.commit_call("r", f, &call(0), &[event(100), event(0)])
@@ -175,15 +175,23 @@ async fn a_run_round_trips_with_its_spec_seed_and_event_times() {
 async fn an_existing_run_is_refused_unless_overwritten_which_fences_the_old_recorder() {
     for b in Backend::all() {
         let log = b.open().await;
-        let first = log.begin(&begin("r", false, None, None)).await.unwrap();
+        let first = log
+            .begin(&begin("r", ExistingRun::Refuse, None, None))
+            .await
+            .unwrap();
         log.commit_call("r", first, &call(0), &[]).await.unwrap();
-        let again = log.begin(&begin("r", false, None, None)).await;
+        let again = log
+            .begin(&begin("r", ExistingRun::Refuse, None, None))
+            .await;
         assert!(
             matches!(again, Err(RunLogError::RunExists(_))),
             "{}: {again:?}",
             b.name()
         );
-        let second = log.begin(&begin("r", true, None, None)).await.unwrap();
+        let second = log
+            .begin(&begin("r", ExistingRun::Overwrite, None, None))
+            .await
+            .unwrap();
         assert!(second > first);
         let stale = log.commit_call("r", first, &call(0), &[]).await;
         assert!(
@@ -201,7 +209,10 @@ async fn an_existing_run_is_refused_unless_overwritten_which_fences_the_old_reco
 async fn resume_takes_a_stopped_run_over_and_refuses_a_finished_one() {
     for b in Backend::all() {
         let log = b.open().await;
-        let old = log.begin(&begin("r", false, None, None)).await.unwrap();
+        let old = log
+            .begin(&begin("r", ExistingRun::Refuse, None, None))
+            .await
+            .unwrap();
         log.commit_call("r", old, &call(0), &[event(0)])
             .await
             .unwrap();
@@ -249,7 +260,12 @@ async fn a_lapsed_lease_is_taken_over_once_and_the_old_owner_is_fenced() {
             script: None,
         };
         let a = log
-            .begin(&begin("d", false, Some(&spec), Some(lease("host-a", 300))))
+            .begin(&begin(
+                "d",
+                ExistingRun::Refuse,
+                Some(&spec),
+                Some(lease("host-a", 300)),
+            ))
             .await
             .unwrap();
         log.commit_call("d", a, &call(0), &[]).await.unwrap();
@@ -260,7 +276,9 @@ async fn a_lapsed_lease_is_taken_over_once_and_the_old_owner_is_fenced() {
             b.name()
         );
         // A run that is not durable is never claimed.
-        log.begin(&begin("plain", false, None, None)).await.unwrap();
+        log.begin(&begin("plain", ExistingRun::Refuse, None, None))
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(450)).await;
         let (bf, run) = log
             .claim(lease("host-b", 5000))
@@ -306,7 +324,12 @@ async fn hosts_claiming_at_once_each_get_different_runs() {
         let ids: Vec<String> = (0..6).map(|i| format!("d{i}")).collect();
         for id in &ids {
             let f = log
-                .begin(&begin(id, false, None, Some(lease("dead", 1))))
+                .begin(&begin(
+                    id,
+                    ExistingRun::Refuse,
+                    None,
+                    Some(lease("dead", 1)),
+                ))
                 .await
                 .unwrap();
             log.commit_call(id, f, &call(0), &[]).await.unwrap();
@@ -342,7 +365,10 @@ async fn concurrent_recorders_keep_every_run_whole() {
             let log = log.clone();
             tasks.push(tokio::spawn(async move {
                 let id = format!("c{r}");
-                let f = log.begin(&begin(&id, false, None, None)).await.unwrap();
+                let f = log
+                    .begin(&begin(&id, ExistingRun::Refuse, None, None))
+                    .await
+                    .unwrap();
                 for i in 0..10 {
                     log.commit_call(&id, f, &call(i), &[event(i)])
                         .await
@@ -371,7 +397,10 @@ async fn concurrent_recorders_keep_every_run_whole() {
 async fn a_tampered_record_is_a_corrupt_log_naming_the_call() {
     for b in Backend::all() {
         let log = b.open().await;
-        let f = log.begin(&begin("r", false, None, None)).await.unwrap();
+        let f = log
+            .begin(&begin("r", ExistingRun::Refuse, None, None))
+            .await
+            .unwrap();
         log.commit_call("r", f, &call(0), &[]).await.unwrap();
         log.commit_call("r", f, &call(1), &[]).await.unwrap();
         b.tamper(

@@ -65,7 +65,8 @@ fn timed<S>(
 }
 
 fn host_with(script: MockScript, latency: Duration) -> Host {
-    let mock = MockProvider::new(script, true).with_latency(latency);
+    let mock = MockProvider::new(script, callai_engine::wire::StructuredOutput::Native)
+        .with_latency(latency);
     Host::builder(HostConfig::default())
         .mock(mock)
         .build()
@@ -239,7 +240,11 @@ fn concurrency(rt: &tokio::runtime::Runtime, runtime: &PackRuntime, runs: usize)
     let go = |n: usize| {
         let hosts: Vec<Host> = (0..n)
             .map(|_| {
-                let mock = MockProvider::new(script("structured", 1), true).with_latency(wait);
+                let mock = MockProvider::new(
+                    script("structured", 1),
+                    callai_engine::wire::StructuredOutput::Native,
+                )
+                .with_latency(wait);
                 base.with_provider("mock", Arc::new(mock))
             })
             .collect();

@@ -25,8 +25,11 @@ fn config(edit: impl FnOnce(&mut HostConfig)) -> HostConfig {
 }
 
 fn mock_host(config: HostConfig, script: Value, latency: Duration) -> Host {
-    let mock = MockProvider::new(MockScript::from_json(&script.to_string()).unwrap(), true)
-        .with_latency(latency);
+    let mock = MockProvider::new(
+        MockScript::from_json(&script.to_string()).unwrap(),
+        callai_engine::wire::StructuredOutput::Native,
+    )
+    .with_latency(latency);
     Host::builder(config).mock(mock).build().unwrap()
 }
 

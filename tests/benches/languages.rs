@@ -16,7 +16,11 @@ const INPUT: &str = r#"{"premise": "A lighthouse keeper finds an old letter."}"#
 fn host(memory: u64, latency: Duration) -> Host {
     let mut config = HostConfig::default();
     config.limits.memory_bytes = memory;
-    let mock = MockProvider::new(MockScript::from_json(CLEAN).unwrap(), true).with_latency(latency);
+    let mock = MockProvider::new(
+        MockScript::from_json(CLEAN).unwrap(),
+        callai_engine::wire::StructuredOutput::Native,
+    )
+    .with_latency(latency);
     Host::builder(config).mock(mock).build().unwrap()
 }
 

@@ -3,10 +3,10 @@
 use crate::args::RunArgs;
 use callai_engine::RunLogError;
 use callai_engine::observe::SharedObserver;
-use callai_engine::runlog::{RecordedRun, RunSpec, RunStatus};
-use callai_engine::{Host, Journal, MockProvider, MockScript, facet};
+use callai_engine::runlog::{ExistingRun, RecordedRun, RunSpec, RunStatus};
+use callai_engine::{Host, Journal, MockProvider, MockScript, Recording, facet};
 use callai_host::{PackRuntime, RunOptions, RunOutput, RuntimeOptions};
-use callai_server::Config;
+use callai_server::{Config, OpenLog};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -113,8 +113,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let mut events_out = args.events.as_deref().map(create).transpose()?;
     let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
 
-    let mock =
-        Arc::new(MockProvider::new(script, config.mock.native).with_latency(config.mock.latency()));
+    let mock = Arc::new(
+        MockProvider::new(script, config.mock.structured_output())
+            .with_latency(config.mock.latency()),
+    );
     let runtime = runtime(&config)?;
     let host = host(&config)?.with_provider("mock", mock.clone());
     let bytes = match example {
@@ -184,19 +186,34 @@ async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journa
     let run_id = args.run_id.as_deref().unwrap_or_default();
     match (&args.record, &args.replay, &args.resume) {
         (Some(url), _, _) => {
-            let log = callai_server::open_runlog(url, false).await?;
-            Journal::record_with(log, run_id, node_id, args.overwrite, Some(spec), None)
+            let log = callai_server::open_runlog(url, OpenLog::CreateIfMissing)
+                .await
+                .map_err(|e| e.to_string())?;
+            let existing = match args.overwrite {
+                true => ExistingRun::Overwrite,
+                false => ExistingRun::Refuse,
+            };
+            let recording = Recording {
+                existing,
+                spec: Some(spec),
+                lease: None,
+            };
+            Journal::record(log, run_id, node_id, recording)
                 .await
                 .map_err(|e| e.to_string())
         }
         (None, Some(url), _) => {
-            let log = callai_server::open_runlog(url, true).await?;
+            let log = callai_server::open_runlog(url, OpenLog::Existing)
+                .await
+                .map_err(|e| e.to_string())?;
             Journal::replay(&*log, run_id)
                 .await
                 .map_err(|e| e.to_string())
         }
         (None, None, Some(url)) => {
-            let log = callai_server::open_runlog(url, true).await?;
+            let log = callai_server::open_runlog(url, OpenLog::Existing)
+                .await
+                .map_err(|e| e.to_string())?;
             Journal::resume(log, run_id, None)
                 .await
                 .map_err(|e| e.to_string())
@@ -208,7 +225,9 @@ async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journa
 /// The run `--resume` names, as far as it was committed; a finished one is
 /// refused here, before anything runs.
 async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, String> {
-    let log = callai_server::open_runlog(url, true).await?;
+    let log = callai_server::open_runlog(url, OpenLog::Existing)
+        .await
+        .map_err(|e| e.to_string())?;
     let run = log.load(run_id).await.map_err(|e| e.to_string())?;
     match run.status {
         RunStatus::Running => Ok(run),

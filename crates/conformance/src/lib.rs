@@ -10,6 +10,8 @@
 //! does not advertise a flag gets the leg skipped, not passed. A leg whose
 //! premise fails (the host does not retry at all) is blocked, not judged.
 
+#![warn(missing_docs)]
+
 pub mod judges;
 pub mod legs;
 mod report;
@@ -105,12 +107,12 @@ pub enum LegOutcome {
     },
     /// Not applicable: the host does not advertise what the leg needs.
     Skip {
-        /// Why.
+        /// The flag or fixture the host does not advertise.
         reason: String,
     },
     /// The leg's premise did not hold; nothing was judged.
     Blocked {
-        /// Why.
+        /// The premise that failed (e.g. the host did not retry).
         reason: String,
     },
 }

@@ -2,7 +2,9 @@
 //! built-in conformance mock, an SQLite run log for the replay leg.
 
 use super::{NODE_ID, Observation, Target, Variant};
-use callai_engine::{Host, Journal, MockProvider, MockScript, RunLog, facet};
+use callai_engine::runlog::ExistingRun;
+use callai_engine::wire::StructuredOutput;
+use callai_engine::{Host, Journal, MockProvider, MockScript, Recording, RunLog, facet};
 use callai_host::Pack;
 use callai_runlog_sqlite::SqliteRunLog;
 use serde_json::{Value, json};
@@ -35,7 +37,7 @@ impl HostTarget {
     ) -> Option<Observation> {
         let mock = Arc::new(MockProvider::new(
             MockScript::from_json(&script.to_string()).ok()?,
-            native,
+            StructuredOutput::native_if(native),
         ));
         let host = self.host.with_provider("mock", mock.clone());
         let input = request.to_string();
@@ -86,9 +88,18 @@ impl Target for HostTarget {
         let dir = tempfile::tempdir().ok()?;
         let log: Arc<dyn RunLog> = Arc::new(SqliteRunLog::open(&dir.path().join("runs.db")).ok()?);
         let native = self.host.config().mock.native;
+        let recording = Recording {
+            existing: ExistingRun::Overwrite,
+            ..Recording::default()
+        };
         let journal = self
             .rt
-            .block_on(Journal::record(log.clone(), "conformance", NODE_ID, true))
+            .block_on(Journal::record(
+                log.clone(),
+                "conformance",
+                NODE_ID,
+                recording,
+            ))
             .ok()?;
         let recorded = self.go(native, script, request, journal)?;
         let journal = self

@@ -2,7 +2,7 @@
 //! the routing and policy decided before any request is sent.
 
 use crate::config::{ConfigError, HostConfig, invalid};
-use crate::engine::{CallMachine, Clock, Effects, Jitter, SchemaCache, Sleeper, drive};
+use crate::engine::{CallMachine, CallSpec, Clock, Effects, Jitter, SchemaCache, Sleeper, drive};
 use crate::events::EventSink;
 use crate::mock::{MockProvider, MockScript};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
@@ -20,7 +20,7 @@ use tokio::time::Instant;
 /// use callai_engine::wire::{CallRequest, RetryField};
 ///
 /// let config = HostConfig::default();
-/// let mock = MockProvider::new(MockScript::replies([("Hello!", 3)]), true);
+/// let mock = MockProvider::new(MockScript::replies([("Hello!", 3)]), callai_wire::StructuredOutput::Native);
 /// let host = Host::builder(config).mock(mock).build()?;
 /// let request = CallRequest::from_json(
 ///     r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 1}}"#,
@@ -116,7 +116,7 @@ impl HostBuilder {
     pub fn build(self) -> Result<Host, ConfigError> {
         let config = self.config;
         let mock = self.mock.unwrap_or_else(|| {
-            MockProvider::new(MockScript::default(), config.mock.native)
+            MockProvider::new(MockScript::default(), config.mock.structured_output())
                 .with_latency(config.mock.latency())
         });
         let mut providers = Providers::new().with("mock", Arc::new(mock));
@@ -243,8 +243,8 @@ impl Host {
                 return Err(e);
             }
         };
+        let structured = StructuredOutput::native_if(provider.supports_native());
         let mut watch = options.observer.as_ref().map(|o| {
-            let native = provider.supports_native();
             o.call_started(&CallStart {
                 node_id,
                 provider: name,
@@ -253,10 +253,7 @@ impl Host {
                     .max_tokens
                     .unwrap_or(self.config.retry.default_max_tokens)
                     .min(self.config.retry.provider_max_tokens),
-                structured: request.response_schema.as_ref().map(|_| match native {
-                    true => StructuredOutput::Native,
-                    false => StructuredOutput::Prompt,
-                }),
+                structured: request.response_schema.as_ref().map(|_| structured),
             })
         });
         let schema = match &request.response_schema {
@@ -271,15 +268,15 @@ impl Host {
             },
             None => None,
         };
-        let machine = CallMachine::new(
-            &self.config,
-            name,
-            provider.default_model(),
-            provider.supports_native(),
+        let machine = CallMachine::new(CallSpec {
+            config: &self.config,
             node_id,
             request,
             schema,
-        );
+            provider: name,
+            default_model: provider.default_model(),
+            structured,
+        });
         let max_response_bytes = self.config.limits.max_response_bytes;
         let result = drive(
             machine,

@@ -22,7 +22,7 @@
 //!   {"content": "{\"scene\": \"ok\"}", "outputTokens": 1800}
 //! ]"#).unwrap();
 //! let host = Host::builder(HostConfig::default())
-//!     .mock(MockProvider::new(script, true))
+//!     .mock(MockProvider::new(script, callai_wire::StructuredOutput::Native))
 //!     .build()?;
 //! let request = CallRequest::from_json(r#"{
 //!   "messages": [{"role": "user", "content": "Write a scene."}],
@@ -63,7 +63,7 @@ pub use provider::{
     StopReason, StructuredRequest,
 };
 pub use runlog::{RunLog, RunLogError};
-pub use session::{CallInput, Journal, RunError, RunSession};
+pub use session::{CallInput, Journal, Recording, RunError, RunSession};
 
 /// Entry points for the fuzz targets and their property tests; not part of
 /// the API.

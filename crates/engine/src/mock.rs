@@ -183,11 +183,14 @@ pub struct MockProvider {
 }
 
 impl MockProvider {
-    /// A mock serving `script`; `native` as `[mock] native` in the config.
-    pub fn new(script: MockScript, native: bool) -> Self {
+    /// A mock serving `script`, answering structured calls the `structured`
+    /// way: [`StructuredOutput::Native`] (its own JSON-schema mode, the
+    /// default of `[mock] native`) or [`StructuredOutput::Prompt`] (the schema
+    /// goes in the prompt).
+    pub fn new(script: MockScript, structured: StructuredOutput) -> Self {
         Self {
             script: script.0,
-            native,
+            native: structured == StructuredOutput::Native,
             latency: None,
             state: Mutex::new(Vec::new()),
         }
@@ -336,7 +339,7 @@ mod tests {
                     {"error": {"status": 429, "message": "slow down"}}]"#,
             )
             .unwrap(),
-            true,
+            StructuredOutput::Native,
         );
         let first = block_on(mock.complete(&request(2000))).unwrap();
         assert_eq!(first.output_tokens, Some(2000));

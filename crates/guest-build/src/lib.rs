@@ -5,6 +5,8 @@
 //! `cargo:rerun-if-changed` for every source file the guests' dep-info
 //! names.
 
+#![warn(missing_docs)]
+
 mod node;
 mod python;
 

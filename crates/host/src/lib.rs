@@ -11,7 +11,7 @@
 //! use callai_host::PackRuntime;
 //!
 //! # async fn demo(component: &[u8]) -> Result<(), Box<dyn std::error::Error>> {
-//! let mock = MockProvider::new(MockScript::replies([("hello", 2)]), true);
+//! let mock = MockProvider::new(MockScript::replies([("hello", 2)]), callai_engine::wire::StructuredOutput::Native);
 //! let host = Host::builder(HostConfig::default()).mock(mock).build()?;
 //! let runtime = PackRuntime::new()?;          // one per process
 //! let pack = runtime.load(component)?;        // compiled once, pre-instantiated

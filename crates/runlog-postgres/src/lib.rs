@@ -9,13 +9,13 @@
 //! schema, is refused and left alone.
 //!
 //! ```no_run
-//! use callai_engine::{Journal, RunLog};
+//! use callai_engine::{Journal, Recording};
 //! use callai_runlog_postgres::PostgresRunLog;
 //! use std::sync::Arc;
 //!
 //! # async fn demo() -> Result<(), callai_engine::RunLogError> {
 //! let log = PostgresRunLog::connect("postgres://callai@127.0.0.1:5432/callai").await?;
-//! let journal = Journal::record(Arc::new(log), "run-1", "my.node", false).await?;
+//! let journal = Journal::record(Arc::new(log), "run-1", "my.node", Recording::default()).await?;
 //! # let _ = journal;
 //! # Ok(())
 //! # }
@@ -23,6 +23,8 @@
 //!
 //! Connections are plain TCP (`sslmode=disable`): put the database on a
 //! private network or a local socket; a URL asking for TLS is refused.
+
+#![warn(missing_docs)]
 
 mod pool;
 mod schema;
@@ -36,7 +38,7 @@ use tokio_postgres::config::SslMode;
 /// A run log in a PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PostgresRunLog {
-    pool: Arc<Pool>,
+    pool: Pool,
     /// The URL without its password, for messages.
     shown: Arc<str>,
 }
@@ -74,10 +76,11 @@ impl PostgresRunLog {
                 "{shown}: TLS to PostgreSQL is not supported by this build; use sslmode=disable on a private network"
             )));
         }
-        let pool = Pool::new(config, 16);
+        let pool = pool::new(config);
         let mut conn = pool
             .get()
             .await
+            .map(pool::Conn)
             .map_err(|e| RunLogError::Storage(format!("cannot connect to {shown}: {e}")))?;
         schema::migrate(&mut conn, &shown).await?;
         drop(conn);

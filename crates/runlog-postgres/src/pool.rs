@@ -1,77 +1,54 @@
-//! A few connections, kept open and handed out one at a time: a
-//! transaction needs a connection of its own.
+//! The run log's connections: a bounded deadpool pool, each connection
+//! handed out to one transaction at a time. A write that finds every
+//! connection busy waits for one, up to [`WAIT`], then fails naming the
+//! pool (never an unbounded pile of connections to the server).
 
+use deadpool_postgres::{Manager, ManagerConfig, Object, RecyclingMethod, Runtime};
 use std::ops::{Deref, DerefMut};
-use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_postgres::{Client, Config, NoTls};
 
+/// The most connections one run log holds to its database.
+pub(crate) const MAX_CONNECTIONS: usize = 16;
+/// How long a write waits for a free connection, or to connect.
+pub(crate) const WAIT: Duration = Duration::from_secs(30);
+
 /// The connections of one run log.
-#[derive(Debug)]
-pub(crate) struct Pool {
-    config: Config,
-    idle: Mutex<Vec<Client>>,
-    max_idle: usize,
+pub(crate) type Pool = deadpool_postgres::Pool;
+
+/// A pool of at most [`MAX_CONNECTIONS`] to the database of `config`.
+pub(crate) fn new(config: Config) -> Pool {
+    let manager = Manager::from_config(
+        config,
+        NoTls,
+        ManagerConfig {
+            // A connection that was closed under us is noticed by the next
+            // query, which reports it; no test query before every use.
+            recycling_method: RecyclingMethod::Fast,
+        },
+    );
+    Pool::builder(manager)
+        .max_size(MAX_CONNECTIONS)
+        .runtime(Runtime::Tokio1)
+        .wait_timeout(Some(WAIT))
+        .create_timeout(Some(WAIT))
+        .build()
+        .expect("a pool with a runtime for its timeouts")
 }
 
-/// A connection out of the pool; back in when dropped, unless it closed.
-pub(crate) struct Conn {
-    client: Option<Client>,
-    pool: Arc<Pool>,
-}
-
-impl Pool {
-    pub(crate) fn new(config: Config, max_idle: usize) -> Arc<Self> {
-        Arc::new(Self {
-            config,
-            idle: Mutex::new(Vec::new()),
-            max_idle,
-        })
-    }
-
-    /// An idle connection, or a new one.
-    pub(crate) async fn get(self: &Arc<Self>) -> Result<Conn, tokio_postgres::Error> {
-        let idle = self.idle.lock().expect("pool").pop();
-        let client = match idle {
-            Some(c) if !c.is_closed() => c,
-            _ => {
-                let (client, connection) = self.config.connect(NoTls).await?;
-                tokio::spawn(async move {
-                    // Ends when the client is dropped or the server goes away;
-                    // the next use of the client reports the error.
-                    let _ = connection.await;
-                });
-                client
-            }
-        };
-        Ok(Conn {
-            client: Some(client),
-            pool: self.clone(),
-        })
-    }
-}
+/// A connection out of the pool, seen as the client it is; back in the
+/// pool when dropped.
+pub(crate) struct Conn(pub(crate) Object);
 
 impl Deref for Conn {
     type Target = Client;
     fn deref(&self) -> &Client {
-        self.client.as_ref().expect("held until dropped")
+        &self.0
     }
 }
 
 impl DerefMut for Conn {
     fn deref_mut(&mut self) -> &mut Client {
-        self.client.as_mut().expect("held until dropped")
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        if let Some(client) = self.client.take()
-            && !client.is_closed()
-        {
-            let mut idle = self.pool.idle.lock().expect("pool");
-            if idle.len() < self.pool.max_idle {
-                idle.push(client);
-            }
-        }
+        &mut self.0
     }
 }

@@ -6,7 +6,9 @@ use crate::PostgresRunLog;
 use crate::pool::Conn;
 use callai_engine::events::Event;
 use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
-use callai_engine::runlog::{BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunStatus};
+use callai_engine::runlog::{
+    BeginRun, ExistingRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunStatus,
+};
 use callai_engine::{BoxFuture, RunLogError};
 use std::time::Duration;
 use tokio_postgres::GenericClient;
@@ -17,10 +19,13 @@ impl PostgresRunLog {
     }
 
     async fn conn(&self) -> Result<Conn, RunLogError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| RunLogError::Storage(format!("cannot connect to {}: {e}", self.shown)))
+        self.pool.get().await.map(Conn).map_err(|e| {
+            RunLogError::Storage(format!(
+                "cannot get a connection to {} (at most {} at once): {e}",
+                self.shown,
+                crate::pool::MAX_CONNECTIONS
+            ))
+        })
     }
 
     /// The run's fence and status, its row locked until the transaction ends.
@@ -176,7 +181,9 @@ impl RunLog for PostgresRunLog {
                 .map_err(self.storage())?
                 .map(|r| r.get::<_, i64>(0));
             let fence = match old {
-                Some(_) if !run.overwrite => return Err(RunLogError::RunExists(run.run_id.into())),
+                Some(_) if run.existing == ExistingRun::Refuse => {
+                    return Err(RunLogError::RunExists(run.run_id.into()));
+                }
                 Some(old) => {
                     // Calls and events go with the row (ON DELETE CASCADE);
                     // the old recorder's next commit meets the new fence.

@@ -7,7 +7,7 @@ use callai_engine::BoxFuture;
 use callai_engine::events::{Event, now_ms};
 use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
 use callai_engine::runlog::{
-    BeginRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus,
+    BeginRun, ExistingRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use std::time::Duration;
@@ -162,8 +162,8 @@ impl RunLog for SqliteRunLog {
     fn begin<'a>(&'a self, run: &'a BeginRun<'a>) -> BoxFuture<'a, Result<Fence, RunLogError>> {
         // SQLite integers are signed: the seed is stored bit for bit.
         let (seed, clock_ms) = (run.seed.seed as i64, run.seed.clock_ms as i64);
-        let (run_id, node_id, overwrite) =
-            (run.run_id.to_owned(), run.node_id.to_owned(), run.overwrite);
+        let (run_id, node_id, existing) =
+            (run.run_id.to_owned(), run.node_id.to_owned(), run.existing);
         let spec = run.spec.map(to_text);
         let durable = run.lease.is_some();
         let owner = run.lease.map(|l| l.owner.to_owned());
@@ -177,7 +177,9 @@ impl RunLog for SqliteRunLog {
                 .optional()
                 .map_err(storage)?;
             let fence = match old {
-                Some(_) if !overwrite => return Err(RunLogError::RunExists(run_id)),
+                Some(_) if existing == ExistingRun::Refuse => {
+                    return Err(RunLogError::RunExists(run_id));
+                }
                 Some(old) => {
                     // The old recording's next commit meets a new fence and stops.
                     for table in ["calls", "events"] {

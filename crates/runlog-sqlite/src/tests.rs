@@ -4,17 +4,17 @@
 use super::*;
 use callai_engine::events::Event;
 use callai_engine::runlog::{
-    BeginRun, Entry, Fence, Outcome, RecordedCall, RunLog, RunSeed, RunStatus,
+    BeginRun, Entry, ExistingRun, Fence, Outcome, RecordedCall, RunLog, RunSeed, RunStatus,
 };
 use callai_wire::{Attempts, CallResult};
 
 /// How these tests begin a run: `run_id` of node `n` with [`SEED`].
-fn begin(run_id: &'static str, overwrite: bool) -> BeginRun<'static> {
+fn begin(run_id: &'static str, existing: ExistingRun) -> BeginRun<'static> {
     BeginRun {
         run_id,
         node_id: "n",
         seed: SEED,
-        overwrite,
+        existing,
         spec: None,
         lease: None,
     }
@@ -60,7 +60,7 @@ fn a_run_round_trips() {
     let rt = rt();
     let log = SqliteRunLog::open(&path).unwrap();
     rt.block_on(async {
-        let f = log.begin(&begin("r", false)).await.unwrap();
+        let f = log.begin(&begin("r", ExistingRun::Refuse)).await.unwrap();
         log.commit_call("r", f, &call(0), &call(0).events)
             .await
             .unwrap();
@@ -86,7 +86,9 @@ fn a_log_another_handle_is_writing_opens_and_reads() {
     let path = dir.path().join("log.db");
     let rt = rt();
     let writer = SqliteRunLog::open(&path).unwrap();
-    let f = rt.block_on(writer.begin(&begin("r", false))).unwrap();
+    let f = rt
+        .block_on(writer.begin(&begin("r", ExistingRun::Refuse)))
+        .unwrap();
     rt.block_on(writer.commit_call("r", f, &call(0), &[]))
         .unwrap();
     // The writer is still open: its changes sit in the WAL, not yet in the
@@ -100,10 +102,10 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
     let dir = tempfile::tempdir().unwrap();
     let log = SqliteRunLog::open(&dir.path().join("log.db")).unwrap();
     rt().block_on(async {
-        let first = log.begin(&begin("r", false)).await.unwrap();
+        let first = log.begin(&begin("r", ExistingRun::Refuse)).await.unwrap();
         log.commit_call("r", first, &call(0), &[]).await.unwrap();
         assert_eq!(
-            log.begin(&begin("r", false)).await,
+            log.begin(&begin("r", ExistingRun::Refuse)).await,
             Err(RunLogError::RunExists("r".into()))
         );
         assert_eq!(
@@ -111,7 +113,10 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
             1,
             "the refused begin lost nothing"
         );
-        let second = log.begin(&begin("r", true)).await.unwrap();
+        let second = log
+            .begin(&begin("r", ExistingRun::Overwrite))
+            .await
+            .unwrap();
         assert!(second > first);
         assert!(log.load("r").await.unwrap().calls.is_empty());
         // The first recorder, still running, can no longer splice its calls in.
@@ -213,7 +218,7 @@ fn a_tampered_record_is_a_run_log_error_naming_the_call() {
     let log = SqliteRunLog::open(&path).unwrap();
     let rt = rt();
     rt.block_on(async {
-        let f = log.begin(&begin("r", false)).await.unwrap();
+        let f = log.begin(&begin("r", ExistingRun::Refuse)).await.unwrap();
         log.commit_call("r", f, &call(0), &[]).await.unwrap();
     });
     for (outcome, needle) in [
@@ -262,7 +267,8 @@ fn a_version_one_log_is_migrated_in_place() {
         .unwrap();
     assert_eq!(version, SCHEMA_VERSION);
     assert_eq!(
-        rt.block_on(log.begin(&begin("old", true))).unwrap(),
+        rt.block_on(log.begin(&begin("old", ExistingRun::Overwrite)))
+            .unwrap(),
         Fence(1)
     );
 }
@@ -281,7 +287,8 @@ fn hosts_opening_a_new_log_at_once_all_get_it_whole() {
     for (i, handle) in opened.into_iter().enumerate() {
         let log = handle.join().unwrap().expect("every opener gets the log");
         let id: &'static str = ["a", "b", "c", "d", "e", "f", "g", "h"][i];
-        rt.block_on(log.begin(&begin(id, false))).unwrap();
+        rt.block_on(log.begin(&begin(id, ExistingRun::Refuse)))
+            .unwrap();
     }
     let log = SqliteRunLog::open(&path).unwrap();
     let version: u32 = log

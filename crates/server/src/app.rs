@@ -66,7 +66,8 @@ impl AppState {
             None => self.host.clone(),
             Some(script) => {
                 let mock = &self.config().mock;
-                let mock = MockProvider::new(script, mock.native).with_latency(mock.latency());
+                let mock = MockProvider::new(script, mock.structured_output())
+                    .with_latency(mock.latency());
                 self.host.with_provider("mock", Arc::new(mock))
             }
         }

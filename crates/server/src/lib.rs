@@ -23,6 +23,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod admission;
 mod app;
 mod auth;
@@ -33,6 +35,7 @@ mod discovery;
 mod durable;
 mod error;
 mod metrics;
+mod open_log;
 mod packs;
 mod runner;
 mod runs;
@@ -40,14 +43,14 @@ mod runs;
 pub use config::Config;
 pub use durable::remaining_script;
 pub use error::ApiError;
+pub use open_log::{OpenLog, open_runlog};
 pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
 
 use admission::Admission;
 use app::AppState;
 use auth::Auth;
-use callai_engine::{MockProvider, MockScript, RunLog};
+use callai_engine::{MockProvider, MockScript};
 use callai_host::{PackRuntime, RuntimeOptions};
-use callai_runlog_sqlite::SqliteRunLog;
 use callai_telemetry::Telemetry;
 use config::parse_listen;
 use metrics::Metrics;
@@ -55,7 +58,7 @@ use packs::PackStore;
 use runs::RunTable;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use tokio_util::task::TaskTracker;
 
@@ -112,9 +115,9 @@ pub enum ServeError {
     /// The listening socket failed.
     #[error("cannot listen on {addr}: {source}")]
     Listen {
-        /// The address.
+        /// The address it could not bind.
         addr: SocketAddr,
-        /// Why.
+        /// The bind error (in use, not permitted, not this machine's).
         source: std::io::Error,
     },
     /// The server stopped with an I/O error.
@@ -129,26 +132,6 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     auth: Auth,
     addr: SocketAddr,
-}
-
-/// Opens the run log `url` names: a `postgres://` URL (the database is
-/// migrated), or an SQLite file path, created if absent unless `existing`.
-pub async fn open_runlog(url: &str, existing: bool) -> Result<Arc<dyn RunLog>, String> {
-    if callai_runlog_postgres::is_postgres_url(url) {
-        let log = callai_runlog_postgres::PostgresRunLog::connect(url)
-            .await
-            .map_err(|e| e.to_string())?;
-        return Ok(Arc::new(log));
-    }
-    let path = Path::new(url).to_owned();
-    let log = tokio::task::spawn_blocking(move || match existing {
-        true => SqliteRunLog::open_existing(&path),
-        false => SqliteRunLog::open(&path),
-    })
-    .await
-    .map_err(|e| e.to_string())?
-    .map_err(|e| e.to_string())?;
-    Ok(Arc::new(log))
 }
 
 /// This host's name in leases: the machine's, the process id, and a
@@ -182,14 +165,14 @@ impl Server {
         let runlog = match runlog_url.as_str() {
             "" => None,
             url => Some(
-                open_runlog(url, false)
+                open_runlog(url, OpenLog::CreateIfMissing)
                     .await
                     .map_err(|e| setup(format!("run log: {e}")))?,
             ),
         };
         let mock = MockProvider::new(
             MockScript::from_json("[]").expect("an empty script"),
-            config.mock.native,
+            config.mock.structured_output(),
         )
         .with_latency(config.mock.latency());
         let host = config

@@ -119,10 +119,7 @@ pub struct PackStore {
 
 /// SHA-256, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(Sha256::digest(bytes))
 }
 
 /// Whether `name` may name a pack: 1 to 128 of `A-Z a-z 0-9 . _ -`, not

@@ -11,7 +11,7 @@ use crate::runs::{CallCounter, RunEntry, run_error_json};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use callai_engine::runlog::{Fence, Lease, RunSpec, RunStatus};
-use callai_engine::{Journal, MockScript, RunLogError};
+use callai_engine::{Journal, MockScript, Recording, RunLogError};
 use callai_host::{Pack, RunOptions, RunOutput};
 use serde_json::json;
 use std::sync::Arc;
@@ -116,21 +116,19 @@ async fn begin(
         owner: &state.host_id,
         duration: state.runlog_config.lease(),
     });
-    let journal = Journal::record_with(
-        log.clone(),
-        &entry.run_id,
-        &entry.node_id,
-        false,
-        Some(spec),
+    let recording = Recording {
+        spec: Some(spec),
         lease,
-    )
-    .await
-    .map_err(|e| match e {
-        RunLogError::RunExists(id) => {
-            ApiError::conflict(format!("run {id:?} is already in the run log"))
-        }
-        e => internal(e),
-    })?;
+        ..Recording::default()
+    };
+    let journal = Journal::record(log.clone(), &entry.run_id, &entry.node_id, recording)
+        .await
+        .map_err(|e| match e {
+            RunLogError::RunExists(id) => {
+                ApiError::conflict(format!("run {id:?} is already in the run log"))
+            }
+            e => internal(e),
+        })?;
     let fence = if durable { journal.fence() } else { None };
     Ok((journal, fence))
 }

@@ -27,6 +27,8 @@
 //! # Ok::<(), callai_wire::CallError>(())
 //! ```
 
+#![warn(missing_docs)]
+
 mod convert;
 mod error;
 mod parse;

@@ -43,6 +43,12 @@ pub enum StructuredOutput {
 }
 
 impl StructuredOutput {
+    /// The mode of a provider that has (`true`) or lacks native structured
+    /// output, as a config's `native` key says.
+    pub fn native_if(native: bool) -> Self {
+        if native { Self::Native } else { Self::Prompt }
+    }
+
     /// `native` or `prompt`.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -4,7 +4,9 @@
 //! per call as a host does. Prints calls committed and commits per second.
 
 use callai_engine::events::Event;
-use callai_engine::runlog::{BeginRun, Entry, Outcome, RecordedCall, RunSeed, RunStatus};
+use callai_engine::runlog::{
+    BeginRun, Entry, ExistingRun, Outcome, RecordedCall, RunSeed, RunStatus,
+};
 use callai_engine::wire::{Attempts, CallResult};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -49,7 +51,7 @@ fn main() {
     let committed = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     rt.block_on(async {
-        let log = callai_server::open_runlog(&url, false)
+        let log = callai_server::open_runlog(&url, callai_server::OpenLog::CreateIfMissing)
             .await
             .expect("the run log opens");
         let until = started + Duration::from_secs_f64(seconds);
@@ -65,7 +67,7 @@ fn main() {
                         run_id: &run_id,
                         node_id: "bench.node",
                         seed: RunSeed::fresh(),
-                        overwrite: false,
+                        existing: ExistingRun::Refuse,
                         spec: None,
                         lease: None,
                     };

@@ -82,6 +82,11 @@ impl Default for MockConfig {
 }
 
 impl MockConfig {
+    /// How the mock answers structured calls: `native`, or in the prompt.
+    pub fn structured_output(&self) -> callai_wire::StructuredOutput {
+        callai_wire::StructuredOutput::native_if(self.native)
+    }
+
     /// `latencyMs` as a duration.
     pub fn latency(&self) -> Duration {
         Duration::from_millis(self.latency_ms)

@@ -24,7 +24,7 @@ use std::time::Duration;
 pub(crate) struct Attempt {
     /// What to send.
     pub request: ProviderRequest,
-    /// Why.
+    /// Why it is sent (first, a schema violation, a truncation, ...).
     pub reason: RequestReason,
     /// Its number within the call (1..=16).
     pub number: u32,
@@ -104,20 +104,37 @@ pub(crate) struct CallMachine<'a> {
     events: Vec<Event>,
 }
 
+/// What a [`CallMachine`] is made from: one call and where it goes.
+pub(crate) struct CallSpec<'a> {
+    /// The host's config (its ceiling, budgets, flags).
+    pub config: &'a HostConfig,
+    /// The node that made the call.
+    pub node_id: &'a str,
+    /// The request, checked.
+    pub request: &'a CallRequest,
+    /// Its `responseSchema`, compiled; `None` for a text call.
+    pub schema: Option<CompiledSchema>,
+    /// The provider's name.
+    pub provider: &'a str,
+    /// The model it answers as when the request names none.
+    pub default_model: &'a str,
+    /// How it takes a structured call: natively, or in the prompt.
+    pub structured: StructuredOutput,
+}
+
 impl<'a> CallMachine<'a> {
-    /// A call of `request` to the provider called `provider`, which answers
-    /// as `default_model` and has native structured output if `native`. The
-    /// request's `retry` is read only when the host advertises `retryPolicy`
-    /// (§B), and then only narrows (§B.3).
-    pub(crate) fn new(
-        config: &'a HostConfig,
-        provider: &'a str,
-        default_model: &str,
-        native: bool,
-        node_id: &'a str,
-        request: &'a CallRequest,
-        schema: Option<CompiledSchema>,
-    ) -> Self {
+    /// The machine of one call. The request's `retry` is read only when the
+    /// host advertises `retryPolicy` (§B), and then only narrows (§B.3).
+    pub(crate) fn new(spec: CallSpec<'a>) -> Self {
+        let CallSpec {
+            config,
+            node_id,
+            request,
+            schema,
+            provider,
+            default_model,
+            structured,
+        } = spec;
         let retry = &config.retry;
         let policy = match config.call_accounting.retry_policy {
             true => request.retry.unwrap_or_default(),
@@ -142,10 +159,7 @@ impl<'a> CallMachine<'a> {
                 .max_tokens
                 .unwrap_or(retry.default_max_tokens)
                 .min(retry.provider_max_tokens),
-            mode: schema.as_ref().map(|_| match native {
-                true => StructuredOutput::Native,
-                false => StructuredOutput::Prompt,
-            }),
+            mode: schema.as_ref().map(|_| structured),
             schema,
             ledger: Ledger::new(),
             extra: Extra::Nothing,

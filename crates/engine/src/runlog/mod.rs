@@ -218,6 +218,16 @@ pub struct Lease<'a> {
     pub duration: std::time::Duration,
 }
 
+/// What recording into a run id the log already holds does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ExistingRun {
+    /// Refuse it with [`RunLogError::RunExists`] (the default).
+    #[default]
+    Refuse,
+    /// Replace the recorded run; its recorder is fenced off.
+    Overwrite,
+}
+
 /// How a recording begins.
 #[derive(Debug, Clone, Copy)]
 pub struct BeginRun<'a> {
@@ -227,8 +237,8 @@ pub struct BeginRun<'a> {
     pub node_id: &'a str,
     /// Its sandbox's seed and clock.
     pub seed: RunSeed,
-    /// Replace a run already recorded under `run_id`.
-    pub overwrite: bool,
+    /// What a run already recorded under `run_id` means.
+    pub existing: ExistingRun,
     /// What it was started with, for a later resume.
     pub spec: Option<&'a RunSpec>,
     /// A durable run's lease.
@@ -296,7 +306,8 @@ pub enum RunLogError {
 /// a file or a database server never blocks an async worker.
 pub trait RunLog: Send + Sync {
     /// Starts recording `run.run_id` with its sandbox's seed. An existing
-    /// run with that id is an error unless `run.overwrite`, which replaces
+    /// run with that id is an error unless `run.existing` is
+    /// [`ExistingRun::Overwrite`], which replaces
     /// it and fences off any recorder still writing the old one. With a
     /// lease the run is durable.
     fn begin<'a>(&'a self, run: &'a BeginRun<'a>) -> BoxFuture<'a, Result<Fence, RunLogError>>;

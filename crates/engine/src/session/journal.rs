@@ -4,8 +4,8 @@
 
 use crate::events::{Event, EventLog};
 use crate::runlog::{
-    BeginRun, Entry, Fence, Lease, Outcome, RecordedCall, RecordedRun, RunLog, RunLogError,
-    RunSeed, RunSpec, RunStatus,
+    BeginRun, Entry, ExistingRun, Fence, Lease, Outcome, RecordedCall, RecordedRun, RunLog,
+    RunLogError, RunSeed, RunSpec, RunStatus,
 };
 use serde_json::Value;
 use std::fmt;
@@ -67,6 +67,17 @@ pub(crate) enum Replayed {
     Diverged(String),
 }
 
+/// How [`Journal::record`] records a run.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Recording<'a> {
+    /// What a run the log already holds under the id means.
+    pub existing: ExistingRun,
+    /// What the run was started with, so that it can be resumed elsewhere.
+    pub spec: Option<&'a RunSpec>,
+    /// A durable run's lease, renewed by its host.
+    pub lease: Option<Lease<'a>>,
+}
+
 impl Journal {
     /// Calls go to the providers; nothing is kept.
     pub fn live() -> Self {
@@ -76,36 +87,23 @@ impl Journal {
         }
     }
 
-    /// Starts recording `run_id` of `node_id` into `log`; with `overwrite`,
-    /// an existing run of that id is replaced.
+    /// Starts recording `run_id` of `node_id` into `log`, as `recording`
+    /// says (`Recording::default()`: refuse a run id the log already holds,
+    /// keep no spec, no lease).
     pub async fn record(
         log: Arc<dyn RunLog>,
         run_id: &str,
         node_id: &str,
-        overwrite: bool,
-    ) -> Result<Self, RunLogError> {
-        Self::record_with(log, run_id, node_id, overwrite, None, None).await
-    }
-
-    /// [`Journal::record`], keeping what the run was started with (`spec`,
-    /// so that it can be resumed elsewhere) and, for a durable run, under
-    /// `lease`.
-    pub async fn record_with(
-        log: Arc<dyn RunLog>,
-        run_id: &str,
-        node_id: &str,
-        overwrite: bool,
-        spec: Option<&RunSpec>,
-        lease: Option<Lease<'_>>,
+        recording: Recording<'_>,
     ) -> Result<Self, RunLogError> {
         let seed = RunSeed::fresh();
         let begin = BeginRun {
             run_id,
             node_id,
             seed,
-            overwrite,
-            spec,
-            lease,
+            existing: recording.existing,
+            spec: recording.spec,
+            lease: recording.lease,
         };
         let fence = log.begin(&begin).await?;
         Ok(Self {
@@ -308,7 +306,7 @@ impl Journal {
     }
 
     /// When recording: the log, and the events not yet committed.
-    fn recording<'a>(&'a mut self, events: &EventLog) -> Option<Recording<'a>> {
+    fn recording<'a>(&'a mut self, events: &EventLog) -> Option<Write<'a>> {
         match &mut self.mode {
             Mode::Record {
                 log,
@@ -316,7 +314,7 @@ impl Journal {
                 fence,
                 flushed,
                 ..
-            } => Some(Recording {
+            } => Some(Write {
                 log: &**log,
                 run_id,
                 fence: *fence,
@@ -329,7 +327,7 @@ impl Journal {
 }
 
 /// A recording journal's view for one write.
-struct Recording<'a> {
+struct Write<'a> {
     log: &'a dyn RunLog,
     run_id: &'a str,
     fence: Fence,

@@ -6,7 +6,7 @@
 
 mod journal;
 
-pub use journal::Journal;
+pub use journal::{Journal, Recording};
 
 use crate::events::{Event, EventLog, EventSink};
 use crate::observe::SharedObserver;

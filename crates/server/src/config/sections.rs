@@ -53,6 +53,7 @@ impl ServerConfig {
         Duration::from_millis(self.shutdown_grace_ms)
     }
 
+    /// Checks every key of `[server]`, naming the one out of range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addr()?;
         if !self.token_env.is_empty() && !is_env_name(&self.token_env) {
@@ -121,6 +122,7 @@ impl RunLogConfig {
         Duration::from_millis(self.lease_ms)
     }
 
+    /// Checks every key of `[runlog]`, naming the one out of range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         in_range("runlog.leaseMs", self.lease_ms, 100, 3_600_000)
     }

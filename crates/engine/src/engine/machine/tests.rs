@@ -28,7 +28,15 @@ fn machine<'a>(config: &'a HostConfig, r: &'a CallRequest) -> CallMachine<'a> {
         .response_schema
         .as_ref()
         .map(|s| CompiledSchema::compile(s, 1_000_000).unwrap());
-    CallMachine::new(config, "mock", "m-1", true, "node", r, schema)
+    CallMachine::new(CallSpec {
+        config,
+        node_id: "node",
+        request: r,
+        schema,
+        provider: "mock",
+        default_model: "m-1",
+        structured: StructuredOutput::Native,
+    })
 }
 
 const CX: Context<'static> = Context {

@@ -87,7 +87,7 @@ fn a1_a_policy_denial_is_no_attempt() {
     let c = config(|c| c.policy.allowed_providers = Some(vec!["mock".into()]));
     let other = Arc::new(MockProvider::new(
         MockScript::replies([("never sent", 1)]),
-        true,
+        StructuredOutput::Native,
     ));
     let host = Host::builder(c)
         .provider("other", other.clone())

@@ -44,7 +44,7 @@ impl Run {
 
 pub(crate) fn run_with(config: HostConfig, script: Value, request: Value) -> Run {
     let script = MockScript::from_json(&script.to_string()).unwrap();
-    let mock = Arc::new(MockProvider::new(script, config.mock.native));
+    let mock = Arc::new(MockProvider::new(script, config.mock.structured_output()));
     let host = Host::builder(config)
         .build()
         .unwrap()
