@@ -132,6 +132,14 @@ fn bad_inputs_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let bad_script = write(dir.path(), "bad.json", r#"[{"content": 1}]"#);
     let bad_config = write(dir.path(), "bad.toml", "[retry]\nmaxRetryAttempts = 99\n");
+    let missing = dir.path().join("missing.wasm").display().to_string();
+    let text = write(dir.path(), "notes.wasm", "these are notes, not wasm\n");
+    // The preamble of a core module (version 1), as `cargo build --target
+    // wasm32-unknown-unknown` makes, not a component.
+    let module = dir.path().join("module.wasm");
+    std::fs::write(&module, b"\0asm\x01\0\0\0").unwrap();
+    let module = module.display().to_string();
+    let empty = write(dir.path(), "empty.toml", "[retry]\nmaxRetries = 3\n");
     let keyless = write(
         dir.path(),
         "keyless.toml",
@@ -154,6 +162,16 @@ fn bad_inputs_are_clear_errors() {
         (
             vec!["run", "no-such-pack"],
             "neither a component file nor a bundled example",
+        ),
+        (vec!["run", &missing], "No such file"),
+        (vec!["run", &text], "not a WebAssembly file"),
+        (
+            vec!["run", &module],
+            "build the pack for the wasm32-wasip2 target",
+        ),
+        (
+            vec!["run", "echo-attempts", "--config", &empty],
+            "maxRetries",
         ),
         (
             vec!["run", "echo-attempts", "--script", &bad_script],

@@ -2,6 +2,7 @@
 //! print the facet, run the conformance scenario.
 
 mod args;
+mod error;
 mod run;
 mod serve;
 
@@ -30,11 +31,8 @@ fn main() -> ExitCode {
             fixture,
         } => run::conformance(json, config.as_deref(), &fixture),
     };
-    outcome.unwrap_or_else(|message| {
-        eprintln!(
-            "{}",
-            serde_json::json!({"error": {"kind": "usage", "message": message}})
-        );
+    outcome.unwrap_or_else(|error| {
+        error.report();
         ExitCode::from(2)
     })
 }

@@ -1,6 +1,7 @@
 //! `callai run`, `facet` and `conformance`.
 
 use crate::args::RunArgs;
+use crate::error::CliError;
 use callai_engine::RunLogError;
 use callai_engine::observe::SharedObserver;
 use callai_engine::runlog::{ExistingRun, RecordedRun, RunSpec, RunStatus};
@@ -8,7 +9,7 @@ use callai_engine::{Host, Journal, MockProvider, MockScript, Recording, facet};
 use callai_host::{PackRuntime, RunOptions, RunOutput, RuntimeOptions};
 use callai_server::{Config, OpenLog};
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -16,47 +17,54 @@ use std::sync::Arc;
 /// The script used for a component file when no `--script` is given.
 const DEFAULT_SCRIPT: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
 
-pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, String> {
+pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, CliError> {
     match path {
-        Some(p) => Config::from_file(p).map_err(|e| e.to_string()),
+        Some(p) => Ok(Config::from_file(p)?),
         None => Ok(Config::default()),
     }
 }
 
 /// The host of `config`: every configured provider started and its API key
 /// read now, so a missing key stops every subcommand at start-up.
-fn host(config: &Config) -> Result<Host, String> {
-    config
-        .host_builder(&|k| std::env::var(k).ok())
-        .and_then(|builder| builder.build())
-        .map_err(|e| e.to_string())
+fn host(config: &Config) -> Result<Host, CliError> {
+    let builder = config.host_builder(&|k| std::env::var(k).ok())?;
+    Ok(builder.build()?)
 }
 
-fn read(path: &Path, what: &str) -> Result<String, String> {
-    std::fs::read_to_string(path).map_err(|e| format!("cannot read {what} {}: {e}", path.display()))
+fn read(path: &Path, what: &'static str) -> Result<String, CliError> {
+    std::fs::read_to_string(path).map_err(|source| CliError::Read {
+        what,
+        path: path.to_owned(),
+        source,
+    })
 }
 
-fn create(path: &Path) -> Result<BufWriter<File>, String> {
+fn create(path: &Path) -> Result<BufWriter<File>, CliError> {
     File::create(path)
         .map(BufWriter::new)
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+        .map_err(|source| CliError::Write {
+            path: path.to_owned(),
+            source,
+        })
 }
 
-pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, String> {
-    callai_host::tokio_runtime(None).map_err(|e| format!("cannot start tokio: {e}"))
+pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, CliError> {
+    callai_host::tokio_runtime(None)
+        .map_err(|e| CliError::Usage(format!("cannot start tokio: {e}")))
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode, String> {
+pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let config = load_config(args.config.as_deref())?;
     let example = callai_examples::example(&args.pack);
     let pack_path = PathBuf::from(&args.pack);
-    if example.is_none() && !pack_path.exists() {
+    let looks_like_a_path =
+        args.pack.contains(std::path::MAIN_SEPARATOR) || args.pack.ends_with(".wasm");
+    if example.is_none() && !pack_path.exists() && !looks_like_a_path {
         let names: Vec<&str> = callai_examples::EXAMPLES.iter().map(|e| e.name).collect();
-        return Err(format!(
-            "{:?} is neither a component file nor a bundled example ({})",
-            args.pack,
-            names.join(", ")
-        ));
+        return Err(CliError::NoSuchPack {
+            name: args.pack.clone(),
+            known: names.join(", "),
+        });
     }
     let rt = tokio()?;
     // On resume, what the run was started with.
@@ -75,10 +83,10 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     if let (Some(given), Some(spec)) = (&given_input, &spec)
         && given.trim() != spec.input.trim()
     {
-        return Err(format!(
+        return Err(CliError::Usage(format!(
             "--input differs from the input run {:?} was started with; resume it with that input (or none)",
             args.run_id.as_deref().unwrap_or_default()
-        ));
+        )));
     }
     let input = match (given_input, &spec, example) {
         (Some(i), _, _) => i,
@@ -98,7 +106,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         (None, _, Some(e)) => e.default_script.to_owned(),
         (None, _, None) => DEFAULT_SCRIPT.to_owned(),
     };
-    let mut script = MockScript::from_json(&script_text).map_err(|e| e.to_string())?;
+    let mut script = MockScript::from_json(&script_text)?;
     if let (None, Some(run)) = (&args.script, &resumed) {
         // The script the run was started with, past what it already used.
         script = callai_server::remaining_script(Some(&script_text), run).unwrap_or(script);
@@ -121,8 +129,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
     let host = host(&config)?.with_provider("mock", mock.clone());
     let bytes = match example {
         Some(e) => e.component().into_owned(),
-        None => std::fs::read(&pack_path)
-            .map_err(|e| format!("cannot read {}: {e}", pack_path.display()))?,
+        None => std::fs::read(&pack_path).map_err(|source| CliError::Read {
+            what: "pack",
+            path: pack_path.clone(),
+            source,
+        })?,
     };
     let spec = RunSpec {
         pack: args.pack.clone(),
@@ -131,13 +142,23 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         script: Some(script_text.clone()),
     };
     let journal = rt.block_on(journal(&args, &node_id, &spec))?;
-    let pack = runtime
-        .load(&bytes)
-        .map_err(|e| format!("cannot load {}: {e:#}", args.pack))?;
+    if !runtime.is_cached(&bytes) && std::io::stderr().is_terminal() && bytes.len() > 4 << 20 {
+        // A TypeScript or Python pack carries its language's engine: its
+        // first compile takes seconds, later runs load it from the cache.
+        eprintln!(
+            "compiling {} ({} MB) once; later runs load it from the cache",
+            args.pack,
+            bytes.len() >> 20
+        );
+    }
+    let pack = runtime.load(&bytes).map_err(|source| CliError::Load {
+        name: args.pack.clone(),
+        source,
+    })?;
 
     let telemetry =
         callai_telemetry::Telemetry::from_config(&config.telemetry, |k| std::env::var(k).ok())
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CliError::Usage(e.to_string()))?;
     let trace = telemetry
         .as_ref()
         .map(|t| t.run(&node_id, args.run_id.as_deref(), &args.pack));
@@ -154,17 +175,25 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
         telemetry.shutdown();
     }
 
-    if let Some(out) = events_out.as_mut() {
-        callai_engine::events::write_jsonl(&output.events, out)
-            .map_err(|e| format!("cannot write events: {e}"))?;
+    if let (Some(out), Some(path)) = (events_out.as_mut(), &args.events) {
+        callai_engine::events::write_jsonl(&output.events, out).map_err(|source| {
+            CliError::Write {
+                path: path.clone(),
+                source,
+            }
+        })?;
     }
-    if let Some(out) = mock_log_out.as_mut() {
-        for entry in mock.log() {
-            serde_json::to_writer(&mut *out, &entry).map_err(|e| e.to_string())?;
-            out.write_all(b"\n").map_err(|e| e.to_string())?;
-        }
-        out.flush()
-            .map_err(|e| format!("cannot write the mock log: {e}"))?;
+    if let (Some(out), Some(path)) = (mock_log_out.as_mut(), &args.mock_log) {
+        let written = mock.log().iter().try_for_each(|entry| {
+            serde_json::to_writer(&mut *out, entry)?;
+            out.write_all(b"\n")
+        });
+        written
+            .and_then(|()| out.flush())
+            .map_err(|source| CliError::Write {
+                path: path.clone(),
+                source,
+            })?;
     }
     match output.result {
         Ok(text) => {
@@ -182,13 +211,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, String> {
 }
 
 /// `--record` / `--replay` / `--resume`: the run log and what to do with it.
-async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journal, String> {
+async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journal, CliError> {
     let run_id = args.run_id.as_deref().unwrap_or_default();
     match (&args.record, &args.replay, &args.resume) {
         (Some(url), _, _) => {
-            let log = callai_server::open_runlog(url, OpenLog::CreateIfMissing)
-                .await
-                .map_err(|e| e.to_string())?;
+            let log = callai_server::open_runlog(url, OpenLog::CreateIfMissing).await?;
             let existing = match args.overwrite {
                 true => ExistingRun::Overwrite,
                 false => ExistingRun::Refuse,
@@ -200,23 +227,17 @@ async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journa
             };
             Journal::record(log, run_id, node_id, recording)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(CliError::from)
         }
         (None, Some(url), _) => {
-            let log = callai_server::open_runlog(url, OpenLog::Existing)
-                .await
-                .map_err(|e| e.to_string())?;
-            Journal::replay(&*log, run_id)
-                .await
-                .map_err(|e| e.to_string())
+            let log = callai_server::open_runlog(url, OpenLog::Existing).await?;
+            Journal::replay(&*log, run_id).await.map_err(CliError::from)
         }
         (None, None, Some(url)) => {
-            let log = callai_server::open_runlog(url, OpenLog::Existing)
-                .await
-                .map_err(|e| e.to_string())?;
+            let log = callai_server::open_runlog(url, OpenLog::Existing).await?;
             Journal::resume(log, run_id, None)
                 .await
-                .map_err(|e| e.to_string())
+                .map_err(CliError::from)
         }
         (None, None, None) => Ok(Journal::live()),
     }
@@ -224,19 +245,17 @@ async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journa
 
 /// The run `--resume` names, as far as it was committed; a finished one is
 /// refused here, before anything runs.
-async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, String> {
-    let log = callai_server::open_runlog(url, OpenLog::Existing)
-        .await
-        .map_err(|e| e.to_string())?;
-    let run = log.load(run_id).await.map_err(|e| e.to_string())?;
+async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, CliError> {
+    let log = callai_server::open_runlog(url, OpenLog::Existing).await?;
+    let run = log.load(run_id).await?;
     match run.status {
         RunStatus::Running => Ok(run),
-        done => Err(RunLogError::Finished(run_id.into(), done.as_str()).to_string()),
+        done => Err(RunLogError::Finished(run_id.into(), done.as_str()).into()),
     }
 }
 
 /// `callai facet`.
-pub fn facet(config: Option<&Path>) -> Result<ExitCode, String> {
+pub fn facet(config: Option<&Path>) -> Result<ExitCode, CliError> {
     let host = host(&load_config(config)?)?;
     let doc = facet::document(&host);
     println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
@@ -244,23 +263,27 @@ pub fn facet(config: Option<&Path>) -> Result<ExitCode, String> {
 }
 
 /// `callai conformance`.
-pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<ExitCode, String> {
+pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<ExitCode, CliError> {
     let host = host(&load_config(config)?)?;
     let found = callai_examples::example(fixture)
         .filter(|e| e.node_id == callai_conformance::NODE_ID)
         .ok_or_else(|| {
-            format!(
+            CliError::Usage(format!(
                 "{fixture:?} is not a bundled conformance fixture ({} is)",
                 callai_conformance::NODE_ID
-            )
+            ))
         })?;
     let fixture = found;
-    let runtime = PackRuntime::new().map_err(|e| format!("cannot start wasmtime: {e:#}"))?;
+    let runtime =
+        PackRuntime::new().map_err(|e| CliError::Usage(format!("cannot start wasmtime: {e:#}")))?;
     let pack = runtime
         .load(&fixture.component())
-        .map_err(|e| format!("cannot load the fixture: {e:#}"))?;
+        .map_err(|source| CliError::Load {
+            name: fixture.name.into(),
+            source,
+        })?;
     let target = callai_conformance::HostTarget::new(pack, host)
-        .map_err(|e| format!("cannot start tokio: {e}"))?;
+        .map_err(|e| CliError::Usage(format!("cannot start tokio: {e}")))?;
     let report = callai_conformance::run(&target);
     if json {
         println!(
@@ -279,9 +302,9 @@ pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<E
 
 /// The wasmtime runtime for `config`'s limits, with the compiled-component
 /// cache of [`runtime_options`].
-fn runtime(config: &Config) -> Result<PackRuntime, String> {
+fn runtime(config: &Config) -> Result<PackRuntime, CliError> {
     PackRuntime::with_options(&runtime_options(config))
-        .map_err(|e| format!("cannot start wasmtime: {e:#}"))
+        .map_err(|e| CliError::Usage(format!("cannot start wasmtime: {e:#}")))
 }
 
 /// The runtime options for `config`'s limits, with the compiled-component

@@ -1,6 +1,7 @@
 //! `callai serve`.
 
 use crate::args::ServeArgs;
+use crate::error::CliError;
 use callai_server::config::parse_listen;
 use callai_server::{BundledPack, Server, ServerOptions};
 use std::process::ExitCode;
@@ -22,14 +23,14 @@ async fn shutdown_signal() {
     eprintln!("shutting down: no new runs; runs in flight may finish");
 }
 
-pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
+pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
     let config = crate::run::load_config(args.config.as_deref())?;
     let listen = args
         .listen
         .as_deref()
         .map(parse_listen)
         .transpose()
-        .map_err(|m| format!("--listen: {m}"))?;
+        .map_err(|m| CliError::Usage(format!("--listen: {m}")))?;
     let options = ServerOptions {
         listen,
         packs_dir: args.packs,
@@ -48,12 +49,12 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, String> {
     rt.block_on(async {
         let server = Server::bind(config, options)
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| CliError::Usage(e.to_string()))?;
         eprintln!("listening on http://{}", server.local_addr());
         server
             .run(shutdown_signal())
             .await
-            .map_err(|e| e.to_string())
+            .map_err(|e| CliError::Usage(e.to_string()))
     })?;
     Ok(ExitCode::SUCCESS)
 }

@@ -23,16 +23,28 @@ const KEY_FILE: &str = "cache.key";
 /// MAGIC, the component's SHA-256, the MAC.
 const HEADER: usize = 8 + 32 + 32;
 
+/// Where the entry of `source` (a component's SHA-256) compiled by an
+/// engine of `compat` lives in `dir`.
+fn entry_path(dir: &Path, source: &[u8], compat: &[u8; 32]) -> PathBuf {
+    dir.join(format!(
+        "{}.cwasm",
+        hex::encode(Sha256::digest([&compat[..], source].concat()))
+    ))
+}
+
+/// Whether `dir` holds an entry for `bytes` (not yet checked: a damaged
+/// one is recompiled on load).
+pub fn contains(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> bool {
+    entry_path(dir, &Sha256::digest(bytes), &compatibility(engine)).exists()
+}
+
 /// Loads `bytes` as a component through the cache in `dir`, compiling (and
 /// storing) it on a miss.
 pub fn load(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> wasmtime::Result<Component> {
     let source = Sha256::digest(bytes);
     let compat = compatibility(engine);
     let key = install_key(dir).ok();
-    let path = dir.join(format!(
-        "{}.cwasm",
-        hex::encode(Sha256::digest([&compat[..], &source[..]].concat()))
-    ));
+    let path = entry_path(dir, &source, &compat);
     if let Some(key) = &key
         && let Some(component) = read(engine, &path, key, &source, &compat)
     {

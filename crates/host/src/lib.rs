@@ -36,9 +36,11 @@ mod bindings {
 mod cache;
 mod clocks;
 mod limits;
+mod load;
 mod runtime;
 mod view;
 
+pub use load::LoadError;
 pub use runtime::{Pack, PackRuntime, RunOptions, RunOutput, RuntimeOptions};
 pub use view::{CallAiCtx, CallAiView, add_to_linker};
 

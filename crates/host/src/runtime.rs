@@ -6,6 +6,7 @@
 use crate::bindings::{PackNode, PackNodePre};
 use crate::cache;
 use crate::limits::RunLimiter;
+use crate::load::{LoadError, check_preamble};
 use crate::view::{CallAiCtx, CallAiView, add_to_linker};
 use callai_engine::Host;
 use callai_engine::config::Limits;
@@ -165,19 +166,32 @@ impl PackRuntime {
     }
 
     /// Compiles (or loads from the cache) and pre-instantiates a component.
-    pub fn load(&self, bytes: &[u8]) -> wasmtime::Result<Pack> {
+    pub fn load(&self, bytes: &[u8]) -> Result<Pack, LoadError> {
+        check_preamble(bytes)?;
         let component = match &self.cache_dir {
-            Some(dir) => cache::load(&self.engine, bytes, dir)?,
-            None => Component::new(&self.engine, bytes)?,
-        };
+            Some(dir) => cache::load(&self.engine, bytes, dir),
+            None => Component::new(&self.engine, bytes),
+        }
+        .map_err(LoadError::Compile)?;
         self.pre_instantiate(&component)
+            .map_err(LoadError::NotAPack)
     }
 
     /// [`PackRuntime::load`] from a file.
-    pub fn load_file(&self, path: &Path) -> wasmtime::Result<Pack> {
-        let bytes = std::fs::read(path)
-            .map_err(|e| wasmtime::Error::msg(format!("cannot read {}: {e}", path.display())))?;
+    pub fn load_file(&self, path: &Path) -> Result<Pack, LoadError> {
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
         self.load(&bytes)
+    }
+
+    /// Whether `bytes` would load from the compiled-component cache, not be
+    /// compiled (a TypeScript or Python pack takes seconds to compile).
+    pub fn is_cached(&self, bytes: &[u8]) -> bool {
+        self.cache_dir
+            .as_deref()
+            .is_some_and(|dir| cache::contains(&self.engine, bytes, dir))
     }
 
     fn pre_instantiate(&self, component: &Component) -> wasmtime::Result<Pack> {

@@ -3,7 +3,7 @@
 //! slot, and past that a `503` with `Retry-After`. On shutdown the door
 //! closes and whoever still waits is told so.
 
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -52,7 +52,7 @@ impl Admission {
     pub fn admit(&self) -> Result<Ticket, ApiError> {
         if self.draining.load(Ordering::SeqCst) {
             return Err(ApiError::unavailable(
-                "shutting_down",
+                ApiCode::ShuttingDown,
                 "this host is shutting down and takes no new work",
                 RETRY_AFTER_SECONDS,
             ));
@@ -69,7 +69,7 @@ impl Admission {
                 permit: None,
             }),
             Err(n) => Err(ApiError::unavailable(
-                "overloaded",
+                ApiCode::Overloaded,
                 format!(
                     "{n} runs are running or queued, as many as this host takes \
                      (limits.maxConcurrentRuns + server.maxQueuedRuns)"
@@ -147,7 +147,7 @@ mod tests {
         let mut b = gate.admit().unwrap();
         let mut c = gate.admit().unwrap();
         let e = gate.admit().unwrap_err();
-        assert_eq!((e.status.as_u16(), e.code.as_str()), (503, "overloaded"));
+        assert_eq!((e.status().as_u16(), e.code.as_str()), (503, "overloaded"));
         assert_eq!(e.retry_after, Some(RETRY_AFTER_SECONDS));
         a.start().await;
         b.start().await;
@@ -168,7 +168,10 @@ mod tests {
         let gate = Admission::new(1, 1);
         gate.drain();
         let e = gate.admit().unwrap_err();
-        assert_eq!((e.status.as_u16(), e.code.as_str()), (503, "shutting_down"));
+        assert_eq!(
+            (e.status().as_u16(), e.code.as_str()),
+            (503, "shutting_down")
+        );
         assert_eq!(gate.admitted(), 0);
     }
 }

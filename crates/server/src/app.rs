@@ -1,10 +1,11 @@
 //! The routes of the API and the state they share.
 
 use crate::admission::Admission;
+use crate::answer::Health;
 use crate::auth::{Auth, require_token};
-use crate::body::{self, CallBody, RunRequest};
+use crate::body::{self, ApiJson, CallBody, CallBodyJson, RunBody, RunRequest};
 use crate::config::{RunLogConfig, ServerConfig};
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
 use crate::runs::{self, RunTable};
@@ -20,7 +21,6 @@ use callai_engine::observe::Observers;
 use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunLog, RunLogError};
 use callai_telemetry::Telemetry;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use std::sync::Arc;
 use tokio_util::task::TaskTracker;
 
@@ -118,7 +118,7 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
 }
 
 async fn healthz() -> impl IntoResponse {
-    axum::Json(json!({"status": "ok"}))
+    axum::Json(Health { status: "ok" })
 }
 
 async fn facet(State(state): Shared) -> impl IntoResponse {
@@ -130,7 +130,7 @@ async fn well_known(State(state): Shared) -> impl IntoResponse {
 }
 
 async fn list_packs(State(state): Shared) -> impl IntoResponse {
-    axum::Json(json!(state.packs.list()))
+    axum::Json(state.packs.list())
 }
 
 #[derive(Debug, Deserialize)]
@@ -157,23 +157,22 @@ async fn put_pack(
         .packs
         .upload(&name, query.node_id, bytes.to_vec())
         .await?;
-    Ok((StatusCode::CREATED, axum::Json(json!(info))).into_response())
+    Ok((StatusCode::CREATED, axum::Json(info)).into_response())
 }
 
 async fn post_run(
     State(state): Shared,
-    body: Result<Bytes, BytesRejection>,
+    ApiJson(body): ApiJson<RunBody>,
 ) -> Result<Response, ApiError> {
-    let request = RunRequest::parse(&body::bytes(body, "server.maxBodyBytes")?)?;
-    runner::start(state, request).await
+    runner::start(state, RunRequest::try_from(body)?).await
 }
 
 async fn get_run(State(state): Shared, Path(run_id): Path<String>) -> Result<Response, ApiError> {
     if let Some(entry) = state.runs.get(&run_id) {
-        return Ok(axum::Json(entry.to_json()).into_response());
+        return Ok(axum::Json(entry.answer()).into_response());
     }
     let run = load(&state, &run_id).await?;
-    Ok(axum::Json(runs::recorded_json(&run)).into_response())
+    Ok(axum::Json(runs::recorded_answer(&run)).into_response())
 }
 
 async fn get_events(
@@ -184,12 +183,12 @@ async fn get_events(
         // Read "done" first: every event of a finished run is in by then.
         let complete = entry.is_done();
         let events = entry.events.stamped_since(0);
-        return Ok(axum::Json(runs::events_json(&events, complete)).into_response());
+        return Ok(axum::Json(runs::events_answer(&events, complete)).into_response());
     }
     let run = load(&state, &run_id).await?;
     let complete = run.status != callai_engine::runlog::RunStatus::Running;
     let events: Vec<_> = run.event_times.into_iter().zip(run.events).collect();
-    Ok(axum::Json(runs::events_json(&events, complete)).into_response())
+    Ok(axum::Json(runs::events_answer(&events, complete)).into_response())
 }
 
 /// A run from the run log; 404 when neither this host nor the log knows it.
@@ -210,10 +209,9 @@ async fn load(
 
 async fn post_call(
     State(state): Shared,
-    body: Result<Bytes, BytesRejection>,
+    ApiJson(body): ApiJson<CallBodyJson>,
 ) -> Result<Response, ApiError> {
-    let call = CallBody::parse(&body::bytes(body, "server.maxBodyBytes")?)?;
-    crate::call::serve(&state, call).await
+    crate::call::serve(&state, CallBody::try_from(body)?).await
 }
 
 async fn metrics(State(state): Shared) -> impl IntoResponse {
@@ -233,13 +231,7 @@ async fn not_found(uri: axum::http::Uri) -> ApiError {
 
 async fn method_not_allowed(method: axum::http::Method, uri: axum::http::Uri) -> ApiError {
     ApiError::new(
-        StatusCode::METHOD_NOT_ALLOWED,
-        "method_not_allowed",
+        ApiCode::MethodNotAllowed,
         format!("{method} is not allowed on {}", uri.path()),
     )
-}
-
-/// The JSON of `value` with status 200.
-pub fn ok_json(value: Value) -> Response {
-    axum::Json(value).into_response()
 }

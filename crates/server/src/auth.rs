@@ -1,9 +1,9 @@
 //! The bearer token of `[server] tokenEnv`, and the rule that keeps a
 //! server without one on the loopback interface.
 
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use axum::extract::{Request, State};
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 use std::net::SocketAddr;
@@ -95,8 +95,7 @@ pub async fn require_token(
         return Ok(next.run(request).await);
     }
     let mut error = ApiError::new(
-        StatusCode::UNAUTHORIZED,
-        "unauthorized",
+        ApiCode::Unauthorized,
         "this server needs `Authorization: Bearer <token>`",
     );
     if header.is_some() {

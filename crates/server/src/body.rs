@@ -1,15 +1,110 @@
-//! The JSON bodies of `POST /v1/runs` and `POST /v1/call`, read field by
-//! field so that every refusal names the field: not JSON, not an object,
-//! a field missing, of the wrong type, or unknown.
+//! The JSON bodies of `POST /v1/runs` and `POST /v1/call`: typed with serde
+//! (`deny_unknown_fields`), read by the [`ApiJson`] extractor, and every
+//! refusal names its field in `details.field`: not JSON, not an object, a
+//! field missing, of the wrong type, or unknown.
 
-use crate::error::ApiError;
+use crate::error::{ApiCode, ApiError};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
+use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use callai_engine::MockScript;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
-/// `POST /v1/runs`.
+/// A JSON body of type `T`, refused with `validation_error` naming the
+/// field when it does not fit, or `413` over `[server] maxBodyBytes`.
+#[derive(Debug)]
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, ApiError> {
+        let bytes = bytes(
+            Bytes::from_request(request, state).await,
+            "server.maxBodyBytes",
+        )?;
+        parse(&bytes).map(Self)
+    }
+}
+
+/// The body's bytes, or the error that says why there are none (over the
+/// size limit `limit_key`: `413`).
+pub fn bytes(body: Result<Bytes, BytesRejection>, limit_key: &str) -> Result<Bytes, ApiError> {
+    body.map_err(|e| {
+        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            let message = format!("the body is over {limit_key}");
+            ApiError::over_limit(ApiCode::PayloadTooLarge, limit_key, message)
+        } else {
+            ApiError::invalid("body", e.body_text())
+        }
+    })
+}
+
+/// `bytes` as a `T`, every refusal naming its field: the path serde was at,
+/// or, for a field missing or unknown, the field itself.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    // serde reads a struct from an array too (field by position): only an
+    // object is a body here.
+    if bytes.trim_ascii_start().first() != Some(&b'{') {
+        return Err(match serde_json::from_slice::<Value>(bytes) {
+            Ok(_) => ApiError::invalid("body", "must be a JSON object"),
+            Err(e) => ApiError::invalid("body", format!("not JSON: {e}")),
+        });
+    }
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let inner = e.inner();
+        if inner.is_syntax() || inner.is_eof() {
+            return ApiError::invalid("body", format!("not JSON: {inner}"));
+        }
+        let text = inner.to_string();
+        let message = text.split(" at line").next().unwrap_or(&text);
+        let path = e.path().to_string();
+        match (path.as_str(), quoted(message)) {
+            (".", Some(field))
+                if message.starts_with("missing field") || message.starts_with("unknown field") =>
+            {
+                ApiError::invalid(field, message)
+            }
+            (".", _) => ApiError::invalid("body", "must be a JSON object"),
+            (path, _) => ApiError::invalid(path.split(['.', '[']).next().unwrap_or(path), message),
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::invalid("body", format!("not JSON: {e}")))?;
+    Ok(value)
+}
+
+/// The first `` `name` `` in serde's message.
+fn quoted(message: &str) -> Option<&str> {
+    let start = message.find('`')? + 1;
+    let len = message[start..].find('`')?;
+    Some(&message[start..start + len])
+}
+
+/// Deserializes a field that is present, `null` included, as `Some`.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+/// `POST /v1/runs`, as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunBody {
+    pack: String,
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+    run_id: Option<String>,
+    durable: Option<bool>,
+    wait: Option<bool>,
+    script: Option<Value>,
+    events: Option<bool>,
+}
+
+/// `POST /v1/run`, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
     /// The pack's name.
@@ -28,13 +123,22 @@ pub struct RunRequest {
     pub events: bool,
 }
 
-/// `POST /v1/call`.
+/// `POST /v1/call`, as sent.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct CallBodyJson {
+    request: Option<Map<String, Value>>,
+    script: Option<Value>,
+    node_id: Option<String>,
+    events: Option<bool>,
+}
+
+/// `POST /v1/call`, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CallBody {
     /// The ctx.callAI request, as wire JSON text (checked by the engine).
     pub request: String,
-    /// What the call goes to when the request names no provider, or the
-    /// one it names.
+    /// The provider the request names, if it names one.
     pub provider: Option<String>,
     /// A mock script for this call alone.
     pub script: Option<MockScript>,
@@ -44,60 +148,8 @@ pub struct CallBody {
     pub events: bool,
 }
 
-/// The body's bytes, or the error that says why there are none (over the
-/// size limit: `413`).
-pub fn bytes(body: Result<Bytes, BytesRejection>, limit_key: &str) -> Result<Bytes, ApiError> {
-    body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            ApiError::new(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "payload_too_large",
-                format!("the body is over {limit_key}"),
-            )
-            .with_details(serde_json::json!({"limit": limit_key}))
-        } else {
-            ApiError::invalid("body", e.body_text())
-        }
-    })
-}
-
-fn object(bytes: &[u8]) -> Result<Map<String, Value>, ApiError> {
-    match serde_json::from_slice::<Value>(bytes) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(ApiError::invalid("body", "must be a JSON object")),
-        Err(e) => Err(ApiError::invalid("body", format!("not JSON: {e}"))),
-    }
-}
-
-/// Refuses any key of `map` not in `known`.
-fn only(map: &Map<String, Value>, known: &[&str]) -> Result<(), ApiError> {
-    match map.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(ApiError::invalid(
-            k,
-            format!("unknown field (known: {})", known.join(", ")),
-        )),
-        None => Ok(()),
-    }
-}
-
-fn string(map: &mut Map<String, Value>, key: &str) -> Result<Option<String>, ApiError> {
-    match map.remove(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ApiError::invalid(key, "must be a string")),
-    }
-}
-
-fn flag(map: &mut Map<String, Value>, key: &str, default: bool) -> Result<bool, ApiError> {
-    match map.remove(key) {
-        None | Some(Value::Null) => Ok(default),
-        Some(Value::Bool(b)) => Ok(b),
-        Some(_) => Err(ApiError::invalid(key, "must be true or false")),
-    }
-}
-
-fn script(map: &mut Map<String, Value>) -> Result<Option<(MockScript, String)>, ApiError> {
-    match map.remove("script") {
+fn script(value: Option<Value>) -> Result<Option<(MockScript, String)>, ApiError> {
+    match value {
         None | Some(Value::Null) => Ok(None),
         Some(v) => {
             let text = v.to_string();
@@ -116,29 +168,14 @@ pub fn valid_run_id(id: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
 }
 
-impl RunRequest {
-    /// Reads a `POST /v1/runs` body.
-    pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
-        let mut map = object(bytes)?;
-        only(
-            &map,
-            &[
-                "pack", "input", "runId", "durable", "wait", "script", "events",
-            ],
-        )?;
-        let pack = string(&mut map, "pack")?
-            .ok_or_else(|| ApiError::invalid("pack", "missing: name the pack to run"))?;
-        let input = match map.remove("input") {
-            Some(v) => v.to_string(),
-            None => {
-                return Err(ApiError::invalid(
-                    "input",
-                    "missing: the node's input, any JSON value",
-                ));
-            }
-        };
-        let run_id = string(&mut map, "runId")?;
-        if let Some(id) = &run_id
+impl TryFrom<RunBody> for RunRequest {
+    type Error = ApiError;
+
+    fn try_from(body: RunBody) -> Result<Self, ApiError> {
+        let input = body.input.ok_or_else(|| {
+            ApiError::invalid("input", "missing: the node's input, any JSON value")
+        })?;
+        if let Some(id) = &body.run_id
             && !valid_run_id(id)
         {
             return Err(ApiError::invalid(
@@ -147,48 +184,38 @@ impl RunRequest {
             ));
         }
         Ok(Self {
-            pack,
-            input,
-            run_id,
-            durable: flag(&mut map, "durable", false)?,
-            wait: flag(&mut map, "wait", true)?,
-            script: script(&mut map)?,
-            events: flag(&mut map, "events", false)?,
+            pack: body.pack,
+            input: input.to_string(),
+            run_id: body.run_id,
+            durable: body.durable.unwrap_or(false),
+            wait: body.wait.unwrap_or(true),
+            script: script(body.script)?,
+            events: body.events.unwrap_or(false),
         })
     }
 }
 
-impl CallBody {
-    /// Reads a `POST /v1/call` body.
-    pub fn parse(bytes: &[u8]) -> Result<Self, ApiError> {
-        let mut map = object(bytes)?;
-        only(&map, &["request", "script", "nodeId", "events"])?;
-        let request = match map.remove("request") {
-            Some(r @ Value::Object(_)) => r,
-            Some(_) => return Err(ApiError::invalid("request", "must be a JSON object")),
-            None => {
-                return Err(ApiError::invalid(
-                    "request",
-                    "missing: the ctx.callAI request, in wire JSON",
-                ));
-            }
-        };
-        let provider = request
-            .get("provider")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        let node_id = string(&mut map, "nodeId")?;
-        if let Some(id) = &node_id
+impl TryFrom<CallBodyJson> for CallBody {
+    type Error = ApiError;
+
+    fn try_from(body: CallBodyJson) -> Result<Self, ApiError> {
+        let request = body.request.ok_or_else(|| {
+            ApiError::invalid("request", "missing: the ctx.callAI request, in wire JSON")
+        })?;
+        if let Some(id) = &body.node_id
             && (id.is_empty() || id.len() > 256)
         {
             return Err(ApiError::invalid("nodeId", "must be 1 to 256 characters"));
         }
         Ok(Self {
-            request: request.to_string(),
-            provider,
-            script: script(&mut map)?.map(|(s, _)| s),
-            node_id,
-            events: flag(&mut map, "events", false)?,
+            provider: request
+                .get("provider")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            request: Value::Object(request).to_string(),
+            script: script(body.script)?.map(|(s, _)| s),
+            node_id: body.node_id,
+            events: body.events.unwrap_or(false),
         })
     }
 }
@@ -197,28 +224,38 @@ impl CallBody {
 mod tests {
     use super::*;
 
-    fn run_err(body: &str) -> (String, String) {
-        let e = RunRequest::parse(body.as_bytes()).unwrap_err();
-        let field = e.details.unwrap()["field"].as_str().unwrap().to_owned();
-        (field, e.message)
+    fn run(body: &str) -> Result<RunRequest, ApiError> {
+        parse::<RunBody>(body.as_bytes()).and_then(RunRequest::try_from)
+    }
+
+    fn call(body: &str) -> Result<CallBody, ApiError> {
+        parse::<CallBodyJson>(body.as_bytes()).and_then(CallBody::try_from)
+    }
+
+    fn field(e: ApiError) -> String {
+        e.details.unwrap()["field"].as_str().unwrap().to_owned()
     }
 
     #[test]
     fn a_run_request_reads_its_fields() {
-        let r = RunRequest::parse(br#"{"pack": "p", "input": "hi", "wait": false}"#).unwrap();
+        let r = run(r#"{"pack": "p", "input": "hi", "wait": false}"#).unwrap();
         assert_eq!((r.pack.as_str(), r.input.as_str()), ("p", "\"hi\""));
         assert!(!r.wait && !r.durable && !r.events && r.run_id.is_none());
-        let r =
-            RunRequest::parse(br#"{"pack": "p", "input": {"a": [1]}, "runId": "r-1"}"#).unwrap();
+        let r = run(r#"{"pack": "p", "input": {"a": [1]}, "runId": "r-1"}"#).unwrap();
         assert_eq!(r.input, r#"{"a":[1]}"#);
         assert!(r.wait);
+        assert_eq!(
+            run(r#"{"pack": "p", "input": null}"#).unwrap().input,
+            "null"
+        );
     }
 
     #[test]
     fn every_refusal_names_its_field() {
-        for (body, field) in [
+        for (body, want) in [
             ("nope", "body"),
             ("[1]", "body"),
+            (r#"{"pack": "p", "input": 1} x"#, "body"),
             (r#"{"input": 1}"#, "pack"),
             (r#"{"pack": "p"}"#, "input"),
             (r#"{"pack": 3, "input": 1}"#, "pack"),
@@ -230,18 +267,22 @@ mod tests {
             ),
             (r#"{"pack": "p", "input": 1, "colour": "red"}"#, "colour"),
         ] {
-            assert_eq!(run_err(body).0, field, "{body}");
+            let e = run(body).unwrap_err();
+            assert!(e.message.starts_with(want), "{body}: {}", e.message);
+            assert_eq!(field(e), want, "{body}");
         }
-        let e = CallBody::parse(br#"{"script": []}"#).unwrap_err();
-        assert_eq!(e.details.unwrap()["field"], "request");
-        let e = CallBody::parse(br#"{"request": "hi"}"#).unwrap_err();
-        assert_eq!(e.details.unwrap()["field"], "request");
+        assert_eq!(field(call(r#"{"script": []}"#).unwrap_err()), "request");
+        assert_eq!(field(call(r#"{"request": "hi"}"#).unwrap_err()), "request");
+        assert_eq!(
+            field(call(r#"{"request": {}, "nodeId": ""}"#).unwrap_err()),
+            "nodeId"
+        );
     }
 
     #[test]
     fn a_call_body_keeps_the_request_as_sent() {
-        let c = CallBody::parse(
-            br#"{"request": {"messages": [], "retry": {"maxAttempts": 2.5}, "provider": "x"}}"#,
+        let c = call(
+            r#"{"request": {"messages": [], "retry": {"maxAttempts": 2.5}, "provider": "x"}}"#,
         )
         .unwrap();
         assert!(c.request.contains("2.5"));

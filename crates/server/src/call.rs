@@ -2,10 +2,10 @@
 //! wasm. The call goes through a run session of its own, so it meets the
 //! same engine, limits, events, metrics and traces as a pack's call.
 
-use crate::app::{AppState, ok_json};
+use crate::answer::CallAnswer;
+use crate::app::AppState;
 use crate::body::CallBody;
-use crate::error::ApiError;
-use axum::http::StatusCode;
+use crate::error::{ApiCode, ApiError};
 use axum::response::{IntoResponse, Response};
 use callai_engine::{CallInput, EventLog, Journal, RunError, RunSession};
 use serde_json::json;
@@ -33,7 +33,7 @@ pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiErro
         () = ticket.start() => {}
         () = state.admission.stopped() => {
             return Err(ApiError::unavailable(
-                "shutting_down",
+                ApiCode::ShuttingDown,
                 "this host shut down before the call started",
                 1,
             ));
@@ -59,28 +59,25 @@ pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiErro
     };
     drop(ticket);
     state.report_load();
-    let with_events = |mut body: serde_json::Value| {
-        if call.events {
-            let list: Vec<_> = events.snapshot().iter().map(|e| e.to_json()).collect();
-            body["events"] = list.into();
-        }
-        body
-    };
+    let events = call.events.then(|| events.snapshot());
     match outcome {
-        Some(Ok(Ok(result))) => Ok(ok_json(with_events(json!({"result": result})))),
+        Some(Ok(Ok(result))) => Ok(axum::Json(CallAnswer { result, events }).into_response()),
         Some(Ok(Err(error))) => {
             let e = ApiError::from_call(&error);
-            Ok((e.status, axum::Json(with_events(e.body()))).into_response())
+            let mut body = e.body();
+            if let Some(events) = events {
+                body["events"] = json!(events);
+            }
+            Ok((e.status(), axum::Json(body)).into_response())
         }
-        Some(Err(RunError::Limit { key, message })) => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "limit_exceeded",
+        Some(Err(RunError::Limit { key, message })) => Err(ApiError::over_limit(
+            ApiCode::LimitExceeded,
+            key,
             format!("{key}: {message}"),
-        )
-        .with_details(json!({"limit": key}))),
+        )),
         Some(Err(e)) => Err(ApiError::internal(e.to_string())),
         None => Err(ApiError::unavailable(
-            "shutting_down",
+            ApiCode::ShuttingDown,
             "this host shut down while the call was going on",
             1,
         )),

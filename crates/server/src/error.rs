@@ -1,32 +1,115 @@
-//! The API's errors: `{"error": {"code", "message", "details"?}}` with the
-//! status that goes with the code.
+//! The API's errors: one enum of codes, each with the status it answers
+//! with, and the body `{"error": {"code", "message", "details"?}}`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use callai_engine::wire::{CallError, ErrorCode};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+/// What went wrong, as the `code` of an error body says it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiCode {
+    /// A failed ctx.callAI call, with its own code (`validation_error`,
+    /// `policy_denied`, `envelope_*`, `provider_unavailable`, ...).
+    Call(ErrorCode),
+    /// The body is over its size limit.
+    PayloadTooLarge,
+    /// A run or call went past a `[limits]` bound.
+    LimitExceeded,
+    /// No such route, pack or run.
+    NotFound,
+    /// The route does not take this method.
+    MethodNotAllowed,
+    /// A run id already in use.
+    Conflict,
+    /// No bearer token, or not this server's.
+    Unauthorized,
+    /// Every run slot and queue place is taken.
+    Overloaded,
+    /// The server is shutting down.
+    ShuttingDown,
+    /// The server holds as many uploaded packs as it keeps.
+    TooManyPacks,
+    /// A fault of this host, never of the request.
+    Internal,
+}
+
+impl ApiCode {
+    /// The code as the body spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Call(code) => code.as_str(),
+            Self::PayloadTooLarge => "payload_too_large",
+            Self::LimitExceeded => "limit_exceeded",
+            Self::NotFound => "not_found",
+            Self::MethodNotAllowed => "method_not_allowed",
+            Self::Conflict => "conflict",
+            Self::Unauthorized => "unauthorized",
+            Self::Overloaded => "overloaded",
+            Self::ShuttingDown => "shutting_down",
+            Self::TooManyPacks => "too_many_packs",
+            Self::Internal => "internal",
+        }
+    }
+
+    /// The status it answers with. A failed call: `validation_error` 400,
+    /// `policy_denied` 403, every other code 502.
+    pub fn status(self) -> StatusCode {
+        match self {
+            Self::Call(ErrorCode::ValidationError) => StatusCode::BAD_REQUEST,
+            Self::Call(ErrorCode::PolicyDenied) => StatusCode::FORBIDDEN,
+            Self::Call(_) => StatusCode::BAD_GATEWAY,
+            Self::PayloadTooLarge | Self::LimitExceeded => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Conflict => StatusCode::CONFLICT,
+            Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Overloaded | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
+            Self::TooManyPacks => StatusCode::INSUFFICIENT_STORAGE,
+            Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+impl Serialize for ApiCode {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
 
 /// An error the API answers with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApiError {
-    /// The HTTP status.
-    pub status: StatusCode,
-    /// A stable code: `validation_error`, `unauthorized`, `not_found`, ...
-    pub code: String,
+    /// What went wrong; the status follows from it.
+    pub code: ApiCode,
     /// A sentence for a person.
     pub message: String,
-    /// More, when there is more.
-    pub details: Option<Value>,
+    /// More, when there is more (`field`, `limit`, `totalAttempts`, ...).
+    pub details: Option<Map<String, Value>>,
     /// `Retry-After`, in seconds, for a 503.
     pub retry_after: Option<u64>,
 }
 
+/// The body: `{"error": {"code", "message", "details"?}}`.
+#[derive(Serialize)]
+struct Body<'a> {
+    error: Inner<'a>,
+}
+
+#[derive(Serialize)]
+struct Inner<'a> {
+    code: ApiCode,
+    message: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Map<String, Value>>,
+}
+
 impl ApiError {
-    /// An error with `status` and `code`.
-    pub fn new(status: StatusCode, code: &str, message: impl Into<String>) -> Self {
+    /// An error of `code`.
+    pub fn new(code: ApiCode, message: impl Into<String>) -> Self {
         Self {
-            status,
-            code: code.into(),
+            code,
             message: message.into(),
             details: None,
             retry_after: None,
@@ -37,73 +120,76 @@ impl ApiError {
     /// start of the message (as a refused ctx.callAI request does).
     pub fn invalid(field: &str, message: impl std::fmt::Display) -> Self {
         Self::new(
-            StatusCode::BAD_REQUEST,
-            "validation_error",
+            ApiCode::Call(ErrorCode::ValidationError),
             format!("{field}: {message}"),
         )
-        .with_details(json!({"field": field}))
+        .with_detail("field", field)
     }
 
     /// 404 `not_found`.
     pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, "not_found", message)
+        Self::new(ApiCode::NotFound, message)
     }
 
     /// 409 `conflict`.
     pub fn conflict(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::CONFLICT, "conflict", message)
+        Self::new(ApiCode::Conflict, message)
     }
 
     /// 500 `internal`: a fault of this host, never of the request.
     pub fn internal(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", message)
+        Self::new(ApiCode::Internal, message)
     }
 
     /// 503: the host is full or shutting down; try again after `seconds`.
-    pub fn unavailable(code: &str, message: impl Into<String>, seconds: u64) -> Self {
-        let mut e = Self::new(StatusCode::SERVICE_UNAVAILABLE, code, message);
+    pub fn unavailable(code: ApiCode, message: impl Into<String>, seconds: u64) -> Self {
+        let mut e = Self::new(code, message);
         e.retry_after = Some(seconds);
         e
     }
 
-    /// With `details`.
-    pub fn with_details(mut self, details: Value) -> Self {
-        self.details = Some(details);
+    /// 413 for a body or a run over `key` (`server.maxBodyBytes`,
+    /// `limits.maxCallsPerRun`, ...), naming it in `details.limit`.
+    pub fn over_limit(code: ApiCode, key: &str, message: impl Into<String>) -> Self {
+        Self::new(code, message).with_detail("limit", key)
+    }
+
+    /// With `details.key` = `value`.
+    pub fn with_detail(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.details
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value.into());
         self
     }
 
-    /// A failed ctx.callAI call, as `/v1/call` answers it: `validation_error`
-    /// 400, `policy_denied` 403, every other code 502.
+    /// A failed ctx.callAI call, as `/v1/call` answers it.
     pub fn from_call(error: &CallError) -> Self {
-        let status = match error.code {
-            ErrorCode::ValidationError => StatusCode::BAD_REQUEST,
-            ErrorCode::PolicyDenied => StatusCode::FORBIDDEN,
-            _ => StatusCode::BAD_GATEWAY,
-        };
-        let mut e = Self::new(status, error.code.as_str(), error.message.clone());
-        e.details = error.details.clone().map(Value::Object);
+        let mut e = Self::new(ApiCode::Call(error.code), error.message.clone());
+        e.details = error.details.clone();
         e
+    }
+
+    /// The status it answers with.
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
     }
 
     /// The body.
     pub fn body(&self) -> Value {
-        let mut error = json!({"code": self.code, "message": self.message});
-        if let Some(details) = &self.details {
-            error["details"] = details.clone();
-        }
-        json!({"error": error})
+        json!(Body {
+            error: Inner {
+                code: self.code,
+                message: &self.message,
+                details: self.details.as_ref(),
+            },
+        })
     }
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{} {}: {}",
-            self.status.as_u16(),
-            self.code,
-            self.message
-        )
+        let status = self.status().as_u16();
+        write!(f, "{status} {}: {}", self.code.as_str(), self.message)
     }
 }
 
@@ -111,7 +197,7 @@ impl std::error::Error for ApiError {}
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status, axum::Json(self.body())).into_response();
+        let mut response = (self.status(), axum::Json(self.body())).into_response();
         if let Some(seconds) = self.retry_after {
             response
                 .headers_mut()
@@ -131,13 +217,24 @@ mod tests {
             (ErrorCode::ValidationError, 400),
             (ErrorCode::PolicyDenied, 403),
             (ErrorCode::ProviderUnavailable, 502),
+            (ErrorCode::EnvelopeInvalid, 502),
         ];
         for (code, status) in cases {
             let e = ApiError::from_call(&CallError::new(code, "m"));
-            assert_eq!(e.status.as_u16(), status, "{code:?}");
+            assert_eq!(e.status().as_u16(), status, "{code:?}");
             assert_eq!(e.body()["error"]["code"], code.as_str());
         }
         let e = ApiError::from_call(&CallError::validation("retry.maxAttempts", "bad"));
         assert_eq!(e.body()["error"]["details"]["field"], "retry.maxAttempts");
+    }
+
+    #[test]
+    fn the_body_has_details_only_when_there_are_some() {
+        let e = ApiError::not_found("no run \"x\"");
+        assert_eq!(
+            e.body(),
+            json!({"error": {"code": "not_found", "message": "no run \"x\""}})
+        );
+        assert_eq!(e.to_string(), "404 not_found: no run \"x\"");
     }
 }

@@ -26,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod admission;
+mod answer;
 mod app;
 mod auth;
 mod body;

@@ -2,8 +2,7 @@
 //! `--packs DIR` (named by file stem), and uploads. Each is compiled once
 //! per content hash, off the async workers, and kept pre-instantiated.
 
-use crate::error::ApiError;
-use axum::http::StatusCode;
+use crate::error::{ApiCode, ApiError};
 use callai_host::{Pack, PackRuntime};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -284,8 +283,7 @@ impl PackStore {
         if !replacing {
             if *uploads >= MAX_UPLOADS {
                 return Err(ApiError::new(
-                    StatusCode::INSUFFICIENT_STORAGE,
-                    "too_many_packs",
+                    ApiCode::TooManyPacks,
                     format!("this server keeps at most {MAX_UPLOADS} uploaded packs"),
                 ));
             }

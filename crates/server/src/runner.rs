@@ -4,7 +4,8 @@
 //! stopped cleanly when a shutdown's grace period ends.
 
 use crate::admission::Ticket;
-use crate::app::{AppState, ok_json};
+use crate::answer::{Accepted, StatusWord};
+use crate::app::AppState;
 use crate::body::RunRequest;
 use crate::error::ApiError;
 use crate::runs::{CallCounter, RunEntry, run_error_json};
@@ -77,21 +78,18 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
     };
     state.tasks.spawn(work.run(ticket, journal));
     if !request.wait {
-        let body = json!({"runId": run_id, "status": "running"});
+        let body = Accepted {
+            run_id,
+            status: StatusWord::Running,
+        };
         return Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response());
     }
     entry.wait().await;
-    let mut body = entry.to_json();
+    let mut answer = entry.answer();
     if request.events {
-        let events: Vec<_> = entry
-            .events
-            .snapshot()
-            .iter()
-            .map(|e| e.to_json())
-            .collect();
-        body["events"] = events.into();
+        answer.events = Some(entry.events.snapshot());
     }
-    Ok(ok_json(body))
+    Ok(axum::Json(answer).into_response())
 }
 
 /// The run's journal: recording into the run log when there is one (with

@@ -2,6 +2,7 @@
 //! ones (`[server] keepRuns`), each with its live event log. A run log, when
 //! set, holds the rest.
 
+use crate::answer::{AttemptsTotal, EventsAnswer, RunAnswer, RunEvent, StatusWord};
 use crate::error::ApiError;
 use callai_engine::RunError;
 use callai_engine::events::{Event, EventLog};
@@ -9,7 +10,7 @@ use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, Req
 use callai_engine::runlog::{RecordedRun, RunStatus};
 use callai_engine::wire::{CallError, CallResult};
 use callai_host::RunOutput;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
@@ -44,12 +45,12 @@ impl Tally {
 
     /// `{"count", "outputTokens"?, "usageComplete"}`, as RFC 0248 spells a
     /// call's attempts.
-    pub fn to_json(self) -> Value {
-        let mut a = json!({"count": self.count, "usageComplete": self.reported == self.count});
-        if self.reported > 0 {
-            a["outputTokens"] = self.output_tokens.into();
+    pub fn total(self) -> AttemptsTotal {
+        AttemptsTotal {
+            count: self.count,
+            output_tokens: (self.reported > 0).then_some(self.output_tokens),
+            usage_complete: self.reported == self.count,
         }
-        a
     }
 }
 
@@ -137,14 +138,14 @@ impl RunEntry {
     }
 
     /// `{"runId", "status", "calls", "attempts", "output"?, "error"?}`.
-    pub fn to_json(&self) -> Value {
+    pub fn answer(&self) -> RunAnswer {
         let (status, calls) = self.state.lock().expect("run state").clone();
         let events = self.events.snapshot();
         let calls = match status {
             Status::Running => self.calls.load(Ordering::Relaxed),
             _ => calls,
         };
-        status_json(&self.run_id, &status, calls, Tally::of(&events))
+        run_answer(&self.run_id, status, calls, Tally::of(&events))
     }
 }
 
@@ -170,26 +171,26 @@ impl CallObserver for CallCounter {
     }
 }
 
-/// A run's status JSON.
-pub fn status_json(run_id: &str, status: &Status, calls: u32, tally: Tally) -> Value {
-    let mut body = Map::new();
-    body.insert("runId".into(), run_id.into());
-    let (word, extra) = match status {
-        Status::Running => ("running", None),
-        Status::Ok(output) => ("ok", Some(("output", output.clone()))),
-        Status::Failed(error) => ("failed", Some(("error", error.clone()))),
+/// A run's status answer.
+fn run_answer(run_id: &str, status: Status, calls: u32, tally: Tally) -> RunAnswer {
+    let (status, output, error) = match status {
+        Status::Running => (StatusWord::Running, None, None),
+        Status::Ok(output) => (StatusWord::Ok, Some(output), None),
+        Status::Failed(error) => (StatusWord::Failed, None, Some(error)),
     };
-    body.insert("status".into(), word.into());
-    body.insert("calls".into(), calls.into());
-    body.insert("attempts".into(), tally.to_json());
-    if let Some((key, value)) = extra {
-        body.insert(key.into(), value);
+    RunAnswer {
+        run_id: run_id.to_owned(),
+        status,
+        calls,
+        attempts: tally.total(),
+        output,
+        error,
+        events: None,
     }
-    Value::Object(body)
 }
 
-/// A recorded run's status JSON, from a run log.
-pub fn recorded_json(run: &RecordedRun) -> Value {
+/// A recorded run's status answer, from a run log.
+pub fn recorded_answer(run: &RecordedRun) -> RunAnswer {
     let status = match (run.status, &run.output) {
         (RunStatus::Running, _) => Status::Running,
         (RunStatus::Ok, output) => Status::Ok(output_json(output.as_deref().unwrap_or("null"))),
@@ -202,9 +203,9 @@ pub fn recorded_json(run: &RecordedRun) -> Value {
             Status::Failed(error)
         }
     };
-    status_json(
+    run_answer(
         &run.run_id,
-        &status,
+        status,
         run.calls.len() as u32,
         Tally::of(&run.events),
     )
@@ -295,22 +296,21 @@ impl RunTable {
 /// `{"events": [...], "isComplete"}`: openwop's run-event envelope, with a
 /// `sequence` from 1, the event's `type` and `payload`, the `nodeId` its
 /// payload names, and when it happened (RFC 3339, UTC).
-pub fn events_json(events: &[(u64, Event)], complete: bool) -> Value {
-    let list: Vec<Value> = events
+pub fn events_answer(events: &[(u64, Event)], complete: bool) -> EventsAnswer {
+    let events = events
         .iter()
         .enumerate()
-        .map(|(i, (at, event))| {
-            let mut e = event.to_json();
-            let node = e["payload"].get("nodeId").cloned();
-            e["sequence"] = (i as u64 + 1).into();
-            if let Some(node) = node {
-                e["nodeId"] = node;
-            }
-            e["timestamp"] = rfc3339(*at).into();
-            e
+        .map(|(i, (at, event))| RunEvent {
+            sequence: i as u64 + 1,
+            node_id: event.to_json()["payload"].get("nodeId").cloned(),
+            event: event.clone(),
+            timestamp: rfc3339(*at),
         })
         .collect();
-    json!({"events": list, "isComplete": complete})
+    EventsAnswer {
+        events,
+        is_complete: complete,
+    }
 }
 
 /// `ms` since the Unix epoch as `2026-11-30T15:03:12.345Z`.
@@ -350,18 +350,18 @@ mod tests {
     fn the_tally_sums_every_request() {
         let t = Tally::of(&[usage(Some(5), 1), usage(None, 2), usage(Some(7), 1)]);
         assert_eq!(
-            t.to_json(),
+            json!(t.total()),
             json!({"count": 3, "outputTokens": 12, "usageComplete": false})
         );
         assert_eq!(
-            Tally::of(&[]).to_json(),
+            json!(Tally::of(&[]).total()),
             json!({"count": 0, "usageComplete": true})
         );
     }
 
     #[test]
     fn envelopes_number_from_one_and_name_the_node() {
-        let v = events_json(&[(0, usage(Some(1), 1))], true);
+        let v = json!(events_answer(&[(0, usage(Some(1), 1))], true));
         assert_eq!(v["isComplete"], true);
         let e = &v["events"][0];
         assert_eq!(
@@ -384,6 +384,6 @@ mod tests {
         assert!(table.get("r0").is_none() && table.get("r1").is_none());
         assert!(table.get("r2").is_some() && table.get("r3").is_some());
         let again = Arc::new(RunEntry::new("r3".into(), "p".into(), "n".into()));
-        assert_eq!(table.insert(again).unwrap_err().status.as_u16(), 409);
+        assert_eq!(table.insert(again).unwrap_err().status().as_u16(), 409);
     }
 }

@@ -66,7 +66,12 @@ impl Config {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
-        Self::from_toml(&text)
+        Self::from_toml(&text).map_err(|e| match e {
+            ConfigError::Parse(message) => {
+                ConfigError::Parse(format!("{}: {message}", path.display()))
+            }
+            e => e,
+        })
     }
 
     /// Checks every section, each with its owner's rules.

@@ -1,0 +1,85 @@
+//! Why a `callai` command could not do what it was asked (exit code 2): a
+//! bad argument, config, file, script, pack or run log. A run that went and
+//! failed is not one of these (it prints the run's error, exit code 1).
+
+use callai_engine::mock::ScriptError;
+use callai_engine::{ConfigError, RunLogError};
+use callai_host::LoadError;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+/// A command that could not start, or could not finish its output.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// The host config is not usable.
+    #[error("{0}")]
+    Config(#[from] ConfigError),
+    /// A file given on the command line could not be read.
+    #[error("cannot read {what} {}: {source}", path.display())]
+    Read {
+        /// What the file is for (`input`, `script`).
+        what: &'static str,
+        /// The path given.
+        path: PathBuf,
+        /// Why (no such file, permission denied, ...).
+        source: std::io::Error,
+    },
+    /// An output file could not be written.
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        /// The path given.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The pack is neither a bundled example nor a file.
+    #[error("{name:?} is neither a component file nor a bundled example ({known})")]
+    NoSuchPack {
+        /// What was given.
+        name: String,
+        /// The bundled examples' names.
+        known: String,
+    },
+    /// The pack does not load.
+    #[error("cannot load {name}: {source}")]
+    Load {
+        /// The pack as given.
+        name: String,
+        /// Why.
+        source: LoadError,
+    },
+    /// The mock script is not one.
+    #[error("{0}")]
+    Script(#[from] ScriptError),
+    /// The run log cannot be used for what was asked.
+    #[error("{0}")]
+    RunLog(#[from] RunLogError),
+    /// Anything else the arguments ask for that cannot be done.
+    #[error("{0}")]
+    Usage(String),
+}
+
+impl CliError {
+    /// Tells the person or program that ran the command: a line they can
+    /// read on a terminal, the JSON `{"error": {"kind", "message"}}` for a
+    /// program reading stderr.
+    pub fn report(&self) {
+        let message = self.to_string();
+        if std::io::stderr().is_terminal() {
+            eprintln!("error: {message}");
+        } else {
+            let kind = match self {
+                Self::Config(_) => "config",
+                Self::Read { .. } | Self::Write { .. } => "io",
+                Self::NoSuchPack { .. } | Self::Load { .. } => "pack",
+                Self::Script(_) => "script",
+                Self::RunLog(_) => "runlog",
+                Self::Usage(_) => "usage",
+            };
+            eprintln!(
+                "{}",
+                serde_json::json!({"error": {"kind": kind, "message": message}})
+            );
+        }
+    }
+}
