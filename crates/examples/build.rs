@@ -172,6 +172,37 @@ fn main() {
         .unwrap();
     }
     code.push_str("];\n");
+    // The SDKs `callai new` writes beside a new pack.
+    let ts_sdk = node.as_ref().map(|node| {
+        node.pack_sdk(&out_dir)
+            .unwrap_or_else(|why| panic!("{why}"))
+    });
+    let py_sdk = python.as_ref().map(|python| {
+        python
+            .wheel(&root, &out_dir.join("py-sdk"))
+            .unwrap_or_else(|why| panic!("{why}"))
+    });
+    for (name, file) in [("TS_SDK", &ts_sdk), ("PY_SDK", &py_sdk)] {
+        let value = match file {
+            Some(path) => format!(
+                "Some(SdkPackage {{ file_name: {:?}, bytes: include_bytes!({path:?}) }})",
+                path.file_name().unwrap().to_string_lossy()
+            ),
+            None => "None".into(),
+        };
+        writeln!(
+            code,
+            "#[doc(hidden)]\npub static {name}: Option<SdkPackage> = {value};"
+        )
+        .unwrap();
+    }
+    let python = python.as_ref().map(|p| p.interpreter());
+    writeln!(
+        code,
+        "#[doc(hidden)]\npub const BUILD_PYTHON: Option<&str> = {:?};",
+        python.as_ref().map(|p| p.display().to_string())
+    )
+    .unwrap();
     fs::write(out_dir.join("examples.rs"), code).unwrap();
 }
 

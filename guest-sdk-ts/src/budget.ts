@@ -66,7 +66,7 @@ export class Budget {
       throw new BudgetError('maxRequests', this.maxRequestsLimit, s.requests, 1);
     }
     if (this.maxOutputTokensLimit !== undefined) {
-      const needed = request.maxTokensSet ?? this.defaultMaxTokensValue;
+      const needed = request.requestedMaxTokens ?? this.defaultMaxTokensValue;
       if (s.outputTokens + needed > this.maxOutputTokensLimit) {
         throw new BudgetError('maxOutputTokens', this.maxOutputTokensLimit, s.outputTokens, needed);
       }
@@ -113,8 +113,8 @@ export class Budget {
     let narrowed = request;
     const left = this.remainingRequests();
     if (left !== undefined && callAccounting().retryPolicy) {
-      const retry = request.retrySet ?? Retry.new();
-      const cap = Math.min(retry.cap ?? left, left);
+      const retry = request.requestedRetry ?? Retry.new();
+      const cap = Math.min(retry.attemptCap ?? left, left);
       narrowed = request.retry(retry.maxAttempts(Math.min(Math.max(cap, 1), MAX_ATTEMPTS)));
     }
     try {

@@ -48,8 +48,13 @@ export class Retry {
   }
 
   /** The cap set, if any. */
-  get cap(): number | undefined {
+  get attemptCap(): number | undefined {
     return this.policy.maxAttempts;
+  }
+
+  /** Whether truncation retries may grow the budget (`undefined`: the host's default, yes). */
+  get growsMaxTokens(): boolean | undefined {
+    return this.policy.growMaxTokens;
   }
 }
 
@@ -135,12 +140,12 @@ export class Request {
   }
 
   /** The output budget set, if any. */
-  get maxTokensSet(): number | undefined {
+  get requestedMaxTokens(): number | undefined {
     return this.wire.maxTokens;
   }
 
   /** The retry policy set, if any. */
-  get retrySet(): Retry | undefined {
+  get requestedRetry(): Retry | undefined {
     const p = this.wire.retry;
     if (p === undefined) return undefined;
     let r = Retry.new();

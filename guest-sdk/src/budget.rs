@@ -152,7 +152,11 @@ impl Budget {
             });
         }
         if let Some(max) = self.max_output_tokens {
-            let needed = u64::from(request.get_max_tokens().unwrap_or(self.default_max_tokens));
+            let needed = u64::from(
+                request
+                    .requested_max_tokens()
+                    .unwrap_or(self.default_max_tokens),
+            );
             if self.spent.output_tokens + needed > max {
                 return Err(BudgetError::Exceeded {
                     limit: "maxOutputTokens",
@@ -207,8 +211,8 @@ impl Budget {
         if let Some(left) = self.remaining_requests()
             && call_accounting().retry_policy
         {
-            let retry = request.get_retry().unwrap_or_default();
-            let cap = retry.get_max_attempts().map_or(left, |n| n.min(left));
+            let retry = request.requested_retry().unwrap_or_default();
+            let cap = retry.attempt_cap().map_or(left, |n| n.min(left));
             let narrowed = retry
                 .max_attempts(cap.clamp(1, MAX_ATTEMPTS))
                 .expect("clamped into range");

@@ -31,10 +31,11 @@ impl fmt::Display for NodeError {
 impl std::error::Error for NodeError {}
 
 impl From<CallError> for NodeError {
-    /// The call's wire JSON `{code, message, details?}`, so a host reading
-    /// the run's error sees the code.
+    /// `code: message` (`envelope_invalid: ...`), as the TypeScript and
+    /// Python SDKs word a failed call: the host's run error carries it as
+    /// text, not as JSON inside a string.
     fn from(e: CallError) -> Self {
-        Self(e.to_json().to_string())
+        Self(e.to_string())
     }
 }
 

@@ -12,7 +12,7 @@ use std::fmt;
 /// use callai_sdk::Retry;
 ///
 /// let retry = Retry::new().max_attempts(2)?.grow_max_tokens(false);
-/// assert_eq!(retry.get_max_attempts(), Some(2));
+/// assert_eq!(retry.attempt_cap(), Some(2));
 /// assert!(Retry::new().max_attempts(17).is_err());
 /// # Ok::<(), callai_sdk::RetryError>(())
 /// ```
@@ -66,12 +66,12 @@ impl Retry {
     }
 
     /// The cap set, if any.
-    pub fn get_max_attempts(&self) -> Option<u32> {
+    pub fn attempt_cap(&self) -> Option<u32> {
         self.0.max_attempts
     }
 
     /// Whether truncation retries may grow the budget (`None`: the host's default, yes).
-    pub fn get_grow_max_tokens(&self) -> Option<bool> {
+    pub fn grows_max_tokens(&self) -> Option<bool> {
         self.0.grow_max_tokens
     }
 }
@@ -168,12 +168,12 @@ impl Request {
     }
 
     /// The output budget set, if any.
-    pub fn get_max_tokens(&self) -> Option<u32> {
+    pub fn requested_max_tokens(&self) -> Option<u32> {
         self.0.max_tokens
     }
 
     /// The retry policy set, if any.
-    pub fn get_retry(&self) -> Option<Retry> {
+    pub fn requested_retry(&self) -> Option<Retry> {
         self.0.retry.map(Retry)
     }
 
@@ -244,7 +244,7 @@ mod tests {
             assert!(e.to_string().contains("1..16"), "{e}");
         }
         assert_eq!(
-            Retry::new().max_attempts(16).unwrap().get_max_attempts(),
+            Retry::new().max_attempts(16).unwrap().attempt_cap(),
             Some(16)
         );
     }

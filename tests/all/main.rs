@@ -6,6 +6,7 @@
 mod bookai;
 mod cache;
 mod cli;
+mod cli_new;
 mod cli_replay;
 mod cli_resume;
 mod cli_serve;

@@ -21,6 +21,15 @@ pub enum Command {
     Serve(ServeArgs),
     /// List the bundled example packs.
     Examples,
+    /// Write a new pack into DIR, with the SDK it builds with, a mock script
+    /// that truncates once, a sample input and a README of how to build it.
+    New {
+        /// The pack's language.
+        #[arg(long, value_enum)]
+        lang: crate::new::Lang,
+        /// The folder to make (its name names the pack).
+        dir: PathBuf,
+    },
     /// Print the host's aiProviders facet (and the reliability capability).
     Facet {
         /// Host config (TOML).

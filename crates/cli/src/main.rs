@@ -3,6 +3,7 @@
 
 mod args;
 mod error;
+mod new;
 mod run;
 mod serve;
 
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::New { lang, dir } => new::new(lang, &dir).map(|()| ExitCode::SUCCESS),
         Command::Facet { config } => run::facet(config.as_deref()),
         Command::Conformance {
             json,

@@ -59,6 +59,16 @@ impl Example {
     }
 }
 
+/// A guest SDK packaged for a pack outside this repository (`callai new`):
+/// the TypeScript SDK as an npm tarball, the Python SDK as a wheel.
+#[derive(Debug, Clone, Copy)]
+pub struct SdkPackage {
+    /// Its file name (`openwop-callai-sdk-0.1.0.tgz`).
+    pub file_name: &'static str,
+    /// The file.
+    pub bytes: &'static [u8],
+}
+
 include!(concat!(env!("OUT_DIR"), "/examples.rs"));
 
 /// The bundled example called `name` (e.g. `echo-attempts`).

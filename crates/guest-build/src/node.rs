@@ -66,6 +66,25 @@ impl Node {
         Ok(Self { sdk })
     }
 
+    /// The SDK as an npm tarball in `out_dir` (what `callai new --lang ts`
+    /// writes beside a new pack); its path.
+    pub fn pack_sdk(&self, out_dir: &Path) -> Result<PathBuf, String> {
+        let out = Command::new("npm")
+            .args(["pack", "--silent", "--pack-destination"])
+            .arg(out_dir)
+            .current_dir(&self.sdk)
+            .output()
+            .map_err(|e| format!("npm pack: {e}"))?;
+        let name = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if !out.status.success() || name.is_empty() {
+            return Err(format!(
+                "npm pack of the TypeScript SDK failed: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(out_dir.join(name))
+    }
+
     /// Builds the pack whose entry is `entry` into `out`.
     pub fn build(&self, entry: &Path, out: &Path) -> Result<(), String> {
         println!(

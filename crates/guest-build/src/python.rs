@@ -65,6 +65,44 @@ impl Python {
         })
     }
 
+    /// The SDK (`root/guest-sdk-py`) as a wheel in `out_dir` (what `callai
+    /// new --lang py` writes beside a new pack); its path. Built from a copy,
+    /// so that setuptools' build folders stay out of the source tree.
+    pub fn wheel(&self, root: &Path, out_dir: &Path) -> Result<PathBuf, String> {
+        let source = out_dir.join("source");
+        let _ = fs::remove_dir_all(out_dir);
+        crate::copy_tree(&root.join("guest-sdk-py"), &source).map_err(|e| e.to_string())?;
+        let status = Command::new(self.venv.join("bin/python"))
+            .args([
+                "-m",
+                "pip",
+                "wheel",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--no-deps", "--no-build-isolation", "--wheel-dir"])
+            .arg(out_dir)
+            .arg(&source)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .status()
+            .map_err(|e| format!("pip wheel: {e}"))?;
+        if !status.success() {
+            return Err("pip wheel of guest-sdk-py failed".into());
+        }
+        let wheel = fs::read_dir(out_dir)
+            .map_err(|e| e.to_string())?
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .find(|p| p.extension().is_some_and(|x| x == "whl"))
+            .ok_or("pip wheel made no wheel")?;
+        Ok(wheel)
+    }
+
+    /// The build environment's interpreter, with componentize-py.
+    pub fn interpreter(&self) -> PathBuf {
+        self.venv.join("bin/python")
+    }
+
     /// Builds the pack whose module is `app` into `out`.
     pub fn build(&self, app: &Path, out: &Path) -> Result<(), String> {
         println!(

@@ -65,7 +65,7 @@ class Budget:
         if self._max_requests is not None and s.requests >= self._max_requests:
             raise BudgetError("maxRequests", self._max_requests, s.requests, 1)
         if self._max_output_tokens is not None:
-            needed = request.max_tokens_set
+            needed = request.requested_max_tokens
             if needed is None:
                 needed = self._default_max_tokens
             if s.output_tokens + needed > self._max_output_tokens:
@@ -104,8 +104,8 @@ class Budget:
         self.admit(request)
         left = self.remaining_requests()
         if left is not None and call_accounting().retry_policy:
-            retry = request.retry_set or Retry()
-            cap = min(retry.cap if retry.cap is not None else left, left)
+            retry = request.requested_retry or Retry()
+            cap = min(retry.attempt_cap if retry.attempt_cap is not None else left, left)
             request = request.retry(retry.max_attempts(min(max(cap, 1), MAX_ATTEMPTS)))
         try:
             response = call(request)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Generic, TypeVar
 
 from .bindings import Err, ai
 from .errors import CallError
@@ -50,8 +50,17 @@ def call(request: Request) -> Response:
     return Response(json.loads(call_json(dumps(request.to_json()))))
 
 
-def call_as(request: Request, decode: Callable[[Any], T]) -> tuple[T, Response]:
+@dataclass(frozen=True)
+class Structured(Generic[T]):
+    """What ``call_as`` returns: the data as the pack takes it, and the
+    whole response (usage, attempts, finish reason)."""
+
+    data: T
+    response: Response
+
+
+def call_as(request: Request, decode: Callable[[Any], T]) -> Structured[T]:
     """One structured call whose data ``decode`` turns into what the pack
     takes (raising when it cannot), with the response."""
     response = call(request)
-    return decode(response.data), response
+    return Structured(decode(response.data), response)

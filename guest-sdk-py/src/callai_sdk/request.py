@@ -17,30 +17,32 @@ class Retry:
     ``call_accounting().retry_policy``). Checked when built: a
     ``max_attempts`` outside 1..16 raises ``RetryError`` here."""
 
-    cap: int | None = None
-    grow: bool | None = None
+    attempt_cap: int | None = None
+    """The cap set, if any."""
+    grows_max_tokens: bool | None = None
+    """Whether truncation retries may grow the budget (``None``: the host's default, yes)."""
 
     @staticmethod
     def off() -> Retry:
         """Host retries off: one request, no budget growth."""
-        return Retry(cap=1, grow=False)
+        return Retry(attempt_cap=1, grows_max_tokens=False)
 
     def max_attempts(self, n: int) -> Retry:
         """At most ``n`` provider requests (1..16; 1 turns host retries off)."""
         if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_ATTEMPTS:
             raise RetryError(n)
-        return replace(self, cap=n)
+        return replace(self, attempt_cap=n)
 
     def grow_max_tokens(self, grow: bool) -> Retry:
         """``False``: a truncation retry keeps the request's max_tokens."""
-        return replace(self, grow=grow)
+        return replace(self, grows_max_tokens=grow)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        if self.cap is not None:
-            out["maxAttempts"] = self.cap
-        if self.grow is not None:
-            out["growMaxTokens"] = self.grow
+        if self.attempt_cap is not None:
+            out["maxAttempts"] = self.attempt_cap
+        if self.grows_max_tokens is not None:
+            out["growMaxTokens"] = self.grows_max_tokens
         return out
 
 
@@ -94,11 +96,13 @@ class Request:
         return replace(self, _retry=retry)
 
     @property
-    def max_tokens_set(self) -> int | None:
+    def requested_max_tokens(self) -> int | None:
+        """The output budget set, if any."""
         return self._max_tokens
 
     @property
-    def retry_set(self) -> Retry | None:
+    def requested_retry(self) -> Retry | None:
+        """The retry policy set, if any."""
         return self._retry
 
     def to_json(self) -> dict[str, Any]:

@@ -1,0 +1,149 @@
+//! `callai new --lang rust`: a pack crate, and the Rust SDK (callai-sdk and
+//! the callai-wire types it uses) written out beside it as path
+//! dependencies, so the pack builds with no checkout of this repository.
+
+use super::File;
+
+/// The SDK's sources, as this binary was built with them.
+macro_rules! sources {
+    ($dir:literal, $repo:literal: $($file:literal),* $(,)?) => {
+        &[$((concat!($dir, "/", $file), include_str!(concat!("../../../../", $repo, "/", $file)))),*]
+    };
+}
+
+const SDK: &[(&str, &str)] = sources!(".callai/callai-sdk", "guest-sdk":
+    "src/bindings.rs", "src/budget.rs", "src/call.rs", "src/error.rs", "src/lib.rs",
+    "src/node.rs", "src/request.rs", "src/response.rs", "wit/callai.wit");
+
+const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
+    "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse.rs", "src/request.rs",
+    "src/result.rs");
+
+const SDK_MANIFEST: &str = r#"[package]
+name = "callai-sdk"
+version = "0.1.0"
+edition = "2024"
+license = "Apache-2.0"
+description = "Write callAI pack nodes in Rust (written out by `callai new`)."
+
+[dependencies]
+callai-wire = { path = "../callai-wire" }
+wit-bindgen = { version = "0.61.1", default-features = false, features = ["macros", "realloc", "std"] }
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+log = "0.4"
+"#;
+
+const WIRE_MANIFEST: &str = r#"[package]
+name = "callai-wire"
+version = "0.1.0"
+edition = "2024"
+license = "Apache-2.0"
+description = "The ctx.callAI wire types of RFC 0248 (written out by `callai new`)."
+
+[dependencies]
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+serde_path_to_error = "0.1.20"
+"#;
+
+fn manifest(name: &str) -> String {
+    format!(
+        r#"[package]
+name = "{name}"
+version = "0.1.0"
+edition = "2024"
+publish = false
+
+[lib]
+crate-type = ["cdylib"]
+
+[dependencies]
+callai-sdk = {{ path = ".callai/callai-sdk" }}
+serde = {{ version = "1", features = ["derive"] }}
+serde_json = "1"
+
+[profile.release]
+opt-level = "s"
+strip = true
+
+# A pack of its own, even inside another workspace.
+[workspace]
+"#
+    )
+}
+
+const LIB: &str = r#"//! A pack node: asks for a scene as structured output and reports the
+//! provider requests it really took (RFC 0248 `attempts`).
+
+use callai_sdk::{Node, NodeError, Request, call_as};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+#[derive(Deserialize)]
+pub struct Input {
+    premise: String,
+}
+
+#[derive(Deserialize, Serialize)]
+pub struct Scene {
+    scene: String,
+}
+
+#[derive(Serialize)]
+pub struct Output {
+    scene: Scene,
+    requests: u32,
+    output_tokens: Option<u64>,
+}
+
+pub struct Draft;
+
+impl Node for Draft {
+    type Input = Input;
+    type Output = Output;
+
+    fn run(input: Input) -> Result<Output, NodeError> {
+        let request = Request::new()
+            .system("You write short scenes.")
+            .user(input.premise)
+            .max_tokens(200)
+            .schema(json!({"type": "object", "required": ["scene"],
+                           "properties": {"scene": {"type": "string"}}}));
+        let scene = call_as::<Scene>(&request)?;
+        let attempts = scene.response.attempts();
+        Ok(Output {
+            scene: scene.data,
+            requests: attempts.map_or(1, |a| a.count),
+            output_tokens: attempts.and_then(|a| a.output_tokens),
+        })
+    }
+}
+
+callai_sdk::export_node!(Draft);
+"#;
+
+/// The files of a Rust pack called `name`.
+pub fn files(name: &str) -> Vec<File> {
+    let crate_name = name.replace('-', "_");
+    let mut files = vec![
+        File::text("Cargo.toml", manifest(name)),
+        File::text("src/lib.rs", LIB.into()),
+        File::text(".callai/callai-sdk/Cargo.toml", SDK_MANIFEST.into()),
+        File::text(".callai/callai-wire/Cargo.toml", WIRE_MANIFEST.into()),
+        File::text(
+            "README.md",
+            format!(
+                "# {name}\n\nA callAI pack in Rust (`src/lib.rs`); the SDK is in `.callai/`.\n\n\
+                 ```sh\nrustup target add wasm32-wasip2\ncargo build --release --target wasm32-wasip2\n\
+                 callai run target/wasm32-wasip2/release/{crate_name}.wasm --script mock.json --input-file input.json\n```\n"
+            ),
+        ),
+    ];
+    files.extend(
+        SDK.iter()
+            .chain(WIRE)
+            .map(|(path, text)| File::text(path, (*text).into())),
+    );
+    files
+}

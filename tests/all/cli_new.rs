@@ -1,0 +1,156 @@
+//! `callai new`: a pack of each language made in a folder outside the
+//! repository, built there with the SDK the binary wrote out (no network:
+//! cargo and npm work offline from what this repository's build fetched),
+//! and run by `callai` on the mock script it came with.
+
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+
+fn callai() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_callai"))
+}
+
+/// Runs `command`, failing the test with its output when it fails.
+fn ok(command: &mut Command) {
+    let out = command.output().expect("the command starts");
+    assert!(
+        out.status.success(),
+        "{command:?} failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Makes a pack of `lang` in a new folder under `parent`.
+fn new_pack(lang: &str, parent: &Path) -> std::path::PathBuf {
+    let dir = parent.join(format!("my-{lang}-pack"));
+    ok(callai().args(["new", "--lang", lang]).arg(&dir));
+    assert!(dir.join("README.md").exists() && dir.join("mock.json").exists());
+    let readme = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    assert!(readme.lines().count() <= 10, "{readme}");
+    dir
+}
+
+/// Runs the built component on the pack's own mock script and input: the
+/// mock truncates once, so the call took two requests.
+fn runs_with_two_attempts(dir: &Path, component: &Path) {
+    let out = callai()
+        .arg("run")
+        .arg(component)
+        .args(["--script", "mock.json", "--input-file", "input.json"])
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["requests"], 2, "{v}");
+    assert_eq!(v["scene"]["scene"], "The lamp turns. A ship answers.");
+}
+
+#[test]
+fn a_rust_pack_builds_outside_the_repository() {
+    let parent = tempfile::tempdir().unwrap();
+    let dir = new_pack("rust", parent.path());
+    // The SDK written out is every source file of the SDK and its wire types.
+    let root = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    for (repo, written) in [
+        ("guest-sdk/src", ".callai/callai-sdk/src"),
+        ("crates/wire/src", ".callai/callai-wire/src"),
+    ] {
+        for entry in std::fs::read_dir(root.join(repo)).unwrap() {
+            let name = entry.unwrap().file_name();
+            let copy = dir.join(written).join(&name);
+            assert!(copy.exists(), "callai new left out {repo}/{name:?}");
+        }
+    }
+    let target = parent.path().join("target");
+    ok(Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--offline",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+        ])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(&dir));
+    runs_with_two_attempts(
+        &dir,
+        &target.join("wasm32-wasip2/release/my_rust_pack.wasm"),
+    );
+    assert_eq!(
+        callai()
+            .arg("new")
+            .args(["--lang", "rust"])
+            .arg(&dir)
+            .output()
+            .unwrap()
+            .status
+            .code(),
+        Some(2),
+        "a folder that is not empty is refused"
+    );
+}
+
+#[test]
+fn a_typescript_pack_builds_outside_the_repository() {
+    if callai_examples::TS_SDK.is_none() {
+        eprintln!("skipped: this build has no node, so no TypeScript SDK");
+        return;
+    }
+    let parent = tempfile::tempdir().unwrap();
+    let dir = new_pack("ts", parent.path());
+    ok(Command::new("npm")
+        .args([
+            "ci",
+            "--offline",
+            "--no-audit",
+            "--no-fund",
+            "--loglevel=error",
+        ])
+        .current_dir(&dir));
+    ok(Command::new("npm")
+        .args(["run", "--silent", "build"])
+        .current_dir(&dir));
+    runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
+}
+
+#[test]
+fn a_python_pack_builds_outside_the_repository() {
+    let (Some(_), Some(python)) = (callai_examples::PY_SDK, callai_examples::BUILD_PYTHON) else {
+        eprintln!("skipped: this build has no python3, so no Python SDK");
+        return;
+    };
+    let parent = tempfile::tempdir().unwrap();
+    let dir = new_pack("py", parent.path());
+    // The wheel callai wrote, installed on its own; componentize-py is the
+    // one this repository's build installed (the README's pip install of
+    // .callai/requirements-build.txt would fetch the same, pinned).
+    let site = parent.path().join("site");
+    let wheel = std::fs::read_dir(dir.join(".callai"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .expect("a wheel");
+    ok(Command::new(python)
+        .args(["-m", "pip", "install", "--quiet", "--no-deps", "--target"])
+        .arg(&site)
+        .arg(wheel));
+    ok(Command::new(python)
+        .args([
+            "-m",
+            "callai_sdk.build",
+            "build",
+            "app.py",
+            "-o",
+            "pack.wasm",
+        ])
+        .env("PYTHONPATH", &site)
+        .current_dir(&dir));
+    runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
+}
