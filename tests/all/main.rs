@@ -14,6 +14,7 @@ mod concurrency;
 mod conformance;
 mod echo_attempts;
 mod embedding;
+mod embedding_example;
 mod engine_properties;
 mod facet;
 mod fault_matrix;
