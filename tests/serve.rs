@@ -74,8 +74,7 @@ impl TestServer {
             bundled: callai_examples::EXAMPLES
                 .iter()
                 .map(|e| {
-                    let script = Some(e.default_script.to_owned());
-                    BundledPack::new(e.name, e.node_id, script, || e.component().into_owned())
+                    BundledPack::new(e.name, e.node_id, Some(e.default_script.into()), e.loader())
                 })
                 .collect(),
             runtime: RuntimeOptions::from_limits(&config.limits),

@@ -3,7 +3,7 @@
 
 use crate::NoWait;
 use crate::fake_server::{FakeServer, Received, Reply};
-use callai_engine::wire::{CallError, CallRequest, CallResult};
+use callai_engine::wire::{CallError, CallRequest, CallResult, RetryField};
 use callai_engine::{Event, EventLog, Host};
 use callai_server::Config;
 use serde_json::{Value, json};
@@ -193,8 +193,7 @@ pub async fn call(
     let sleeper = Arc::new(NoWait::default());
     let host = host_sleeping(api.config(fake.url(), native, timeout_ms), sleeper.clone());
     let events = EventLog::new();
-    let request =
-        CallRequest::from_value(&request, callai_engine::wire::RetryField::Honoured).unwrap();
+    let request = CallRequest::from_value(&request, RetryField::Honoured).unwrap();
     let start = Instant::now();
     let outcome = host.call("provider.test", &request, &events).await;
     let call = Call {
@@ -225,6 +224,14 @@ pub async fn call(
 
 pub fn text_request() -> Value {
     json!({"systemPrompt": "Be brief.", "messages": [{"role": "user", "content": "hi"}], "maxTokens": 100})
+}
+
+/// The error [`text_request`] fails with on `host`.
+pub async fn failed_text_call(host: &Host) -> CallError {
+    let request = CallRequest::from_value(&text_request(), RetryField::Honoured).unwrap();
+    host.call("n", &request, &EventLog::new())
+        .await
+        .expect_err("the call fails")
 }
 
 pub fn scene_request(max_tokens: u32) -> Value {

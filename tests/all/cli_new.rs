@@ -12,7 +12,7 @@ fn callai() -> Command {
 }
 
 /// Runs `command`, failing the test with its output when it fails.
-fn ok(command: &mut Command) {
+fn ok(command: &mut Command) -> std::process::Output {
     let out = command.output().expect("the command starts");
     assert!(
         out.status.success(),
@@ -20,6 +20,14 @@ fn ok(command: &mut Command) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+/// `program` with the words of `args`, run in `dir`.
+fn in_dir(dir: &Path, program: &str, args: &str) -> Command {
+    let mut command = Command::new(program);
+    command.args(args.split(' ')).current_dir(dir);
+    command
 }
 
 /// Makes a pack of `lang` in a new folder under `parent`.
@@ -35,18 +43,11 @@ fn new_pack(lang: &str, parent: &Path) -> std::path::PathBuf {
 /// Runs the built component on the pack's own mock script and input: the
 /// mock truncates once, so the call took two requests.
 fn runs_with_two_attempts(dir: &Path, component: &Path) {
-    let out = callai()
+    let out = ok(callai()
         .arg("run")
         .arg(component)
         .args(["--script", "mock.json", "--input-file", "input.json"])
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+        .current_dir(dir));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["requests"], 2, "{v}");
     assert_eq!(v["scene"]["scene"], "The lamp turns. A ship answers.");
@@ -69,16 +70,8 @@ fn a_rust_pack_builds_outside_the_repository() {
         }
     }
     let target = parent.path().join("target");
-    ok(Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--offline",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-        ])
-        .env("CARGO_TARGET_DIR", &target)
-        .current_dir(&dir));
+    let build = "build --offline --release --target wasm32-wasip2";
+    ok(in_dir(&dir, env!("CARGO"), build).env("CARGO_TARGET_DIR", &target));
     runs_with_two_attempts(
         &dir,
         &target.join("wasm32-wasip2/release/my_rust_pack.wasm"),
@@ -105,18 +98,12 @@ fn a_typescript_pack_builds_outside_the_repository() {
     }
     let parent = tempfile::tempdir().unwrap();
     let dir = new_pack("ts", parent.path());
-    ok(Command::new("npm")
-        .args([
-            "ci",
-            "--offline",
-            "--no-audit",
-            "--no-fund",
-            "--loglevel=error",
-        ])
-        .current_dir(&dir));
-    ok(Command::new("npm")
-        .args(["run", "--silent", "build"])
-        .current_dir(&dir));
+    ok(&mut in_dir(
+        &dir,
+        "npm",
+        "ci --offline --no-audit --no-fund --loglevel=error",
+    ));
+    ok(&mut in_dir(&dir, "npm", "run --silent build"));
     runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
 }
 
@@ -141,16 +128,7 @@ fn a_python_pack_builds_outside_the_repository() {
         .args(["-m", "pip", "install", "--quiet", "--no-deps", "--target"])
         .arg(&site)
         .arg(wheel));
-    ok(Command::new(python)
-        .args([
-            "-m",
-            "callai_sdk.build",
-            "build",
-            "app.py",
-            "-o",
-            "pack.wasm",
-        ])
-        .env("PYTHONPATH", &site)
-        .current_dir(&dir));
+    let build = "-m callai_sdk.build build app.py -o pack.wasm";
+    ok(in_dir(&dir, python, build).env("PYTHONPATH", &site));
     runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
 }

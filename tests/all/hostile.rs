@@ -2,8 +2,8 @@
 //! regression test for each way the host fell (issue 13), each checking the
 //! bound with a generous margin, never a timing.
 
-use callai_engine::wire::{CallRequest, ErrorCode};
-use callai_engine::{EventLog, HostConfig, Journal, Recording, RunLog};
+use callai_engine::wire::ErrorCode;
+use callai_engine::{HostConfig, Journal, Recording, RunLog};
 use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::wire::{Api, KEY, host};
@@ -126,15 +126,7 @@ async fn a_redirect_is_not_followed_and_the_key_goes_nowhere_else() {
             );
             let fake = FakeServer::start(vec![Reply::Redirect(status, location)]).await;
             let host = host(api.config(fake.url(), true, 5000));
-            let request = CallRequest::from_value(
-                &callai_tests::wire::text_request(),
-                callai_engine::wire::RetryField::Honoured,
-            )
-            .unwrap();
-            let err = host
-                .call("n", &request, &EventLog::new())
-                .await
-                .unwrap_err();
+            let err = callai_tests::wire::failed_text_call(&host).await;
             assert_eq!(err.code, ErrorCode::ProviderRejected, "{api:?} {status}");
             assert!(err.message.contains("redirect"), "{}", err.message);
             assert!(
@@ -191,15 +183,7 @@ async fn a_huge_body_is_not_read_past_the_limit() {
         let mut config = api.config(fake.url(), true, 60_000);
         config.limits.max_provider_body_bytes = body_limit;
         let host = host(config);
-        let request = CallRequest::from_value(
-            &callai_tests::wire::text_request(),
-            callai_engine::wire::RetryField::Honoured,
-        )
-        .unwrap();
-        let err = host
-            .call("n", &request, &EventLog::new())
-            .await
-            .unwrap_err();
+        let err = callai_tests::wire::failed_text_call(&host).await;
         assert_eq!(err.code, ErrorCode::LimitExceeded, "{api:?}: {err}");
         assert!(
             err.message.contains("limits.maxProviderBodyBytes"),

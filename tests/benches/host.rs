@@ -226,13 +226,7 @@ struct Concurrency {
 }
 
 fn concurrency(rt: &tokio::runtime::Runtime, runtime: &PackRuntime, runs: usize) -> Concurrency {
-    let echo = runtime
-        .load(
-            &callai_examples::example("echo-attempts")
-                .unwrap()
-                .component(),
-        )
-        .unwrap();
+    let echo = callai_tests::pack_in(runtime, "echo-attempts");
     let request = r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 64,
                       "responseSchema": {"type": "object", "required": ["a"]}}"#;
     let wait = Duration::from_millis(20);

@@ -43,13 +43,7 @@ struct Attack {
 
 /// The victims' latencies, sorted, with `attack` looping beside them.
 async fn victims(rt: &PackRuntime, attack: Option<&Attack>, concurrency: usize) -> Vec<Duration> {
-    let echo = rt
-        .load(
-            &callai_examples::example("echo-attempts")
-                .unwrap()
-                .component(),
-        )
-        .unwrap();
+    let echo = callai_tests::pack_in(rt, "echo-attempts");
     let request = r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 64,
                       "responseSchema": {"type": "object", "required": ["a"]}}"#;
     let stop = Arc::new(AtomicBool::new(false));

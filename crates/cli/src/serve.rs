@@ -37,10 +37,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
         runlog: args.runlog,
         bundled: callai_examples::EXAMPLES
             .iter()
-            .map(|e| {
-                let script = Some(e.default_script.to_owned());
-                BundledPack::new(e.name, e.node_id, script, || e.component().into_owned())
-            })
+            .map(|e| BundledPack::new(e.name, e.node_id, Some(e.default_script.into()), e.loader()))
             .collect(),
         runtime: crate::run::runtime_options(&config),
         ..ServerOptions::default()

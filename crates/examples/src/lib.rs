@@ -44,6 +44,12 @@ pub struct Example {
 }
 
 impl Example {
+    /// A function giving [`Example::component`]'s bytes when a run first
+    /// needs them (`callai serve` keeps bundled packs deflated till then).
+    pub fn loader(&'static self) -> impl Fn() -> Vec<u8> + Send + Sync + 'static {
+        move || self.component().into_owned()
+    }
+
     /// The component's bytes, inflated when stored deflated.
     pub fn component(&self) -> Cow<'static, [u8]> {
         match self.component {

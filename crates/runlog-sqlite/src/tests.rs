@@ -20,6 +20,13 @@ fn begin(run_id: &'static str, existing: ExistingRun) -> BeginRun<'static> {
     }
 }
 
+/// The schema version the log's file is at.
+fn schema_version(log: &SqliteRunLog) -> u32 {
+    let conn = log.conn.lock().unwrap();
+    conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap()
+}
+
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .build()
@@ -259,13 +266,7 @@ fn a_version_one_log_is_migrated_in_place() {
     let log = SqliteRunLog::open(&path).unwrap();
     let rt = rt();
     assert_eq!(rt.block_on(log.load("old")).unwrap().status, RunStatus::Ok);
-    let version: u32 = log
-        .conn
-        .lock()
-        .unwrap()
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(schema_version(&log), SCHEMA_VERSION);
     assert_eq!(
         rt.block_on(log.begin(&begin("old", ExistingRun::Overwrite)))
             .unwrap(),
@@ -291,11 +292,5 @@ fn hosts_opening_a_new_log_at_once_all_get_it_whole() {
             .unwrap();
     }
     let log = SqliteRunLog::open(&path).unwrap();
-    let version: u32 = log
-        .conn
-        .lock()
-        .unwrap()
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(version, SCHEMA_VERSION);
+    assert_eq!(schema_version(&log), SCHEMA_VERSION);
 }

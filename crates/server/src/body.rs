@@ -127,7 +127,7 @@ pub struct RunRequest {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CallBodyJson {
-    request: Option<Map<String, Value>>,
+    request: Map<String, Value>,
     script: Option<Value>,
     node_id: Option<String>,
     events: Option<bool>,
@@ -199,9 +199,7 @@ impl TryFrom<CallBodyJson> for CallBody {
     type Error = ApiError;
 
     fn try_from(body: CallBodyJson) -> Result<Self, ApiError> {
-        let request = body.request.ok_or_else(|| {
-            ApiError::invalid("request", "missing: the ctx.callAI request, in wire JSON")
-        })?;
+        let request = body.request;
         if let Some(id) = &body.node_id
             && (id.is_empty() || id.len() > 256)
         {

@@ -19,30 +19,24 @@ const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
     "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse.rs", "src/request.rs",
     "src/result.rs");
 
-const SDK_MANIFEST: &str = r#"[package]
-name = "callai-sdk"
-version = "0.1.0"
-edition = "2024"
-license = "Apache-2.0"
-description = "Write callAI pack nodes in Rust (written out by `callai new`)."
+/// The manifest of a crate of the SDK, standing alone (the repository's
+/// inherit from its workspace).
+fn sdk_manifest(name: &str, about: &str, dependencies: &str) -> String {
+    format!(
+        "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+         license = \"Apache-2.0\"\ndescription = \"{about} (written out by `callai new`).\"\n\n\
+         [dependencies]\n{dependencies}"
+    )
+}
 
-[dependencies]
-callai-wire = { path = "../callai-wire" }
+const SDK_DEPENDENCIES: &str = r#"callai-wire = { path = "../callai-wire" }
 wit-bindgen = { version = "0.61.1", default-features = false, features = ["macros", "realloc", "std"] }
 serde = { version = "1", features = ["derive"] }
 serde_json = "1"
 log = "0.4"
 "#;
 
-const WIRE_MANIFEST: &str = r#"[package]
-name = "callai-wire"
-version = "0.1.0"
-edition = "2024"
-license = "Apache-2.0"
-description = "The ctx.callAI wire types of RFC 0248 (written out by `callai new`)."
-
-[dependencies]
-serde = { version = "1", features = ["derive"] }
+const WIRE_DEPENDENCIES: &str = r#"serde = { version = "1", features = ["derive"] }
 serde_json = "1"
 serde_path_to_error = "0.1.20"
 "#;
@@ -129,8 +123,22 @@ pub fn files(name: &str) -> Vec<File> {
     let mut files = vec![
         File::text("Cargo.toml", manifest(name)),
         File::text("src/lib.rs", LIB.into()),
-        File::text(".callai/callai-sdk/Cargo.toml", SDK_MANIFEST.into()),
-        File::text(".callai/callai-wire/Cargo.toml", WIRE_MANIFEST.into()),
+        File::text(
+            ".callai/callai-sdk/Cargo.toml",
+            sdk_manifest(
+                "callai-sdk",
+                "Write callAI pack nodes in Rust",
+                SDK_DEPENDENCIES,
+            ),
+        ),
+        File::text(
+            ".callai/callai-wire/Cargo.toml",
+            sdk_manifest(
+                "callai-wire",
+                "The ctx.callAI wire types of RFC 0248",
+                WIRE_DEPENDENCIES,
+            ),
+        ),
         File::text(
             "README.md",
             format!(

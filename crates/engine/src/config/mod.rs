@@ -12,6 +12,7 @@ pub use callai_wire::CallAccounting;
 pub use limits::Limits;
 
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use std::path::Path;
 use std::time::Duration;
 
@@ -178,23 +179,40 @@ pub fn in_range(key: &str, value: u64, lo: u64, hi: u64) -> Result<(), ConfigErr
     }
 }
 
-impl HostConfig {
-    /// Parses and checks a config from TOML text.
-    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        // toml's message names the unknown or mistyped key and its line.
-        let config: Self =
-            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string().trim().into()))?;
-        config.validate()?;
-        Ok(config)
-    }
+/// Parses TOML text as a `T` (sections with `deny_unknown_fields`): toml's
+/// message names the unknown or mistyped key, its line and column, and
+/// points at it.
+pub fn parse_toml<T: DeserializeOwned>(text: &str) -> Result<T, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string().trim().into()))
+}
 
-    /// Reads [`HostConfig::from_toml`] from a file.
-    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Self::from_toml(&text)
+/// Reads the TOML file at `path` as a `T`; a parse error names the file.
+pub fn read_toml<T: DeserializeOwned>(path: &Path) -> Result<T, ConfigError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
+        path: path.display().to_string(),
+        message: e.to_string(),
+    })?;
+    parse_toml(&text).map_err(|e| match e {
+        ConfigError::Parse(message) => ConfigError::Parse(format!("{}: {message}", path.display())),
+        e => e,
+    })
+}
+
+/// `parsed`, once `validate` has passed it.
+pub fn checked<T>(
+    parsed: Result<T, ConfigError>,
+    validate: impl FnOnce(&T) -> Result<(), ConfigError>,
+) -> Result<T, ConfigError> {
+    let config = parsed?;
+    validate(&config)?;
+    Ok(config)
+}
+
+impl HostConfig {
+    /// Parses and checks the engine's sections from TOML text (a whole
+    /// config file, every section, is `callai_server::Config`).
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        checked(parse_toml(text), Self::validate)
     }
 
     /// Range and consistency checks of the config on its own. Which

@@ -16,6 +16,7 @@ pub use sections::{RunLogConfig, ServerConfig, parse_listen};
 
 use callai_engine::config::{
     CallAccounting, ConfigError, DefaultsConfig, Limits, MockConfig, PolicyConfig, RetryConfig,
+    checked, parse_toml, read_toml,
 };
 use callai_engine::{HostBuilder, HostConfig, Providers};
 use callai_providers::ProvidersConfig;
@@ -52,26 +53,12 @@ pub struct Config {
 impl Config {
     /// Parses and checks a config from TOML text.
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
-        // toml's message names the unknown or mistyped key, its line and
-        // column, and points at it.
-        let config: Self =
-            toml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string().trim().into()))?;
-        config.validate()?;
-        Ok(config)
+        checked(parse_toml(text), Self::validate)
     }
 
-    /// Reads [`Config::from_toml`] from a file.
+    /// Reads and checks a config from a TOML file; a parse error names it.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Read {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Self::from_toml(&text).map_err(|e| match e {
-            ConfigError::Parse(message) => {
-                ConfigError::Parse(format!("{}: {message}", path.display()))
-            }
-            e => e,
-        })
+        checked(read_toml(path), Self::validate)
     }
 
     /// Checks every section, each with its owner's rules.
