@@ -245,3 +245,71 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
         }
     }
 }
+
+/// Posts a run of echo-attempts under `id`; its status.
+fn post_run(addr: &str, id: &str) -> u16 {
+    let body = json!({"pack": "echo-attempts", "runId": id,
+                      "input": {"messages": [{"role": "user", "content": "hi"}]}});
+    http(addr, "POST", "/v1/runs", &body.to_string()).0
+}
+
+/// Issue 22 #1: another SQLite client opening the log once must not cost
+/// the runs acknowledged after it. The server used to close a descriptor of
+/// the database file after SQLite had locked it, which drops every POSIX
+/// lock the process held on it; the other client then saw no reader, and
+/// the runs committed after went to a WAL it had deleted. On a log the
+/// server created, and on one it reopened.
+#[test]
+fn acknowledged_runs_survive_another_sqlite_client_and_a_kill() {
+    for reopened in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("r.db");
+        let db_arg = db.to_str().unwrap();
+        let args = ["--listen", "127.0.0.1:0", "--runlog", db_arg];
+        if reopened {
+            // Started, stopped (SIGTERM, a clean stop), started again.
+            let (mut first, addr) = serve(&args);
+            assert_eq!(post_run(&addr, "before"), 200);
+            let term = Command::new("kill")
+                .args(["-TERM", &first.id().to_string()])
+                .status()
+                .unwrap();
+            assert!(term.success());
+            assert!(first.wait().unwrap().success());
+        }
+        let (mut child, addr) = serve(&args);
+        assert_eq!(post_run(&addr, "first"), 200);
+        // Another SQLite client (Python's, the system's libsqlite3) opens
+        // the log once and reads it.
+        let read = Command::new("python3")
+            .args([
+                "-c",
+                "import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); \
+                          print(c.execute('SELECT count(*) FROM runs').fetchone()[0]); c.close()",
+            ])
+            .arg(&db)
+            .output()
+            .expect("python3 runs");
+        assert!(
+            read.status.success(),
+            "{}",
+            String::from_utf8_lossy(&read.stderr)
+        );
+        assert_eq!(post_run(&addr, "second"), 200);
+        assert_eq!(post_run(&addr, "third"), 200);
+        // kill -9: nothing is flushed on the way out.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let (mut again, addr) = serve(&args);
+        for id in ["first", "second", "third"] {
+            let (status, run) = http(&addr, "GET", &format!("/v1/runs/{id}"), "");
+            assert_eq!(
+                status, 200,
+                "run {id} was lost (reopened: {reopened}): {run}"
+            );
+            assert_eq!(run["status"], "ok", "{run}");
+        }
+        again.kill().unwrap();
+        again.wait().unwrap();
+    }
+}

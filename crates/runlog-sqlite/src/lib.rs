@@ -8,9 +8,10 @@
 use callai_engine::BoxFuture;
 use callai_engine::RunLogError;
 use rusqlite::{Connection, OpenFlags};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// `PRAGMA application_id` of a callai run log ("CAl0").
 const APPLICATION_ID: u32 = 0x4341_6c30;
@@ -91,9 +92,27 @@ impl SqliteRunLog {
     pub fn open(path: &Path) -> Result<Self, RunLogError> {
         let shown = path.display().to_string();
         // Processes opening one log at once take turns (an advisory lock
-        // on the file, apart from SQLite's own): the first creates and
-        // migrates it, the others find it done.
+        // on a file of its own beside it): the first creates and migrates
+        // it, the others find it done.
         let _turn = take_turn(path, &shown)?;
+        // POSIX drops every lock a process holds on a file when it closes
+        // any descriptor of that file, SQLite's own locks included (they
+        // tell another process the log is in use, and keep it from
+        // deleting the live WAL). So once this process has the log open,
+        // no descriptor of the database file is opened and closed again:
+        // a second open shares the connection.
+        let mut open = OPEN_LOGS.lock().unwrap_or_else(|p| p.into_inner());
+        let key = std::fs::canonicalize(path).ok();
+        if let Some(conn) = key
+            .as_ref()
+            .and_then(|k| open.get(k))
+            .and_then(Weak::upgrade)
+        {
+            return Ok(Self {
+                path: Arc::new(path.to_path_buf()),
+                conn,
+            });
+        }
         let header = read_header(path, &shown)?;
         let corrupt = |e: rusqlite::Error| RunLogError::Corrupt {
             path: shown.clone(),
@@ -141,9 +160,14 @@ impl SqliteRunLog {
         }
         conn.execute_batch("PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
             .map_err(storage)?;
+        let conn = Arc::new(Mutex::new(conn));
+        open.retain(|_, c| c.strong_count() > 0);
+        if let Ok(key) = std::fs::canonicalize(path) {
+            open.insert(key, Arc::downgrade(&conn));
+        }
         Ok(Self {
             path: Arc::new(path.to_path_buf()),
-            conn: Arc::new(Mutex::new(conn)),
+            conn,
         })
     }
 
@@ -184,26 +208,26 @@ impl SqliteRunLog {
     }
 }
 
-/// Opens `path` (creating an empty file when absent) and holds an
-/// exclusive advisory lock on it until dropped. The lock is `flock`'s,
-/// which SQLite's own `fcntl` locks do not see; a file of another program
-/// is only read.
+/// Holds an exclusive advisory lock on `path-callai-open` (made if absent)
+/// until dropped: never on the database file itself, whose descriptors
+/// must stay SQLite's alone (see [`SqliteRunLog::open`]).
 fn take_turn(path: &Path, shown: &str) -> Result<std::fs::File, RunLogError> {
-    let file = match std::fs::File::open(path) {
-        Ok(f) => f,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| RunLogError::Storage(format!("cannot create {shown}: {e}")))?,
-        Err(e) => return Err(RunLogError::Storage(format!("cannot open {shown}: {e}"))),
-    };
+    let mut name = path.as_os_str().to_owned();
+    name.push("-callai-open");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&name)
+        .map_err(|e| RunLogError::Storage(format!("cannot open the lock file of {shown}: {e}")))?;
     file.lock()
         .map_err(|e| RunLogError::Storage(format!("cannot lock {shown}: {e}")))?;
     Ok(file)
 }
+
+/// The logs this process has open, by canonical path.
+static OPEN_LOGS: Mutex<BTreeMap<PathBuf, Weak<Mutex<Connection>>>> = Mutex::new(BTreeMap::new());
 
 /// Applies the migrations a file at `version` still needs, each in its own
 /// transaction with the version it reaches; a step another process already
