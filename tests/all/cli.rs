@@ -246,3 +246,22 @@ fn conformance_passes_on_this_host_as_a_table_and_as_json() {
         "{table}"
     );
 }
+
+/// Issue 22 #15: `callai run ... | head -1` ends quietly when the reader
+/// goes away (it panicked on the broken pipe).
+#[test]
+fn a_reader_that_goes_away_is_no_panic() {
+    for args in [&["run", "echo-attempts"][..], &["examples"], &["facet"]] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+    }
+}

@@ -255,10 +255,13 @@ async fn v1_call_is_ctx_call_ai_as_a_service() {
     let elsewhere = server
         .post(
             "/v1/call",
-            &json!({"request": {"messages": [], "provider": "other"}, "script": []}),
+            &json!({"request": {"messages": [{"role": "user", "content": "x"}], "provider": "other"},
+                    "script": []}),
         )
         .await;
-    assert_eq!(elsewhere.body["error"]["details"]["field"], "script");
+    // A provider the host does not have is the engine's refusal, as on
+    // `callai run` (issue 22 #11: it was refused on `script`).
+    assert_eq!(elsewhere.body["error"]["details"]["field"], "provider");
 
     // Every request the mock answered is counted, by reason.
     let text = server.metrics().await;
@@ -277,8 +280,10 @@ async fn v1_call_is_ctx_call_ai_as_a_service() {
         1.0
     );
     assert_eq!(
+        // The malformed retry, the provider this host lacks, and the other
+        // provider it lacks (refused with a script too).
         callai_tests::serve::metric_in(&text, r#"callai_calls_total{outcome="validation_error"}"#),
-        2.0,
+        3.0,
         "{text}"
     );
     server.shutdown().await;
@@ -295,5 +300,36 @@ async fn the_policy_denial_is_a_403() {
         .await;
     assert_eq!(a.status, 403, "{}", a.body);
     assert_eq!(a.body["error"]["code"], "policy_denied");
+    // Issue 22 #11: with a script too, the policy speaks first, as on
+    // `callai run` (it was a 400 naming `script`).
+    let a = server
+        .post("/v1/call", &json!({"request": {"messages": [{"role": "user", "content": "x"}], "provider": "openai"},
+                                  "script": [{"content": "x"}]}))
+        .await;
+    assert_eq!(a.status, 403, "{}", a.body);
+    assert_eq!(a.body["error"]["code"], "policy_denied");
+    server.shutdown().await;
+}
+
+/// Issue 22 #18: a call that brings no script gets the built-in mock's
+/// default reply, as `callai run` gives a component without one (it was
+/// `mock script exhausted: request 1 but the script has 0 replies`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_without_a_script_gets_the_default_reply() {
+    let server = TestServer::start("").await;
+    for _ in 0..2 {
+        let a = server
+            .post(
+                "/v1/call",
+                &json!({"request": {"messages": [{"role": "user", "content": "x"}]}}),
+            )
+            .await;
+        assert_eq!(a.status, 200, "{}", a.body);
+        assert_eq!(
+            a.body["result"]["content"],
+            "Hello from the built-in mock provider."
+        );
+        assert_eq!(a.body["result"]["attempts"]["count"], 1);
+    }
     server.shutdown().await;
 }

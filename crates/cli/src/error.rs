@@ -59,6 +59,21 @@ pub enum CliError {
     Usage(String),
 }
 
+/// Writes `text` to stdout. A reader that went away (`callai run ... |
+/// head -1`) is not an error: the command ends quietly, as a Unix tool
+/// does; any other write error is one.
+pub fn print(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::Write {
+            path: "standard output".into(),
+            source: e,
+        }),
+        _ => Ok(()),
+    }
+}
+
 impl CliError {
     /// Tells the person or program that ran the command: a line they can
     /// read on a terminal, the JSON `{"error": {"kind", "message"}}` for a

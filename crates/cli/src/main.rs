@@ -17,13 +17,16 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Serve(args) => serve::serve(args),
         Command::Examples => {
-            for e in callai_examples::EXAMPLES {
-                println!(
-                    "{:<18} {:<11} {:<36} {}",
-                    e.name, e.language, e.node_id, e.description
-                );
-            }
-            Ok(ExitCode::SUCCESS)
+            let list: String = callai_examples::EXAMPLES
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{:<18} {:<11} {:<36} {}\n",
+                        e.name, e.language, e.node_id, e.description
+                    )
+                })
+                .collect();
+            error::print(&list).map(|()| ExitCode::SUCCESS)
         }
         Command::New { lang, dir } => new::new(lang, &dir).map(|()| ExitCode::SUCCESS),
         Command::Facet { config } => run::facet(config.as_deref()),

@@ -1,7 +1,7 @@
 //! `callai run`, `facet` and `conformance`.
 
 use crate::args::RunArgs;
-use crate::error::CliError;
+use crate::error::{CliError, print};
 use callai_engine::RunLogError;
 use callai_engine::observe::SharedObserver;
 use callai_engine::runlog::{ExistingRun, RecordedRun, RunSpec, RunStatus};
@@ -13,9 +13,6 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-
-/// The script used for a component file when no `--script` is given.
-const DEFAULT_SCRIPT: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
 
 pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, CliError> {
     match path {
@@ -104,7 +101,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             _,
         ) => s.clone(),
         (None, _, Some(e)) => e.default_script.to_owned(),
-        (None, _, None) => DEFAULT_SCRIPT.to_owned(),
+        (None, _, None) => MockScript::DEFAULT_JSON.to_owned(),
     };
     let mut script = MockScript::from_json(&script_text)?;
     if let (None, Some(run)) = (&args.script, &resumed) {
@@ -200,7 +197,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             // Output that is not JSON is printed as a JSON string: escaped,
             // so a pack cannot send control sequences to the terminal.
             let value = serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text));
-            println!("{}", serde_json::to_string_pretty(&value).expect("JSON"));
+            print(&(serde_json::to_string_pretty(&value).expect("JSON") + "\n"))?;
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
@@ -258,7 +255,7 @@ async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, CliError> {
 pub fn facet(config: Option<&Path>) -> Result<ExitCode, CliError> {
     let host = host(&load_config(config)?)?;
     let doc = facet::document(&host);
-    println!("{}", serde_json::to_string_pretty(&doc).expect("JSON"));
+    print(&(serde_json::to_string_pretty(&doc).expect("JSON") + "\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -286,12 +283,9 @@ pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<E
         .map_err(|e| CliError::Usage(format!("cannot start tokio: {e}")))?;
     let report = callai_conformance::run(&target);
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&report.to_json()).expect("JSON")
-        );
+        print(&(serde_json::to_string_pretty(&report.to_json()).expect("JSON") + "\n"))?;
     } else {
-        print!("{}", report.table());
+        print(&report.table())?;
     }
     Ok(if report.failed() {
         ExitCode::FAILURE

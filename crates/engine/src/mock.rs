@@ -93,6 +93,15 @@ pub struct MockScript(pub Vec<ScriptEntry>);
 pub struct ScriptError(pub String);
 
 impl MockScript {
+    /// The script of a run or call that brings none (`callai run` of a
+    /// component file, `callai serve`'s `/v1/call`): one text reply.
+    pub const DEFAULT_JSON: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
+
+    /// [`MockScript::DEFAULT_JSON`], parsed.
+    pub fn default_reply() -> Self {
+        Self::from_json(Self::DEFAULT_JSON).expect("the default script parses")
+    }
+
     /// Parses a script, naming the entry that is wrong.
     pub fn from_json(text: &str) -> Result<Self, ScriptError> {
         let value: Value =

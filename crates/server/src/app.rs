@@ -59,18 +59,14 @@ impl AppState {
         self.host.config()
     }
 
-    /// The host for one run or call: with `script` (or the pack's own) as
-    /// the mock's replies when there is one.
+    /// The host for one run or call: its mock serves `script` (the run's,
+    /// or its pack's own), or, with none, the default reply `callai run`
+    /// gives a component without a script.
     pub fn host_with(&self, script: Option<MockScript>) -> Host {
-        match script {
-            None => self.host.clone(),
-            Some(script) => {
-                let mock = &self.config().mock;
-                let mock = MockProvider::new(script, mock.structured_output())
-                    .with_latency(mock.latency());
-                self.host.with_provider("mock", Arc::new(mock))
-            }
-        }
+        let script = script.unwrap_or_else(MockScript::default_reply);
+        let mock = &self.config().mock;
+        let mock = MockProvider::new(script, mock.structured_output()).with_latency(mock.latency());
+        self.host.with_provider("mock", Arc::new(mock))
     }
 
     /// The observers every call gets: metrics, and then whatever is passed.

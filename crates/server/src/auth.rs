@@ -71,7 +71,12 @@ impl Auth {
         let Some(token) = &self.token else {
             return true;
         };
-        let Some(given) = header.and_then(|h| h.strip_prefix(b"Bearer ")) else {
+        // The scheme is case-insensitive (RFC 9110 §11.1), the token is not.
+        let given = header.and_then(|h| {
+            let (scheme, token) = h.split_at_checked(7)?;
+            scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
+        });
+        let Some(given) = given else {
             return false;
         };
         // Compared in constant time, so the time taken does not tell how
@@ -131,11 +136,20 @@ mod tests {
     #[test]
     fn the_token_must_match_exactly() {
         let auth = Auth::bearer("s3cret");
-        assert!(auth.admits(Some(b"Bearer s3cret")));
+        // Issue 22 #17: the scheme in any case.
+        for right in [&b"Bearer s3cret"[..], b"bearer s3cret", b"BEARER s3cret"] {
+            assert!(
+                auth.admits(Some(right)),
+                "{:?}",
+                String::from_utf8_lossy(right)
+            );
+        }
         for wrong in [
             &b"Bearer s3cre"[..],
             b"Bearer s3cret!",
-            b"bearer s3cret",
+            b"Bearer S3CRET",
+            b"Basic s3cret",
+            b"Bearers3cret",
             b"s3cret",
             b"",
         ] {

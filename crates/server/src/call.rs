@@ -21,7 +21,10 @@ pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiErro
             .provider
             .as_deref()
             .unwrap_or(&state.config().defaults.provider);
-        if provider != "mock" {
+        // A provider the host does not have, or its policy refuses, is the
+        // engine's to refuse (validation_error on provider, policy_denied),
+        // as `callai run` does; a script is refused only for one it calls.
+        if provider != "mock" && state.host.allowed_providers().contains(&provider) {
             return Err(ApiError::invalid(
                 "script",
                 format!("a script is for the mock provider; this call goes to {provider:?}"),
