@@ -2,7 +2,7 @@
 // objects with camelCase fields, enums as their kebab-case strings, and a
 // `result<T, E>` as a T returned or an error thrown whose `payload` is the E.
 // Kept small, and checked against wit/callai.wit by a test
-// (tests/tests/sdk_declarations.rs).
+// (tests/all/sdk_declarations.rs).
 
 declare module 'openwop:callai/types@0.1.0' {
   export type Role = 'user' | 'assistant' | 'system';

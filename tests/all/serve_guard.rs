@@ -110,6 +110,28 @@ async fn an_uploaded_pack_runs_and_names_are_guarded() {
     assert_eq!(a.status, 201, "{}", a.body);
     assert_eq!(a.body["name"], "mine");
     assert_eq!(a.body["nodeId"], "my.node");
+    // Issue 22 #14: an id with a NUL (or any control character) is refused
+    // at the edge, naming it; it used to be kept, and every run of it on
+    // PostgreSQL answered 500.
+    for bad in ["%00", "a%0Ab", ""] {
+        let refused = server
+            .send(
+                "PUT",
+                &format!("/v1/packs/other?nodeId={bad}"),
+                Some(bytes.clone()),
+            )
+            .await;
+        assert_eq!(refused.status, 400, "{bad}: {}", refused.body);
+        assert_eq!(refused.body["error"]["details"]["field"], "nodeId");
+    }
+    let refused = server
+        .post(
+            "/v1/call",
+            &serde_json::json!({"request": hello(), "nodeId": "a\u{0}b"}),
+        )
+        .await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.body["error"]["details"]["field"], "nodeId");
     assert_eq!(a.body["sha256"], callai_server::sha256_hex(&bytes));
     let listed = server.get("/v1/packs").await;
     let mine = listed

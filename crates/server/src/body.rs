@@ -160,6 +160,16 @@ fn script(value: Option<Value>) -> Result<Option<(MockScript, String)>, ApiError
     }
 }
 
+/// Whether `id` may name a node: 1 to 256 characters, none of them a
+/// control character (a NUL is refused by PostgreSQL's text, and no id
+/// needs one).
+pub fn valid_node_id(id: &str) -> bool {
+    (1..=256).contains(&id.chars().count()) && !id.chars().any(char::is_control)
+}
+
+/// What a refused node id is told.
+pub const NODE_ID_RULE: &str = "must be 1 to 256 characters, none of them a control character";
+
 /// Whether `id` may name a run: 1 to 128 of `A-Z a-z 0-9 . _ : -`.
 pub fn valid_run_id(id: &str) -> bool {
     (1..=128).contains(&id.len())
@@ -201,9 +211,9 @@ impl TryFrom<CallBodyJson> for CallBody {
     fn try_from(body: CallBodyJson) -> Result<Self, ApiError> {
         let request = body.request;
         if let Some(id) = &body.node_id
-            && (id.is_empty() || id.len() > 256)
+            && !valid_node_id(id)
         {
-            return Err(ApiError::invalid("nodeId", "must be 1 to 256 characters"));
+            return Err(ApiError::invalid("nodeId", NODE_ID_RULE));
         }
         Ok(Self {
             provider: request

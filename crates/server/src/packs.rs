@@ -256,9 +256,9 @@ impl PackStore {
             ));
         }
         if let Some(node_id) = &node_id
-            && (node_id.is_empty() || node_id.len() > 256)
+            && !crate::body::valid_node_id(node_id)
         {
-            return Err(ApiError::invalid("nodeId", "must be 1 to 256 characters"));
+            return Err(ApiError::invalid("nodeId", crate::body::NODE_ID_RULE));
         }
         let replacing = match self.get(name).map(|p| p.source) {
             Some(PackSource::Upload(_)) => true,

@@ -1,5 +1,5 @@
 //! The pack of the README's "Writing a pack", verbatim between the markers:
-//! `tests/tests/readme_pack.rs` checks that the README still shows exactly
+//! `tests/all/readme_pack.rs` checks that the README still shows exactly
 //! this, and runs it. (The README's crate is a `cdylib`; this one is a
 //! test-programs binary, hence the empty `main` after the end marker.)
 
