@@ -70,6 +70,27 @@ fn a_host_that_does_not_retry_is_blocked_not_judged() {
     assert!(!report.failed(), "{}", report.table());
 }
 
+/// Issue 22 #12: fallback-counted passed on a host with `nlFallback = false`,
+/// which never sends a fallback; its premise did not happen, so it is
+/// blocked, and the rest of the scenario still passes.
+#[test]
+fn without_a_fallback_the_fallback_leg_is_blocked_not_passed() {
+    let mut config = HostConfig::default();
+    config.retry.nl_fallback = false;
+    let report = conformance::run(&target(config));
+    let leg = report
+        .legs()
+        .iter()
+        .find(|l| l.leg == "fallback-counted")
+        .expect("the leg ran");
+    assert!(
+        matches!(&leg.outcome, LegOutcome::Blocked { reason } if reason.contains("fallback")),
+        "{}",
+        report.table()
+    );
+    assert!(!report.failed(), "{}", report.table());
+}
+
 /// A host that answers like the reference host: it wraps this one and
 /// rewrites what the pack and the event log see.
 struct WrongHost {

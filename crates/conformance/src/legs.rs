@@ -180,6 +180,14 @@ fn fallback_counted(target: &dyn Target) -> LegOutcome {
             o.output
         ));
     }
+    // The leg's premise is a fallback sent: without one (a host with
+    // nlFallback off) the count proves nothing about fallbacks.
+    if o.events_named("envelope.nlToFormat.engaged").is_empty() {
+        return blocked(
+            "the host sent no natural-language fallback (envelope.nlToFormat.engaged), \
+             so there is none to count",
+        );
+    }
     let failing = json!([
         reply(SCENE_WRONG, "stop", Some(8)),
         reply("I won't.", "refusal", Some(2)),
