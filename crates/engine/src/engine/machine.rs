@@ -221,7 +221,12 @@ impl<'a> CallMachine<'a> {
             }
             Outcome::Failed(f) => {
                 self.sent(None, None);
-                self.extra = Extra::Nothing;
+                // A transient failure re-sends the request that failed, its
+                // corrective text or fallback included; after any other the
+                // next request starts from the caller's own.
+                if f.kind != FailureKind::Transient {
+                    self.extra = Extra::Nothing;
+                }
                 self.failed(f)
             }
             Outcome::Reply(reply, verdict) => {

@@ -287,3 +287,28 @@ fn unknown_provider_is_a_validation_error() {
     );
     assert_eq!(r.err().field(), Some("provider"));
 }
+
+/// Issue 22 #10: a transient failure re-sends the request that failed. With
+/// [schema violation, 503, ok], the third request is the corrective one the
+/// 503 swallowed, not the caller's first prompt again.
+#[test]
+fn a_transient_failure_resends_the_corrective_request() {
+    let r = run(
+        json!([
+            reply(r#"{"scene": 42}"#, "stop", 10),
+            {"error": {"status": 503, "message": "overloaded"}},
+            reply(OK, "stop", 12)
+        ]),
+        structured(json!({})),
+    );
+    assert_eq!(r.ok().attempts.unwrap().count, 3);
+    let messages: Vec<usize> = r.mock_log.iter().map(|l| l.messages).collect();
+    assert!(
+        messages[1] > messages[0],
+        "the second request corrects: {messages:?}"
+    );
+    assert_eq!(
+        messages[2], messages[1],
+        "the third re-sends it: {messages:?}"
+    );
+}
