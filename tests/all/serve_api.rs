@@ -317,19 +317,13 @@ async fn the_policy_denial_is_a_403() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_without_a_script_gets_the_default_reply() {
     let server = TestServer::start("").await;
+    let call = json!({"request": hello()});
     for _ in 0..2 {
-        let a = server
-            .post(
-                "/v1/call",
-                &json!({"request": {"messages": [{"role": "user", "content": "x"}]}}),
-            )
-            .await;
+        let a = server.post("/v1/call", &call).await;
         assert_eq!(a.status, 200, "{}", a.body);
-        assert_eq!(
-            a.body["result"]["content"],
-            "Hello from the built-in mock provider."
-        );
-        assert_eq!(a.body["result"]["attempts"]["count"], 1);
+        let result = &a.body["result"];
+        assert_eq!(result["content"], "Hello from the built-in mock provider.");
+        assert_eq!(result["attempts"]["count"], 1);
     }
     server.shutdown().await;
 }
