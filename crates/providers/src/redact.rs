@@ -9,6 +9,7 @@ use base64::Engine as _;
 use base64::engine::GeneralPurpose;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 /// What stands where a key was.
 pub const REDACTED: &str = "[redacted]";
@@ -18,6 +19,8 @@ pub const REDACTED: &str = "[redacted]";
 pub struct Redactor {
     /// The key, lower-cased ASCII (matched case-insensitively).
     key: Vec<u8>,
+    /// Every run of [`MIN_RUN`] consecutive bytes of `key`.
+    runs: HashSet<Box<[u8]>>,
     /// The key's base64 forms at each of the three byte alignments, in both
     /// alphabets: the characters determined by the key's bytes alone.
     base64: Vec<String>,
@@ -51,20 +54,21 @@ impl Redactor {
             // A core too short to be the key's and nothing else is left out.
             .filter(|core| core.len() >= 8)
             .collect();
-        Self {
-            key: raw.to_ascii_lowercase(),
-            base64,
-        }
+        let key = raw.to_ascii_lowercase();
+        let runs = key.windows(MIN_RUN.min(key.len())).map(Box::from).collect();
+        Self { key, runs, base64 }
     }
 
-    /// `text` with every occurrence of the key, in any encoding above,
-    /// replaced by `[redacted]`.
+    /// `text` with every run of [`MIN_RUN`] or more consecutive characters
+    /// of the key, in any encoding above, replaced by `[redacted]`: a key
+    /// echoed whole, cut in pieces, or with invisible characters (U+200B
+    /// and the other Unicode format characters) put inside it.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
         if self.key.is_empty() {
             return Cow::Borrowed(text);
         }
         let decoded = Decoded::new(text);
-        let spans = decoded.find(&self.key);
+        let spans = decoded.runs_of(&self.runs, MIN_RUN.min(self.key.len()));
         let mut out = if spans.is_empty() {
             Cow::Borrowed(text)
         } else {
@@ -87,8 +91,24 @@ impl Redactor {
     }
 }
 
-/// A text decoded unit by unit (`\uXXXX`, `\/`, `%XX` or one byte), each
-/// unit remembering where it stood in the original.
+/// The fewest consecutive characters of a key that are redacted where they
+/// stand alone: fewer are too likely in any text to say anything.
+pub const MIN_RUN: usize = 8;
+
+/// Whether `c` is a Unicode format character (category Cf): invisible, so
+/// a provider can put one inside a key and the text still shows the key.
+fn is_format(c: char) -> bool {
+    matches!(c,
+        '\u{00AD}' | '\u{034F}' | '\u{061C}' | '\u{115F}' | '\u{1160}' | '\u{17B4}' | '\u{17B5}'
+        | '\u{180B}'..='\u{180F}' | '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}'
+        | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
+        | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1D173}'..='\u{1D17A}'
+        | '\u{E0000}'..='\u{E0FFF}')
+}
+
+/// A text decoded unit by unit (`\uXXXX`, `\/`, `%XX` or one character),
+/// format characters left out, each decoded byte remembering where its unit
+/// stood in the original.
 struct Decoded {
     /// The decoded bytes, lower-cased ASCII.
     bytes: Vec<u8>,
@@ -107,40 +127,59 @@ impl Decoded {
         let (mut bytes, mut spans) = (Vec::with_capacity(raw.len()), Vec::with_capacity(raw.len()));
         let mut i = 0;
         while i < raw.len() {
-            let (byte, len) = match raw[i] {
+            let unit: (Option<u8>, usize) = match raw[i] {
                 b'\\' if raw.get(i + 1) == Some(&b'u') => {
-                    match raw.get(i + 2..i + 6).and_then(hex).filter(|c| *c < 0x80) {
-                        Some(c) => (c as u8, 6),
-                        None => (raw[i], 1),
+                    match raw.get(i + 2..i + 6).and_then(hex) {
+                        Some(c) if c < 0x80 => (Some(c as u8), 6),
+                        Some(c) if char::from_u32(c).is_some_and(is_format) => (None, 6),
+                        _ => (Some(raw[i]), 1),
                     }
                 }
-                b'\\' if matches!(raw.get(i + 1), Some(b'/' | b'\\' | b'"')) => (raw[i + 1], 2),
+                b'\\' if matches!(raw.get(i + 1), Some(b'/' | b'\\' | b'"')) => {
+                    (Some(raw[i + 1]), 2)
+                }
                 b'%' => match raw.get(i + 1..i + 3).and_then(hex) {
-                    Some(c) => (c as u8, 3),
-                    None => (raw[i], 1),
+                    Some(c) => (Some(c as u8), 3),
+                    None => (Some(raw[i]), 1),
                 },
-                b => (b, 1),
+                b if b < 0x80 => (Some(b), 1),
+                _ => {
+                    // A character beyond ASCII: left out when invisible, else
+                    // kept whole (it is in no key of ASCII).
+                    let c = text[i..].chars().next().expect("a character starts here");
+                    let len = c.len_utf8();
+                    if is_format(c) {
+                        (None, len)
+                    } else {
+                        bytes.extend_from_slice(&raw[i..i + len]);
+                        spans.extend(std::iter::repeat_n((i, i + len), len));
+                        i += len;
+                        continue;
+                    }
+                }
             };
-            bytes.push(byte.to_ascii_lowercase());
-            spans.push((i, i + len));
-            i += len;
+            if let (Some(byte), len) = unit {
+                bytes.push(byte.to_ascii_lowercase());
+                spans.push((i, i + len));
+            }
+            i += unit.1;
         }
         Self { bytes, spans }
     }
 
-    /// The original spans of every (non-overlapping) occurrence of
-    /// `needle`, widened to whole characters.
-    fn find(&self, needle: &[u8]) -> Vec<(usize, usize)> {
-        let mut found = Vec::new();
-        let mut from = 0;
-        while let Some(pos) = self.bytes[from..]
-            .windows(needle.len())
-            .position(|w| w == needle)
-        {
-            let start = from + pos;
-            let end = start + needle.len();
-            found.push((self.spans[start].0, self.spans[end - 1].1));
-            from = end;
+    /// The original spans of every stretch of the text made of `runs` (of
+    /// `n` bytes each), widened to whole units, overlapping stretches merged.
+    fn runs_of(&self, runs: &HashSet<Box<[u8]>>, n: usize) -> Vec<(usize, usize)> {
+        let mut found: Vec<(usize, usize)> = Vec::new();
+        for (start, window) in self.bytes.windows(n).enumerate() {
+            if !runs.contains(window) {
+                continue;
+            }
+            let (from, to) = (self.spans[start].0, self.spans[start + n - 1].1);
+            match found.last_mut() {
+                Some(last) if from <= last.1 => last.1 = last.1.max(to),
+                _ => found.push((from, to)),
+            }
         }
         found
     }
@@ -196,10 +235,44 @@ mod tests {
     #[test]
     fn text_without_the_key_is_left_alone() {
         let r = Redactor::new(Some(KEY));
-        for text in ["", "plain text", "%zz \\uZZZZ \\", "ünïcödé ✓ sk-test/"] {
+        // Seven characters of the key are not a run of it (MIN_RUN is 8).
+        for text in ["", "plain text", "%zz \\uZZZZ \\", "ünïcödé ✓ sk-test"] {
             assert_eq!(r.redact(text), text);
         }
         assert_eq!(Redactor::new(None).redact(KEY), KEY);
         assert_eq!(format!("{r:?}"), "Redactor([redacted])");
+    }
+
+    /// Issue 22 #8: a key echoed with invisible characters inside it, or in
+    /// pieces, or case-folded, leaks no run of 8 of its characters.
+    #[test]
+    fn a_key_in_pieces_or_with_invisible_characters_is_redacted() {
+        let r = Redactor::new(Some(KEY));
+        let zero_width = format!("{}\u{200B}{}", &KEY[..25], &KEY[25..]);
+        let escaped_zero_width = format!("{}\\u200b{}", &KEY[..10], &KEY[10..]);
+        let soft_hyphens: String = KEY.chars().flat_map(|c| [c, '\u{00AD}']).collect();
+        let halves = format!("{} ... {}", &KEY[..15], &KEY[15..]);
+        for shown in [
+            zero_width,
+            escaped_zero_width,
+            soft_hyphens,
+            halves,
+            KEY.to_lowercase(),
+            format!("\u{FEFF}{}", KEY.to_uppercase()),
+        ] {
+            let text = format!("error: key <{shown}>");
+            let redacted = r.redact(&text);
+            // What a reader sees: the invisible characters left out.
+            let lower = redacted
+                .chars()
+                .filter(|c| !is_format(*c))
+                .collect::<String>()
+                .to_lowercase();
+            for run in KEY.to_lowercase().as_bytes().windows(MIN_RUN) {
+                let run = std::str::from_utf8(run).unwrap();
+                assert!(!lower.contains(run), "{shown:?} left {run:?}: {redacted}");
+            }
+            assert!(redacted.starts_with("error: key <"), "{redacted}");
+        }
     }
 }
