@@ -265,3 +265,29 @@ fn a_reader_that_goes_away_is_no_panic() {
         assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
     }
 }
+
+/// Issue 22 #13: a misspelt request field is named on stderr, with the
+/// field it looks like, and in an event; the call goes on without it.
+#[test]
+fn a_misspelt_request_field_is_a_warning_naming_the_field_it_looks_like() {
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let out = callai(&[
+        "run",
+        "echo-attempts",
+        "--input",
+        r#"{"messages": [{"role": "user", "content": "hi"}], "max_tokens": 5}"#,
+        "--events",
+        events.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let warning: Value = serde_json::from_slice(&out.stderr).expect("one JSON warning");
+    assert_eq!(warning["warning"]["field"], "max_tokens");
+    assert_eq!(warning["warning"]["didYouMean"], "maxTokens");
+    let logged = std::fs::read_to_string(&events).unwrap();
+    assert!(logged.contains("request.unknownFields"), "{logged}");
+}

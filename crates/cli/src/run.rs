@@ -192,6 +192,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
                 source,
             })?;
     }
+    warn_of_unknown_fields(&output.events);
     match output.result {
         Ok(text) => {
             // Output that is not JSON is printed as a JSON string: escaped,
@@ -203,6 +204,27 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         Err(e) => {
             eprintln!("{}", e.to_json());
             Ok(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// A warning on stderr for each field of a request the host ignored, not
+/// knowing it (`[policy] unknownRequestFields = "warn"`): a line on a
+/// terminal, a JSON object a line for a program.
+fn warn_of_unknown_fields(events: &[callai_engine::Event]) {
+    let terminal = std::io::stderr().is_terminal();
+    for event in events {
+        if let callai_engine::Event::UnknownRequestFields { fields, .. } = event {
+            for field in fields {
+                if terminal {
+                    eprintln!("warning: {field}; it was ignored");
+                } else {
+                    let warning = serde_json::json!({"warning": {"kind": "unknown_request_field",
+                        "field": field.name, "didYouMean": field.did_you_mean,
+                        "message": format!("{field}; it was ignored")}});
+                    eprintln!("{warning}");
+                }
+            }
         }
     }
 }

@@ -121,6 +121,15 @@ pub enum Event {
         /// Their bytes.
         bytes: u64,
     },
+    /// Top-level fields of a JSON request the spec does not define, which
+    /// the host ignored (`[policy] unknownRequestFields = "warn"`).
+    #[serde(rename = "request.unknownFields", rename_all = "camelCase")]
+    UnknownRequestFields {
+        /// The node that sent the request.
+        node_id: String,
+        /// Each field, with the spec's field it looks like.
+        fields: Vec<callai_wire::UnknownField>,
+    },
     /// A line the pack logged.
     #[serde(rename = "pack.log", rename_all = "camelCase")]
     PackLog {
@@ -145,6 +154,7 @@ impl Event {
             Self::RecoveryApplied { .. } => "envelope.recovery.applied",
             Self::ProviderUsage { .. } => "provider.usage",
             Self::ReplayDiverged { .. } => "replay.diverged",
+            Self::UnknownRequestFields { .. } => "request.unknownFields",
             Self::PackLog { .. } => "pack.log",
             Self::PackLogDropped { .. } => "pack.log.dropped",
         }

@@ -1,13 +1,14 @@
 //! [`Host`]: the retry engine of one host with its config and providers, and
 //! the routing and policy decided before any request is sent.
 
+use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{CallMachine, CallSpec, Clock, Effects, Jitter, SchemaCache, Sleeper, drive};
-use crate::events::EventSink;
+use crate::events::{Event, EventSink};
 use crate::mock::{MockProvider, MockScript};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
 use crate::provider::{Provider, Providers};
-use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput};
+use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput, UnknownField};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -295,15 +296,44 @@ impl Host {
     }
 
     /// The JSON entry: parses and checks `request` (refusing a malformed
-    /// `retry` when the host honours it), then calls.
+    /// `retry` when the host honours it, and a field the spec does not
+    /// define as `[policy] unknownRequestFields` says), then calls.
     pub async fn call_json(
         &self,
         node_id: &str,
         request: &str,
         events: &dyn EventSink,
     ) -> Result<CallResult, CallError> {
-        let request = CallRequest::from_json(request, self.config.call_accounting.retry_field())?;
+        let retry = self.config.call_accounting.retry_field();
+        let (request, unknown) = CallRequest::from_json_naming_unknown(request, retry)?;
+        self.unknown_fields(node_id, unknown, events)?;
         self.call(node_id, &request, events).await
+    }
+
+    /// What `[policy] unknownRequestFields` makes of a JSON request's
+    /// fields the spec does not define: a `request.unknownFields` event
+    /// naming them (`warn`), a refusal naming the first (`refuse`), or
+    /// nothing (`ignore`).
+    pub(crate) fn unknown_fields(
+        &self,
+        node_id: &str,
+        fields: Vec<UnknownField>,
+        events: &dyn EventSink,
+    ) -> Result<(), CallError> {
+        match (fields.first(), self.config.policy.unknown_request_fields) {
+            (None, _) | (_, UnknownFields::Ignore) => Ok(()),
+            (Some(first), UnknownFields::Refuse) => Err(CallError::validation(
+                &first.name,
+                format!("{first}; this host refuses fields it does not know"),
+            )),
+            (Some(_), UnknownFields::Warn) => {
+                events.emit(Event::UnknownRequestFields {
+                    node_id: node_id.to_owned(),
+                    fields,
+                });
+                Ok(())
+            }
+        }
     }
 
     /// The provider a request goes to, or the refusal made before any request.

@@ -34,10 +34,12 @@ mod error;
 mod parse;
 mod request;
 mod result;
+mod unknown;
 
 pub use error::{CallError, ErrorCode};
 pub use request::{CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role};
 pub use result::{Attempts, CallAccounting, CallResult, FinishReason, StructuredOutput, Usage};
+pub use unknown::{REQUEST_FIELDS, UnknownField, unknown_fields};
 
 /// Used by [`wit_conversions!`]; not part of the API.
 #[doc(hidden)]

@@ -155,6 +155,17 @@ impl CallRequest {
         Self::from_value(&parse::json(text)?, retry)
     }
 
+    /// [`CallRequest::from_json`], with the top-level fields the spec does
+    /// not define (which it ignores), each with the field it looks like.
+    pub fn from_json_naming_unknown(
+        text: &str,
+        retry: RetryField,
+    ) -> Result<(Self, Vec<crate::UnknownField>), CallError> {
+        let value = parse::json(text)?;
+        let unknown = crate::unknown_fields(&value);
+        Ok((Self::from_value(&value, retry)?, unknown))
+    }
+
     /// As [`CallRequest::from_json`], from a parsed value.
     pub fn from_value(value: &Value, retry: RetryField) -> Result<Self, CallError> {
         let request = parse::request(value, retry)?;

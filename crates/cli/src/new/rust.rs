@@ -17,7 +17,7 @@ const SDK: &[(&str, &str)] = sources!(".callai/callai-sdk", "guest-sdk":
 
 const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
     "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse.rs", "src/request.rs",
-    "src/result.rs");
+    "src/result.rs", "src/unknown.rs");
 
 /// The manifest of a crate of the SDK, standing alone (the repository's
 /// inherit from its workspace).

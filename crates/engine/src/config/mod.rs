@@ -61,6 +61,23 @@ impl Default for RetryConfig {
 pub struct PolicyConfig {
     /// Unset: every provider is allowed.
     pub allowed_providers: Option<Vec<String>>,
+    /// What a JSON request's top-level field the spec does not define gets.
+    pub unknown_request_fields: UnknownFields,
+}
+
+/// `[policy] unknownRequestFields`: the RFC lets a host ignore a field it
+/// does not know, but a misspelt one (`response_schema`) changes the call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownFields {
+    /// Ignored, and named in a `request.unknownFields` event (and a warning
+    /// on `callai run`'s stderr), with the field it looks like.
+    #[default]
+    Warn,
+    /// Refused with `validation_error` naming the field.
+    Refuse,
+    /// Ignored, silently.
+    Ignore,
 }
 
 /// `[mock]`: the built-in mock provider.

@@ -347,7 +347,13 @@ impl RunSession {
         let keyed = !self.journal.is_live();
         match input {
             CallInput::Json(text) => {
-                let request = CallRequest::from_json(&text, retry_field);
+                let request = CallRequest::from_json_naming_unknown(&text, retry_field).and_then(
+                    |(request, unknown)| {
+                        self.host
+                            .unknown_fields(&self.node_id, unknown, &self.events)
+                            .map(|()| request)
+                    },
+                );
                 let key = match (&request, keyed) {
                     (_, false) => Value::Null,
                     (Ok(r), true) => r.canonical(),

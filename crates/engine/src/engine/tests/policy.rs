@@ -200,3 +200,39 @@ fn a_script_that_runs_out_is_an_error_not_a_hang() {
     let r = run(json!([]), structured(json!({})));
     assert!(r.named("envelope.retry.exhausted").is_empty());
 }
+
+/// Issue 22 #13: a field the spec does not define (`response_schema`) is
+/// named in an event with the field it looks like (`warn`, the default),
+/// refused naming it (`refuse`), or passed over (`ignore`); it used to
+/// vanish silently and turn a structured call into a text call.
+#[test]
+fn unknown_request_fields_are_named_refused_or_ignored() {
+    use crate::config::UnknownFields;
+    let request = json!({"messages": [{"role": "user", "content": "A scene."}],
+                         "response_schema": {"type": "object"}});
+    let r = run(json!([reply("prose", "stop", 3)]), request.clone());
+    assert_eq!(r.ok().content.as_deref(), Some("prose"));
+    let named = r.named("request.unknownFields");
+    assert_eq!(
+        named,
+        [json!({"nodeId": "test.node",
+                "fields": [{"name": "response_schema", "didYouMean": "responseSchema"}]})]
+    );
+
+    let mut refuse = HostConfig::default();
+    refuse.policy.unknown_request_fields = UnknownFields::Refuse;
+    let r = run_with(refuse, json!([reply("prose", "stop", 3)]), request.clone());
+    assert_eq!(r.err().field(), Some("response_schema"));
+    assert!(
+        r.err().message.contains("responseSchema"),
+        "{}",
+        r.err().message
+    );
+    assert!(r.mock_log.is_empty(), "refused before any request");
+
+    let mut ignore = HostConfig::default();
+    ignore.policy.unknown_request_fields = UnknownFields::Ignore;
+    let r = run_with(ignore, json!([reply("prose", "stop", 3)]), request);
+    assert!(r.ok().content.is_some());
+    assert!(r.named("request.unknownFields").is_empty());
+}
