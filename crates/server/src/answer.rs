@@ -74,9 +74,9 @@ pub struct Accepted {
 pub struct RunEvent {
     /// From 1, in order.
     pub sequence: u64,
-    /// The event's name and payload (`{"type", "payload"}`).
+    /// The event's name and payload (`{"type", "payload"}`), serialised.
     #[serde(flatten)]
-    pub event: Event,
+    pub event: Value,
     /// The node its payload names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub node_id: Option<Value>,

@@ -300,11 +300,15 @@ pub fn events_answer(events: &[(u64, Event)], complete: bool) -> EventsAnswer {
     let events = events
         .iter()
         .enumerate()
-        .map(|(i, (at, event))| RunEvent {
-            sequence: i as u64 + 1,
-            node_id: event.to_json()["payload"].get("nodeId").cloned(),
-            event: event.clone(),
-            timestamp: rfc3339(*at),
+        .map(|(i, (at, event))| {
+            // Serialised once: the envelope's node id is read from it.
+            let event = event.to_json();
+            RunEvent {
+                sequence: i as u64 + 1,
+                node_id: event["payload"].get("nodeId").cloned(),
+                event,
+                timestamp: rfc3339(*at),
+            }
         })
         .collect();
     EventsAnswer {
