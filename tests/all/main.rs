@@ -30,6 +30,7 @@ mod runlog;
 mod sandbox;
 mod sdk_declarations;
 mod serve_api;
+mod serve_connections;
 mod serve_guard;
 mod serve_load;
 mod telemetry;

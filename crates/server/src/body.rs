@@ -34,7 +34,13 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 /// size limit `limit_key`: `413`).
 pub fn bytes(body: Result<Bytes, BytesRejection>, limit_key: &str) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
-        if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        if let Some(timeout) = crate::listen::is_body_timeout(&e) {
+            ApiError::over_limit(
+                ApiCode::RequestTimeout,
+                "server.bodyTimeoutMs",
+                timeout.to_string(),
+            )
+        } else if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             let message = format!("the body is over {limit_key}");
             ApiError::over_limit(ApiCode::PayloadTooLarge, limit_key, message)
         } else {

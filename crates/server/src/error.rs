@@ -17,6 +17,8 @@ pub enum ApiCode {
     PayloadTooLarge,
     /// A run or call went past a `[limits]` bound.
     LimitExceeded,
+    /// The request body did not arrive within `[server] bodyTimeoutMs`.
+    RequestTimeout,
     /// No such route, pack or run.
     NotFound,
     /// The route does not take this method.
@@ -42,6 +44,7 @@ impl ApiCode {
             Self::Call(code) => code.as_str(),
             Self::PayloadTooLarge => "payload_too_large",
             Self::LimitExceeded => "limit_exceeded",
+            Self::RequestTimeout => "request_timeout",
             Self::NotFound => "not_found",
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict => "conflict",
@@ -61,6 +64,7 @@ impl ApiCode {
             Self::Call(ErrorCode::PolicyDenied) => StatusCode::FORBIDDEN,
             Self::Call(_) => StatusCode::BAD_GATEWAY,
             Self::PayloadTooLarge | Self::LimitExceeded => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict => StatusCode::CONFLICT,

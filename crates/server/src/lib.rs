@@ -35,6 +35,7 @@ pub mod config;
 mod discovery;
 mod durable;
 mod error;
+mod listen;
 mod metrics;
 mod open_log;
 mod packs;
@@ -135,6 +136,10 @@ pub struct Server {
     addr: SocketAddr,
 }
 
+/// After the grace period, how long stopped runs' answers have to be
+/// written before the connections are closed.
+const ANSWER_MARGIN: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// This host's name in leases: the machine's, the process id, and a
 /// random part (a restarted process is another host).
 fn host_id() -> String {
@@ -223,7 +228,7 @@ impl Server {
 
     /// Serves until `shutdown` completes; then stops accepting work, lets
     /// runs in flight finish for up to `[server] shutdownGraceMs`, fails the
-    /// rest cleanly, and returns.
+    /// rest cleanly, closes every connection still open, and returns.
     pub async fn run(
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
@@ -231,38 +236,42 @@ impl Server {
         let state = self.state.clone();
         let grace = state.server.shutdown_grace();
         let app = app::router(state.clone(), self.auth);
-        let (deadline_tx, mut deadline_rx) = tokio::sync::watch::channel(None);
-        let draining = state.clone();
-        let drain = async move {
-            shutdown.await;
-            draining.admission.drain();
-            deadline_tx.send_replace(Some(tokio::time::Instant::now() + grace));
-            // Handlers still waiting on runs answer once their runs end or
-            // are stopped at the deadline.
-            let stopping = draining.clone();
-            tokio::spawn(async move {
-                tokio::time::sleep(grace).await;
-                stopping.admission.stop_all();
-            });
-        };
+        let limits = listen::ConnectionLimits::from_config(&state.server);
+        let (stage_tx, stage_rx) = tokio::sync::watch::channel(listen::Stage::Serving);
         // Durable runs whose host died are resumed here.
         let takeover = tokio::spawn(durable::take_over(state.clone()));
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(drain)
-            .await?;
+        let serving = tokio::spawn(listen::serve(self.listener, app, limits, stage_rx));
+        shutdown.await;
         takeover.abort();
-        // Every connection is closed; runs nobody waits on may go on.
-        state.tasks.close();
-        let deadline = deadline_rx
-            .wait_for(Option::is_some)
-            .await
-            .ok()
-            .and_then(|d| *d);
-        if let Some(deadline) = deadline {
+        state.admission.drain();
+        stage_tx.send_replace(listen::Stage::Draining);
+        let deadline = tokio::time::Instant::now() + grace;
+        // Handlers still waiting on runs answer once their runs end or are
+        // stopped at the deadline; then their answers get a moment to be
+        // written before every connection left is closed.
+        let serving_done = async {
+            let _ = serving.await;
+        };
+        tokio::pin!(serving_done);
+        let mut serving_ended = false;
+        tokio::select! {
+            () = &mut serving_done => serving_ended = true,
+            () = tokio::time::sleep_until(deadline) => state.admission.stop_all(),
+        }
+        if !serving_ended {
             tokio::select! {
-                () = state.tasks.wait() => {}
-                () = tokio::time::sleep_until(deadline) => state.admission.stop_all(),
+                () = &mut serving_done => {}
+                () = tokio::time::sleep(ANSWER_MARGIN) => {
+                    stage_tx.send_replace(listen::Stage::Closing);
+                    serving_done.await;
+                }
             }
+        }
+        // Runs nobody waits on may go on until the deadline.
+        state.tasks.close();
+        tokio::select! {
+            () = state.tasks.wait() => {}
+            () = tokio::time::sleep_until(deadline) => state.admission.stop_all(),
         }
         state.tasks.wait().await;
         if let Some(t) = state.telemetry.clone() {

@@ -24,8 +24,23 @@ pub struct ServerConfig {
     /// Finished runs kept in memory for `GET /v1/runs/{id}` when no run log
     /// is set (the oldest are forgotten first).
     pub keep_runs: u32,
-    /// On SIGTERM, how long runs in flight may go on before they are failed.
+    /// On SIGTERM, how long runs in flight may go on before they are failed
+    /// and every connection still open is closed.
     pub shutdown_grace_ms: u64,
+    /// The whole request head must arrive within this, from its first byte.
+    pub header_timeout_ms: u64,
+    /// The whole request body must arrive within this, from the end of its
+    /// head; past it, `408`.
+    pub body_timeout_ms: u64,
+    /// A keep-alive connection with no request for this long is closed.
+    pub idle_timeout_ms: u64,
+    /// Connections open at once; past it, new ones wait in the backlog.
+    pub max_connections: u32,
+    /// Pack compilations at once; more wait for a turn.
+    pub max_compiles: u32,
+    /// A pack whose largest function body is over this is refused before
+    /// it is compiled.
+    pub max_pack_function_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -38,6 +53,12 @@ impl Default for ServerConfig {
             max_queued_runs: 1000,
             keep_runs: 10_000,
             shutdown_grace_ms: 30_000,
+            header_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 4096,
+            max_compiles: 1,
+            max_pack_function_bytes: 1 << 20,
         }
     }
 }
@@ -76,6 +97,27 @@ impl ServerConfig {
             self.shutdown_grace_ms,
             0,
             3_600_000,
+        )?;
+        in_range(
+            "server.headerTimeoutMs",
+            self.header_timeout_ms,
+            100,
+            3_600_000,
+        )?;
+        in_range("server.bodyTimeoutMs", self.body_timeout_ms, 100, 3_600_000)?;
+        in_range("server.idleTimeoutMs", self.idle_timeout_ms, 100, 3_600_000)?;
+        in_range(
+            "server.maxConnections",
+            self.max_connections.into(),
+            1,
+            1_000_000,
+        )?;
+        in_range("server.maxCompiles", self.max_compiles.into(), 1, 1024)?;
+        in_range(
+            "server.maxPackFunctionBytes",
+            self.max_pack_function_bytes,
+            1024,
+            1 << 32,
         )
     }
 }

@@ -1,0 +1,190 @@
+//! What one connection is doing, for its watchdog: idle between requests,
+//! reading a request head, or busy with a request. The socket reports the
+//! bytes it reads, the service reports a request's start and its answer's
+//! end, and the watchdog closes the connection when a phase outlasts its
+//! timeout (`headerTimeoutMs` for a head, `idleTimeoutMs` between requests).
+//!
+//! hyper's own `header_read_timeout` starts when it begins waiting for a
+//! head, which on a keep-alive connection is the moment the previous answer
+//! ended: it would close idle connections at the header timeout, not the
+//! idle one. So the phases are tracked here.
+
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+/// The phase of a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// No request: waiting for the first byte of the next one.
+    Idle,
+    /// Some bytes of a request head have come, not all of it.
+    Head,
+    /// A request is being answered (its body read, its handler run, its
+    /// answer written).
+    Busy,
+}
+
+/// The timeouts of the phases.
+#[derive(Debug, Clone, Copy)]
+pub struct PhaseTimeouts {
+    /// The whole request head, from its first byte.
+    pub header: Duration,
+    /// Between requests on a keep-alive connection.
+    pub idle: Duration,
+}
+
+#[derive(Debug)]
+struct State {
+    phase: Phase,
+    since: Instant,
+}
+
+/// One connection's activity, shared by its socket, its service and its
+/// watchdog.
+#[derive(Debug)]
+pub struct Activity {
+    state: Mutex<State>,
+    changed: Notify,
+}
+
+impl Activity {
+    /// A connection just accepted: idle.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self {
+            state: Mutex::new(State {
+                phase: Phase::Idle,
+                since: Instant::now(),
+            }),
+            changed: Notify::new(),
+        })
+    }
+
+    fn set(&self, from: Option<Phase>, to: Phase) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if from.is_none_or(|f| state.phase == f) && state.phase != to {
+            state.phase = to;
+            state.since = Instant::now();
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+
+    /// Bytes were read: an idle connection starts a head.
+    fn read_bytes(&self) {
+        self.set(Some(Phase::Idle), Phase::Head);
+    }
+
+    /// A request's head is complete and its handler starts.
+    pub fn begin_request(self: &Arc<Self>) -> BusyGuard {
+        self.set(None, Phase::Busy);
+        BusyGuard(self.clone())
+    }
+
+    /// When the current phase runs out, or `None` while busy.
+    fn deadline(&self, timeouts: PhaseTimeouts) -> (Phase, Option<Instant>) {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let limit = match state.phase {
+            Phase::Idle => Some(timeouts.idle),
+            Phase::Head => Some(timeouts.header),
+            Phase::Busy => None,
+        };
+        (state.phase, limit.map(|l| state.since + l))
+    }
+
+    /// Returns the phase that outlasted its timeout; never returns while
+    /// the connection keeps within them.
+    pub async fn expired(&self, timeouts: PhaseTimeouts) -> Phase {
+        loop {
+            let changed = self.changed.notified();
+            let (phase, deadline) = self.deadline(timeouts);
+            match deadline {
+                None => changed.await,
+                Some(deadline) => {
+                    tokio::select! {
+                        () = changed => {}
+                        () = tokio::time::sleep_until(deadline) => {
+                            if self.deadline(timeouts) == (phase, Some(deadline)) {
+                                return phase;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Held while a request is answered; dropping it (with the answer's body)
+/// makes the connection idle again.
+#[derive(Debug)]
+pub struct BusyGuard(Arc<Activity>);
+
+impl Drop for BusyGuard {
+    fn drop(&mut self) {
+        self.0.set(Some(Phase::Busy), Phase::Idle);
+    }
+}
+
+/// A socket that reports the bytes it reads to its connection's activity.
+#[derive(Debug)]
+pub struct WatchedIo<T> {
+    inner: T,
+    activity: Arc<Activity>,
+}
+
+impl<T> WatchedIo<T> {
+    /// `inner`, reporting to `activity`.
+    pub fn new(inner: T, activity: Arc<Activity>) -> Self {
+        Self { inner, activity }
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for WatchedIo<T> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if buf.filled().len() > before {
+            self.activity.read_bytes();
+        }
+        poll
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[std::io::IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
