@@ -3,6 +3,7 @@
 
 use callai_engine::HostConfig;
 use callai_host::{PackRuntime, RuntimeOptions};
+use callai_tests::components::component_with_function;
 use callai_tests::{block_on, host_with_script};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -137,4 +138,111 @@ fn a_symlink_in_the_cache_is_neither_followed_nor_written_through() {
         std::fs::metadata(&key).unwrap().permissions().mode() & 0o777,
         0o600
     );
+}
+
+#[test]
+fn a_component_refused_as_a_pack_is_never_cached() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime(dir.path());
+    // A component that compiles but exports no `run`.
+    let not_a_pack = component_with_function(64, "refused");
+    let refused = rt.load(&not_a_pack).map(|_| ()).unwrap_err();
+    assert!(
+        matches!(refused, callai_host::LoadError::NotAPack(_)),
+        "{refused}"
+    );
+    assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
+    assert!(!rt.is_cached(&not_a_pack));
+}
+
+#[test]
+fn the_cache_keeps_to_its_bound_dropping_the_least_recently_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let packs: Vec<Vec<u8>> = ["echo-attempts", "summarize", "bookai-scene"]
+        .iter()
+        .map(|n| callai_examples::example(n).unwrap().component().to_vec())
+        .collect();
+    // Learn each entry's size with an unbounded cache, then start empty.
+    let sizes: Vec<u64> = {
+        let rt = runtime(dir.path());
+        packs
+            .iter()
+            .map(|p| {
+                rt.load(p).unwrap();
+                let size = entries(dir.path())
+                    .iter()
+                    .map(|e| e.metadata().unwrap().len())
+                    .sum::<u64>();
+                entries(dir.path())
+                    .iter()
+                    .for_each(|e| std::fs::remove_file(e).unwrap());
+                size
+            })
+            .collect()
+    };
+    let bound = sizes.iter().sum::<u64>() - 1;
+    let options = RuntimeOptions {
+        max_concurrent_runs: 2,
+        cache_max_bytes: bound,
+        ..RuntimeOptions::default()
+    }
+    .cache_dir(dir.path());
+    let rt = PackRuntime::with_options(&options).unwrap();
+    let pause = || std::thread::sleep(std::time::Duration::from_millis(20));
+    rt.load(&packs[0]).unwrap();
+    pause();
+    rt.load(&packs[1]).unwrap();
+    pause();
+    // A hit is a use: the first is now the most recently used.
+    rt.load(&packs[0]).unwrap();
+    pause();
+    rt.load(&packs[2]).unwrap();
+    let cached: Vec<bool> = packs.iter().map(|p| rt.is_cached(p)).collect();
+    assert_eq!(cached, [true, false, true], "the second was used least recently");
+    let total: u64 = entries(dir.path())
+        .iter()
+        .map(|e| e.metadata().unwrap().len())
+        .sum();
+    assert!(total <= bound, "{total} bytes cached over a bound of {bound}");
+}
+
+#[test]
+fn a_function_over_the_limit_is_refused_before_compiling() {
+    let options = RuntimeOptions {
+        max_concurrent_runs: 1,
+        max_function_bytes: Some(100_000),
+        ..RuntimeOptions::default()
+    };
+    let rt = PackRuntime::with_options(&options).unwrap();
+    // 3.6 MB in one function: compiling it took 12 s of CPU and 818 MB.
+    let bomb = component_with_function(3_600_000, "bomb");
+    let started = std::time::Instant::now();
+    match rt.check(&bomb) {
+        Err(callai_host::LoadError::FunctionTooLarge { largest, limit, key }) => {
+            assert_eq!((largest, limit), (3_600_000, 100_000));
+            assert_eq!(key, "server.maxPackFunctionBytes");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(rt.load(&bomb).is_err());
+    // Reading sizes is linear: far under the 12 s a compile took.
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(rt.check(&component_with_function(100_000, "fits")).is_ok());
+}
+
+#[test]
+fn every_bundled_pack_fits_the_default_function_limit() {
+    let limit = callai_server::config::ServerConfig::default().max_pack_function_bytes;
+    let options = RuntimeOptions {
+        max_concurrent_runs: 1,
+        max_function_bytes: Some(limit),
+        ..RuntimeOptions::default()
+    };
+    let rt = PackRuntime::with_options(&options).unwrap();
+    for example in callai_examples::EXAMPLES {
+        let bytes = example.component();
+        if let Err(e) = rt.check(&bytes) {
+            panic!("{}: {e}", example.name);
+        }
+    }
 }

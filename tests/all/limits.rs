@@ -110,7 +110,7 @@ fn a_pack_that_sends_a_100_mb_prompt_hits_the_request_limit() {
     let big = PackRuntime::with_options(&RuntimeOptions {
         max_concurrent_runs: 2,
         max_memory_bytes: 512 << 20,
-        cache_dir: None,
+        ..RuntimeOptions::default()
     })
     .unwrap();
     let config = with(|c| c.limits.memory_bytes = 512 << 20);

@@ -328,6 +328,7 @@ fn runtime(config: &Config) -> Result<PackRuntime, CliError> {
 /// `~/.cache/callai` (none when no home is known).
 pub(crate) fn runtime_options(config: &Config) -> RuntimeOptions {
     let mut options = RuntimeOptions::from_limits(&config.limits);
+    options.cache_max_bytes = config.cache.max_bytes;
     let env = |k: &str| {
         std::env::var_os(k)
             .filter(|v| !v.is_empty())

@@ -32,30 +32,80 @@ fn entry_path(dir: &Path, source: &[u8], compat: &[u8; 32]) -> PathBuf {
     ))
 }
 
-/// Whether `dir` holds an entry for `bytes` (not yet checked: a damaged
-/// one is recompiled on load).
-pub fn contains(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> bool {
-    entry_path(dir, &Sha256::digest(bytes), &compatibility(engine)).exists()
+/// The name of a component in the cache: the SHA-256 of its bytes.
+pub fn source_of(bytes: &[u8]) -> [u8; 32] {
+    Sha256::digest(bytes).into()
 }
 
-/// Loads `bytes` as a component through the cache in `dir`, compiling (and
-/// storing) it on a miss.
-pub fn load(engine: &wasmtime::Engine, bytes: &[u8], dir: &Path) -> wasmtime::Result<Component> {
-    let source = Sha256::digest(bytes);
+/// Whether `dir` holds an entry for `source` (not yet checked: a damaged
+/// one is recompiled on load).
+pub fn contains(engine: &wasmtime::Engine, source: &[u8; 32], dir: &Path) -> bool {
+    entry_path(dir, source, &compatibility(engine)).exists()
+}
+
+/// The cached component compiled from `source`, when `dir` holds a genuine
+/// entry for it; a hit counts as a use for the least-recently-used order.
+pub fn lookup(engine: &wasmtime::Engine, source: &[u8; 32], dir: &Path) -> Option<Component> {
+    let key = existing_key(dir)?;
     let compat = compatibility(engine);
-    let key = install_key(dir).ok();
-    let path = entry_path(dir, &source, &compat);
-    if let Some(key) = &key
-        && let Some(component) = read(engine, &path, key, &source, &compat)
-    {
-        return Ok(component);
+    let path = entry_path(dir, source, &compat);
+    let component = read(engine, &path, &key, source, &compat)?;
+    // The modification time is the entry's last use.
+    if let Ok(file) = open_nofollow(&path) {
+        let _ = file.set_modified(std::time::SystemTime::now());
     }
-    let component = Component::new(engine, bytes)?;
-    if let Some(key) = &key {
-        // A cache that cannot be written only costs the next load its speed.
-        let _ = write(&component, dir, &path, key, &source, &compat);
+    Some(component)
+}
+
+/// Stores `component`, compiled from `source`, then evicts the least
+/// recently used entries until the cache is within `max_bytes`. Only a
+/// component that loaded as a pack is stored: a refused one never is.
+pub fn store(
+    engine: &wasmtime::Engine,
+    component: &Component,
+    source: &[u8; 32],
+    dir: &Path,
+    max_bytes: u64,
+) -> std::io::Result<()> {
+    let key = install_key(dir)?;
+    let compat = compatibility(engine);
+    let path = entry_path(dir, source, &compat);
+    write(component, dir, &path, &key, source, &compat)?;
+    evict(dir, max_bytes)
+}
+
+/// Removes the least recently used entries (oldest modification time
+/// first) until the entries of `dir` weigh at most `max_bytes`.
+pub fn evict(dir: &Path, max_bytes: u64) -> std::io::Result<()> {
+    let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter_map(|e| {
+            let meta = e.metadata().ok()?;
+            Some((meta.modified().ok()?, meta.len(), e.path()))
+        })
+        .collect();
+    let mut total: u64 = entries.iter().map(|e| e.1).sum();
+    entries.sort();
+    for (_, len, path) in entries {
+        if total <= max_bytes {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            total -= len;
+        }
     }
-    Ok(component)
+    Ok(())
+}
+
+/// This installation's key, when it has one already.
+fn existing_key(dir: &Path) -> Option<[u8; 32]> {
+    let mut key = [0u8; 32];
+    open_nofollow(&dir.join(KEY_FILE))
+        .ok()?
+        .read_exact(&mut key)
+        .ok()?;
+    Some(key)
 }
 
 /// This engine's compatibility hash, with this build's version.
@@ -178,7 +228,7 @@ fn read(
 fn write(
     component: &Component,
     dir: &Path,
-    path: &PathBuf,
+    path: &Path,
     key: &[u8; 32],
     source: &[u8],
     compat: &[u8; 32],

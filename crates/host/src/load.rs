@@ -26,6 +26,24 @@ pub enum LoadError {
          (wasm-tools component new)"
     )]
     CoreModule,
+    /// A function body larger than the runtime compiles (a compile bomb:
+    /// one 3.6 MB function cost 12 s of CPU and 818 MB to compile).
+    #[error(
+        "a function body of {largest} bytes is over the {limit}-byte limit on one function \
+         ({key}); split the function or raise the limit"
+    )]
+    FunctionTooLarge {
+        /// The largest function body, in bytes.
+        largest: u64,
+        /// The limit.
+        limit: u64,
+        /// The config key that sets the limit.
+        key: &'static str,
+    },
+    /// The bytes are not a well-formed component (as far as their sections
+    /// go).
+    #[error("the component is malformed: {0}")]
+    Malformed(String),
     /// A component wasmtime refuses to compile (malformed, or using a
     /// feature this host does not enable).
     #[error("the component does not compile: {0:#}")]
@@ -49,6 +67,23 @@ pub(crate) fn check_preamble(bytes: &[u8]) -> Result<(), LoadError> {
     }
 }
 
+/// The size of the largest function body in `bytes`, over every core
+/// module the component holds, nested ones too: read from the code
+/// sections' own entry sizes, without compiling anything.
+pub(crate) fn largest_function_body(bytes: &[u8]) -> Result<u64, LoadError> {
+    let mut largest = 0u64;
+    for payload in wasmparser::Parser::new(0).parse_all(bytes) {
+        match payload {
+            Ok(wasmparser::Payload::CodeSectionEntry(body)) => {
+                largest = largest.max(body.range().len() as u64);
+            }
+            Ok(_) => {}
+            Err(e) => return Err(LoadError::Malformed(e.to_string())),
+        }
+    }
+    Ok(largest)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -65,6 +100,14 @@ mod tests {
             Err(LoadError::CoreModule)
         ));
         assert!(check_preamble(b"\0asm\x0d\0\x01\0").is_ok());
+    }
+
+    #[test]
+    fn a_malformed_section_is_named_not_compiled() {
+        assert!(matches!(
+            largest_function_body(b"\0asm\x0d\0\x01\0\x01\xff"),
+            Err(LoadError::Malformed(_))
+        ));
     }
 
     #[test]

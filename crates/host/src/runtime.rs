@@ -6,7 +6,7 @@
 use crate::bindings::{PackNode, PackNodePre};
 use crate::cache;
 use crate::limits::RunLimiter;
-use crate::load::{LoadError, check_preamble};
+use crate::load::{LoadError, check_preamble, largest_function_body};
 use crate::view::{CallAiCtx, CallAiView, add_to_linker};
 use callai_engine::Host;
 use callai_engine::config::Limits;
@@ -77,6 +77,12 @@ pub struct RuntimeOptions {
     pub max_memory_bytes: u64,
     /// Where compiled components are cached; `None`: no cache.
     pub cache_dir: Option<PathBuf>,
+    /// The most the cache may hold on disk; past it the least recently
+    /// used entries are removed (`[cache] maxBytes`).
+    pub cache_max_bytes: u64,
+    /// A component with a function body larger than this is refused before
+    /// it is compiled; `None`: any size (`[server] maxPackFunctionBytes`).
+    pub max_function_bytes: Option<u64>,
 }
 
 impl Default for RuntimeOptions {
@@ -92,6 +98,8 @@ impl RuntimeOptions {
             max_concurrent_runs: limits.max_concurrent_runs,
             max_memory_bytes: limits.memory_bytes,
             cache_dir: None,
+            cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
+            max_function_bytes: None,
         }
     }
 
@@ -102,6 +110,9 @@ impl RuntimeOptions {
     }
 }
 
+/// The default bound on the compiled-component cache: 1 GiB.
+pub const DEFAULT_CACHE_MAX_BYTES: u64 = 1 << 30;
+
 /// A wasmtime engine and linker set up for pack nodes. Build one per process.
 #[derive(Clone)]
 pub struct PackRuntime {
@@ -109,6 +120,8 @@ pub struct PackRuntime {
     linker: Linker<RunState>,
     slots: Arc<Semaphore>,
     cache_dir: Option<PathBuf>,
+    cache_max_bytes: u64,
+    max_function_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for PackRuntime {
@@ -162,19 +175,49 @@ impl PackRuntime {
             linker,
             slots: Arc::new(Semaphore::new(n as usize)),
             cache_dir: options.cache_dir.clone(),
+            cache_max_bytes: options.cache_max_bytes,
+            max_function_bytes: options.max_function_bytes,
         })
     }
 
     /// Compiles (or loads from the cache) and pre-instantiates a component.
+    /// A component that is refused (not a pack, or too large a function)
+    /// is never stored in the cache.
     pub fn load(&self, bytes: &[u8]) -> Result<Pack, LoadError> {
-        check_preamble(bytes)?;
-        let component = match &self.cache_dir {
-            Some(dir) => cache::load(&self.engine, bytes, dir),
-            None => Component::new(&self.engine, bytes),
+        self.check(bytes)?;
+        let Some(dir) = &self.cache_dir else {
+            let component = Component::new(&self.engine, bytes).map_err(LoadError::Compile)?;
+            return self.pre_instantiate(&component);
+        };
+        let source = cache::source_of(bytes);
+        if let Some(component) = cache::lookup(&self.engine, &source, dir)
+            && let Ok(pack) = self.pre_instantiate(&component)
+        {
+            return Ok(pack);
         }
-        .map_err(LoadError::Compile)?;
-        self.pre_instantiate(&component)
-            .map_err(LoadError::NotAPack)
+        let component = Component::new(&self.engine, bytes).map_err(LoadError::Compile)?;
+        let pack = self.pre_instantiate(&component)?;
+        // A cache that cannot be written only costs the next load its speed.
+        let _ = cache::store(&self.engine, &component, &source, dir, self.cache_max_bytes);
+        Ok(pack)
+    }
+
+    /// What can be said of `bytes` without compiling them: a component (not
+    /// a core module, not another file) whose largest function body is
+    /// within `max_function_bytes`. Linear in the bytes.
+    pub fn check(&self, bytes: &[u8]) -> Result<(), LoadError> {
+        check_preamble(bytes)?;
+        if let Some(limit) = self.max_function_bytes {
+            let largest = largest_function_body(bytes)?;
+            if largest > limit {
+                return Err(LoadError::FunctionTooLarge {
+                    largest,
+                    limit,
+                    key: "server.maxPackFunctionBytes",
+                });
+            }
+        }
+        Ok(())
     }
 
     /// [`PackRuntime::load`] from a file.
@@ -191,14 +234,18 @@ impl PackRuntime {
     pub fn is_cached(&self, bytes: &[u8]) -> bool {
         self.cache_dir
             .as_deref()
-            .is_some_and(|dir| cache::contains(&self.engine, bytes, dir))
+            .is_some_and(|dir| cache::contains(&self.engine, &cache::source_of(bytes), dir))
     }
 
-    fn pre_instantiate(&self, component: &Component) -> wasmtime::Result<Pack> {
-        let pre = self.linker.instantiate_pre(component)?;
+    fn pre_instantiate(&self, component: &Component) -> Result<Pack, LoadError> {
+        let pre = self
+            .linker
+            .instantiate_pre(component)
+            .and_then(PackNodePre::new)
+            .map_err(LoadError::NotAPack)?;
         Ok(Pack {
             engine: self.engine.clone(),
-            pre: PackNodePre::new(pre)?,
+            pre,
             slots: self.slots.clone(),
         })
     }

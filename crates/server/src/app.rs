@@ -79,6 +79,12 @@ impl AppState {
         let running = self.admission.running();
         let queued = self.admission.admitted().saturating_sub(running);
         self.metrics.set_load(running, queued);
+        let compiles = self.packs.compile_load();
+        self.metrics.set_compiles(
+            compiles.running(),
+            compiles.waiting(),
+            self.packs.compiled_count(),
+        );
     }
 }
 

@@ -185,9 +185,16 @@ impl Server {
             .host_builder(&|k| env(k))
             .and_then(|builder| builder.mock(mock).build())
             .map_err(|e| setup(e.to_string()))?;
-        let runtime = PackRuntime::with_options(&options.runtime)
+        let mut runtime_options = options.runtime.clone();
+        runtime_options.max_function_bytes = Some(config.server.max_pack_function_bytes);
+        runtime_options.cache_max_bytes = config.cache.max_bytes;
+        let runtime = PackRuntime::with_options(&runtime_options)
             .map_err(|e| setup(format!("cannot start wasmtime: {e:#}")))?;
-        let packs = PackStore::new(runtime, options.bundled.clone());
+        let packs = PackStore::new(
+            runtime,
+            options.bundled.clone(),
+            config.server.max_compiles as usize,
+        );
         if let Some(dir) = &options.packs_dir {
             packs.add_dir(dir).await.map_err(setup)?;
         }

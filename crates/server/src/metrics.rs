@@ -46,6 +46,9 @@ pub struct Metrics {
     run_duration: Histogram,
     running: Gauge,
     queued: Gauge,
+    compiles_running: Gauge,
+    compiles_waiting: Gauge,
+    packs_compiled: Gauge,
 }
 
 impl Metrics {
@@ -65,6 +68,9 @@ impl Metrics {
         ]);
         let running = Gauge::default();
         let queued = Gauge::default();
+        let compiles_running = Gauge::default();
+        let compiles_waiting = Gauge::default();
+        let packs_compiled = Gauge::default();
         // prometheus-client adds `_total` to counters.
         registry.register("callai_runs", "Node runs, by how they ended", runs.clone());
         registry.register(
@@ -97,6 +103,21 @@ impl Metrics {
             "Runs and calls waiting for a slot now",
             queued.clone(),
         );
+        registry.register(
+            "callai_pack_compiles_running",
+            "Pack compilations running now (at most [server] maxCompiles)",
+            compiles_running.clone(),
+        );
+        registry.register(
+            "callai_pack_compiles_waiting",
+            "Pack compilations waiting for a turn",
+            compiles_waiting.clone(),
+        );
+        registry.register(
+            "callai_packs_compiled",
+            "Compiled packs held in memory (a replaced upload's is dropped)",
+            packs_compiled.clone(),
+        );
         for status in ["ok", "failed"] {
             let _ = runs.get_or_create(&StatusLabel { status });
         }
@@ -124,6 +145,9 @@ impl Metrics {
             run_duration,
             running,
             queued,
+            compiles_running,
+            compiles_waiting,
+            packs_compiled,
         }
     }
 
@@ -138,6 +162,13 @@ impl Metrics {
     pub fn set_load(&self, running: usize, queued: usize) {
         self.running.set(running as i64);
         self.queued.set(queued as i64);
+    }
+
+    /// Sets the gauges of pack compilation: running, waiting, held.
+    pub fn set_compiles(&self, running: usize, waiting: usize, compiled: usize) {
+        self.compiles_running.set(running as i64);
+        self.compiles_waiting.set(waiting as i64);
+        self.packs_compiled.set(compiled as i64);
     }
 
     /// The text exposition.

@@ -1,16 +1,20 @@
 //! The packs a server runs: the bundled examples, every component of
 //! `--packs DIR` (named by file stem), and uploads. Each is compiled once
-//! per content hash, off the async workers, and kept pre-instantiated.
+//! per content hash, off the async workers, at most `[server] maxCompiles`
+//! at once, and kept pre-instantiated while a name holds it: a replaced
+//! upload's compiled code is dropped from the table, and freed once the
+//! last run holding it ends.
 
 use crate::error::{ApiCode, ApiError};
-use callai_host::{Pack, PackRuntime};
+use callai_host::{LoadError, Pack, PackRuntime};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, Semaphore};
 
 /// At most this many uploaded packs are kept; past it an upload must
 /// replace one (same name).
@@ -114,6 +118,27 @@ pub struct PackStore {
     by_name: RwLock<BTreeMap<String, PackInfo>>,
     compiled: Mutex<HashMap<String, Arc<OnceCell<Pack>>>>,
     uploads: Mutex<usize>,
+    compile_turns: Semaphore,
+    compiles: CompileLoad,
+}
+
+/// How many compilations run and wait, for `/metrics`.
+#[derive(Debug, Default)]
+pub struct CompileLoad {
+    running: AtomicUsize,
+    waiting: AtomicUsize,
+}
+
+impl CompileLoad {
+    /// Compilations running now.
+    pub fn running(&self) -> usize {
+        self.running.load(Ordering::Relaxed)
+    }
+
+    /// Compilations waiting for a turn.
+    pub fn waiting(&self) -> usize {
+        self.waiting.load(Ordering::Relaxed)
+    }
 }
 
 /// SHA-256, hex.
@@ -132,8 +157,9 @@ pub fn valid_name(name: &str) -> bool {
 }
 
 impl PackStore {
-    /// A store over `runtime` holding `bundled`.
-    pub fn new(runtime: PackRuntime, bundled: Vec<BundledPack>) -> Self {
+    /// A store over `runtime` holding `bundled`, compiling at most
+    /// `max_compiles` components at once.
+    pub fn new(runtime: PackRuntime, bundled: Vec<BundledPack>, max_compiles: usize) -> Self {
         let by_name = bundled
             .into_iter()
             .map(|b| {
@@ -153,7 +179,14 @@ impl PackStore {
             by_name: RwLock::new(by_name),
             compiled: Mutex::new(HashMap::new()),
             uploads: Mutex::new(0),
+            compile_turns: Semaphore::new(max_compiles.max(1)),
+            compiles: CompileLoad::default(),
         }
+    }
+
+    /// How many compilations run and wait.
+    pub fn compile_load(&self) -> &CompileLoad {
+        &self.compiles
     }
 
     /// Adds every `*.wasm` of `dir`, named by file stem, and compiles each
@@ -269,6 +302,9 @@ impl PackStore {
             }
             None => false,
         };
+        if !replacing && *self.uploads.lock().expect("upload count") >= MAX_UPLOADS {
+            return Err(too_many_packs());
+        }
         let bytes: Arc<[u8]> = bytes.into();
         let sha256 = sha256_hex(&bytes);
         self.compile(&sha256, bytes.clone()).await?;
@@ -280,20 +316,44 @@ impl PackStore {
             source: PackSource::Upload(bytes),
         };
         let mut uploads = self.uploads.lock().expect("upload count");
-        if !replacing {
+        let mut table = self.by_name.write().expect("pack table");
+        let is_new = !table.contains_key(name);
+        if is_new {
             if *uploads >= MAX_UPLOADS {
-                return Err(ApiError::new(
-                    ApiCode::TooManyPacks,
-                    format!("this server keeps at most {MAX_UPLOADS} uploaded packs"),
-                ));
+                drop(table);
+                self.forget_unnamed(&info.sha256);
+                return Err(too_many_packs());
             }
             *uploads += 1;
         }
-        self.by_name
-            .write()
-            .expect("pack table")
-            .insert(name.to_owned(), info.clone());
+        let replaced = table.insert(name.to_owned(), info.clone());
+        drop(table);
+        drop(uploads);
+        if let Some(old) = replaced
+            && old.sha256 != info.sha256
+        {
+            self.forget_unnamed(&old.sha256);
+        }
         Ok(info)
+    }
+
+    /// Drops the compiled pack of `sha256` from the table when no name
+    /// holds it any more; runs holding it keep it until they end.
+    fn forget_unnamed(&self, sha256: &str) {
+        let named = self
+            .by_name
+            .read()
+            .expect("pack table")
+            .values()
+            .any(|p| p.sha256 == sha256);
+        if !named {
+            self.compiled.lock().expect("compiled table").remove(sha256);
+        }
+    }
+
+    /// How many compiled packs the table holds.
+    pub fn compiled_count(&self) -> usize {
+        self.compiled.lock().expect("compiled table").len()
     }
 
     fn cell(&self, sha256: &str) -> Arc<OnceCell<Pack>> {
@@ -318,19 +378,52 @@ impl PackStore {
         result
     }
 
-    /// Compiles on the blocking pool: a large component takes seconds.
+    /// Compiles on the blocking pool (a large component takes seconds),
+    /// once it has a turn: at most `maxCompiles` at once. What can be
+    /// refused without compiling (too large a function) is refused before
+    /// waiting for a turn.
     async fn compile_now(&self, bytes: Arc<[u8]>) -> Result<Pack, ApiError> {
+        let checked = bytes.clone();
+        let runtime = self.runtime.clone();
+        tokio::task::spawn_blocking(move || runtime.check(&checked))
+            .await
+            .map_err(|e| ApiError::internal(format!("the check task failed: {e}")))?
+            .map_err(refusal)?;
+        self.compiles.waiting.fetch_add(1, Ordering::Relaxed);
+        let turn = self.compile_turns.acquire().await;
+        self.compiles.waiting.fetch_sub(1, Ordering::Relaxed);
+        let _turn = turn.expect("the compile semaphore is never closed");
+        self.compiles.running.fetch_add(1, Ordering::Relaxed);
         let runtime = self.runtime.clone();
         let task = tokio::task::spawn_blocking(move || runtime.load(&bytes));
-        match task.await {
+        let result = task.await;
+        self.compiles.running.fetch_sub(1, Ordering::Relaxed);
+        match result {
             Ok(Ok(pack)) => Ok(pack),
-            Ok(Err(e)) => Err(ApiError::invalid(
-                "body",
-                format!("not a pack component this host can run: {e:#}"),
-            )),
+            Ok(Err(e)) => Err(refusal(e)),
             Err(e) => Err(ApiError::internal(format!("the compile task failed: {e}"))),
         }
     }
+}
+
+/// Why a component was refused, as the API says it.
+fn refusal(error: LoadError) -> ApiError {
+    match error {
+        LoadError::FunctionTooLarge { key, .. } => {
+            ApiError::over_limit(ApiCode::PayloadTooLarge, key, error.to_string())
+        }
+        e => ApiError::invalid(
+            "body",
+            format!("not a pack component this host can run: {e:#}"),
+        ),
+    }
+}
+
+fn too_many_packs() -> ApiError {
+    ApiError::new(
+        ApiCode::TooManyPacks,
+        format!("this server keeps at most {MAX_UPLOADS} uploaded packs"),
+    )
 }
 
 #[cfg(test)]

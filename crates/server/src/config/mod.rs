@@ -8,11 +8,11 @@
 //! | `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]`, `[limits]` | callai-engine ([`HostConfig`]) |
 //! | `[providers.NAME]` | callai-providers |
 //! | `[telemetry]` | callai-telemetry |
-//! | `[server]`, `[runlog]` | this crate |
+//! | `[server]`, `[runlog]`, `[cache]` | this crate |
 
 mod sections;
 
-pub use sections::{RunLogConfig, ServerConfig, parse_listen};
+pub use sections::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
 
 use callai_engine::config::{
     CallAccounting, ConfigError, DefaultsConfig, Limits, MockConfig, PolicyConfig, RetryConfig,
@@ -48,6 +48,8 @@ pub struct Config {
     pub server: ServerConfig,
     /// `[runlog]`
     pub runlog: RunLogConfig,
+    /// `[cache]`
+    pub cache: CacheConfig,
 }
 
 impl Config {
@@ -67,6 +69,7 @@ impl Config {
         callai_providers::validate(&self.providers)?;
         self.telemetry.validate()?;
         self.server.validate()?;
+        self.cache.validate()?;
         self.runlog.validate()
     }
 

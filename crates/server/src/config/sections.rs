@@ -137,6 +137,30 @@ fn is_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
+/// `[cache]`: the compiled-component cache on disk.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+pub struct CacheConfig {
+    /// The most the cache may hold; past it the least recently used
+    /// compiled packs are removed.
+    pub max_bytes: u64,
+}
+
+impl Default for CacheConfig {
+    fn default() -> Self {
+        Self {
+            max_bytes: callai_host::DEFAULT_CACHE_MAX_BYTES,
+        }
+    }
+}
+
+impl CacheConfig {
+    /// Checks every key of `[cache]`, naming the one out of range.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        in_range("cache.maxBytes", self.max_bytes, 0, 1 << 50)
+    }
+}
+
 /// `[runlog]`: where `callai serve` records its runs.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
