@@ -113,6 +113,94 @@ fn a_schema_whose_check_would_explode_is_refused_up_front() {
     assert_eq!(out.ok()["data"], json!({}));
 }
 
+/// The doubling chain of [`doubling_schema`] written in each form that once
+/// walked around the cost check (issue 22, item 2): `depth` levels, each
+/// level applying the next twice to the same value.
+fn doubling_in_form(form: &str, depth: usize) -> Value {
+    let pair = |a: Value, b: Value| json!({"allOf": [a, b]});
+    let mut defs = serde_json::Map::new();
+    for i in 0..depth {
+        let next = i + 1;
+        let level = match form {
+            "percent-encoded pointer" => {
+                let r = format!("#/%24defs/d{next}");
+                pair(json!({"$ref": r}), json!({"$ref": r}))
+            }
+            "$anchor" => {
+                let r = format!("#a{next}");
+                let mut l = pair(json!({"$ref": r}), json!({"$ref": r}));
+                l["$anchor"] = json!(format!("a{i}"));
+                l
+            }
+            "urn $id" | "relative $id" => {
+                let id = |n: usize| match form {
+                    "urn $id" => format!("urn:callai:d{n}"),
+                    _ => format!("d{n}.json"),
+                };
+                let mut l = pair(json!({"$ref": id(next)}), json!({"$ref": id(next)}));
+                l["$id"] = json!(id(i));
+                l
+            }
+            "draft-07 dependencies" => {
+                let r = format!("#/$defs/d{next}");
+                json!({"dependencies": {"a": {"$ref": r}, "b": {"$ref": r}}})
+            }
+            "$dynamicRef" => {
+                let r = format!("#/$defs/d{next}");
+                pair(json!({"$dynamicRef": r}), json!({"$dynamicRef": r}))
+            }
+            other => panic!("no form {other}"),
+        };
+        defs.insert(format!("d{i}"), level);
+    }
+    let mut last = json!({"type": "object"});
+    if form == "$anchor" {
+        last["$anchor"] = json!(format!("a{depth}"));
+    }
+    if form.ends_with("$id") {
+        last["$id"] = json!(if form == "urn $id" {
+            format!("urn:callai:d{depth}")
+        } else {
+            format!("d{depth}.json")
+        });
+    }
+    defs.insert(format!("d{depth}"), last);
+    json!({"$defs": defs, "$ref": "#/$defs/d0"})
+}
+
+#[test]
+fn every_form_of_reference_is_judged_or_refused_never_walked_around() {
+    let forms = [
+        "percent-encoded pointer",
+        "$anchor",
+        "urn $id",
+        "relative $id",
+        "draft-07 dependencies",
+        "$dynamicRef",
+    ];
+    for form in forms {
+        let out = echo(
+            HostConfig::default(),
+            json!([{"content": "{\"a\": 1, \"b\": 2}", "outputTokens": 1}]),
+            json!({"messages": [{"role": "user", "content": "hi"}],
+                   "responseSchema": doubling_in_form(form, 30)}),
+        );
+        let error = &out.ok()["error"];
+        assert_eq!(error["code"], "validation_error", "{form}: {error}");
+        assert_eq!(error["details"]["field"], "responseSchema", "{form}");
+        assert!(out.mock_log.is_empty(), "{form}: refused before any request");
+    }
+    // A percent-encoded pointer is followed, not refused: shallow, it is
+    // an ordinary schema.
+    let out = echo(
+        HostConfig::default(),
+        json!([{"content": "{}", "outputTokens": 1}]),
+        json!({"messages": [{"role": "user", "content": "hi"}],
+               "responseSchema": doubling_in_form("percent-encoded pointer", 8)}),
+    );
+    assert_eq!(out.ok()["data"], json!({}), "{}", out.ok());
+}
+
 #[tokio::test]
 async fn a_redirect_is_not_followed_and_the_key_goes_nowhere_else() {
     for api in [Api::OpenAi, Api::Anthropic] {

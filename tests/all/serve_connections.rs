@@ -220,3 +220,27 @@ async fn shutdown_ends_with_a_client_that_never_finishes_its_request() {
     assert!(read_to_close(&mut one_byte, Duration::from_secs(5)).await.is_some());
     assert!(read_to_close(&mut idle, Duration::from_secs(5)).await.is_some());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_ends_at_its_wall_time_however_slow_the_provider() {
+    // Issue 22, item 2: `/v1/call` answered after its provider, whatever
+    // `wallMs` said.
+    let toml = "[limits]\nwallMs = 300\n[mock]\nlatencyMs = 5000\n";
+    let server = TestServer::start(toml).await;
+    let started = Instant::now();
+    let answer = server
+        .post(
+            "/v1/call",
+            &serde_json::json!({"request": callai_tests::serve::hello()}),
+        )
+        .await;
+    assert_eq!(answer.status, 413, "{}", answer.body);
+    assert_eq!(answer.body["error"]["code"], "limit_exceeded");
+    assert_eq!(answer.body["error"]["details"]["limit"], "limits.wallMs");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "answered after {:?}, past the provider's 5 s",
+        started.elapsed()
+    );
+    server.shutdown().await;
+}

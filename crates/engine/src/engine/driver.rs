@@ -84,6 +84,15 @@ impl fmt::Debug for Effects {
 /// share.
 const INLINE_WORK: u64 = 1 << 20;
 
+/// The turns for long schema checks: one per core.
+fn check_turns() -> &'static Arc<tokio::sync::Semaphore> {
+    static TURNS: std::sync::OnceLock<Arc<tokio::sync::Semaphore>> = std::sync::OnceLock::new();
+    TURNS.get_or_init(|| {
+        let cores = std::thread::available_parallelism().map_or(2, std::num::NonZeroUsize::get);
+        Arc::new(tokio::sync::Semaphore::new(cores))
+    })
+}
+
 /// Classifies `reply`: inline when it is cheap, on the blocking pool when
 /// its size and its schema make it long.
 async fn judge(
@@ -98,8 +107,18 @@ async fn judge(
         let verdict = classify(&reply, schema.as_ref(), max_bytes);
         return (reply, verdict);
     }
+    // A turn first: at most one long check per core runs at once, process
+    // wide. A call that stops waiting (its run's wall time ended) leaves its
+    // check to finish on the blocking thread, still holding the turn, so
+    // stopped checks cannot pile up threads either.
+    let turn = check_turns()
+        .clone()
+        .acquire_owned()
+        .await
+        .expect("the check semaphore is never closed");
     let task = tokio::task::spawn_blocking(move || {
         let verdict = classify(&reply, schema.as_ref(), max_bytes);
+        drop(turn);
         (reply, verdict)
     });
     match task.await {

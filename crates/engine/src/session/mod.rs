@@ -312,9 +312,22 @@ impl RunSession {
                     deadline: self.deadline,
                     observer: self.observer.clone(),
                 };
-                (self.host)
-                    .call_with(&self.node_id, &request, &self.events, options)
-                    .await
+                let call = (self.host).call_with(&self.node_id, &request, &self.events, options);
+                // The run's wall time ends the call even while a reply is
+                // being checked on the blocking pool or a provider is slow.
+                match self.deadline {
+                    None => call.await,
+                    Some(deadline) => match tokio::time::timeout_at(deadline, call).await {
+                        Ok(outcome) => outcome,
+                        Err(_) => {
+                            let wall = self.host.config().limits.wall_ms;
+                            return Err(self.stop(RunError::Limit {
+                                key: "limits.wallMs",
+                                message: format!("the run took longer than {wall} ms"),
+                            }));
+                        }
+                    },
+                }
             }
             Err(e) => {
                 if let Some(o) = &self.observer {

@@ -14,6 +14,15 @@
 //! walk down `MAX_DEPTH` levels of nesting that follows, at each level, the
 //! child key that applies the most rules. Past `limit` rule applications,
 //! the schema is refused.
+//!
+//! The graph must be the one the validator walks, or the judgement is of
+//! another schema. So every reference is followed as jsonschema resolves
+//! it (a fragment is percent-decoded: `#/%24defs/a` is `#/$defs/a`; a base
+//! equal to the root's `$id` is this document), and every form this model
+//! cannot follow is refused rather than skipped: a `$ref` to an anchor, to
+//! another resource (`urn:`, a relative or absolute URI), or to nothing; a
+//! `$dynamicRef` or `$recursiveRef`; and an `$id` below the root, which
+//! moves the base its references resolve against.
 
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -24,7 +33,12 @@ const MAX_DEPTH: usize = 128;
 /// Keywords whose subschemas apply to the same value.
 const SAME_VALUE_ONE: [&str; 4] = ["not", "if", "then", "else"];
 const SAME_VALUE_MANY: [&str; 3] = ["allOf", "anyOf", "oneOf"];
-const SAME_VALUE_MAP: [&str; 1] = ["dependentSchemas"];
+/// `dependencies` is draft 7's `dependentSchemas` (its array values name
+/// properties and apply no schema; they cost one rule, as a leaf).
+const SAME_VALUE_MAP: [&str; 2] = ["dependentSchemas", "dependencies"];
+/// References resolved at validation time from the dynamic scope: no
+/// static graph has their edges.
+const DYNAMIC_REFS: [&str; 2] = ["$dynamicRef", "$recursiveRef"];
 /// Keywords whose subschemas apply to any child (any key, any item).
 const ANY_CHILD_ONE: [&str; 7] = [
     "additionalProperties",
@@ -53,6 +67,8 @@ struct Edges {
 
 struct Graph<'a> {
     root: &'a Value,
+    /// The root's `$id`: a reference with this base is to this document.
+    base: Option<&'a str>,
     edges: HashMap<Node, Edges>,
 }
 
@@ -60,34 +76,95 @@ fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// Refuses an `$id` anywhere below the root (and draft 4's `id`, in a
+/// document that says it is draft 4): it would move the base URI that the
+/// references under it resolve against.
+fn no_nested_ids(root: &Value) -> Result<(), String> {
+    let draft4 = root
+        .get("$schema")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.contains("draft-04"));
+    fn walk(v: &Value, at: &mut String, draft4: bool, is_root: bool) -> Result<(), String> {
+        match v {
+            Value::Object(o) => {
+                for (k, child) in o {
+                    let is_id = k == "$id" || (draft4 && k == "id");
+                    if is_id && !is_root && child.is_string() {
+                        return Err(format!(
+                            "it sets {k:?} at {at:?}, below the root, which moves the base its references resolve against; the cost check follows references within one document: give $id at the root only"
+                        ));
+                    }
+                    let len = at.len();
+                    at.push('/');
+                    at.push_str(&escape(k));
+                    walk(child, at, draft4, false)?;
+                    at.truncate(len);
+                }
+                Ok(())
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    let len = at.len();
+                    at.push_str(&format!("/{i}"));
+                    walk(child, at, draft4, false)?;
+                    at.truncate(len);
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+    walk(root, &mut String::new(), draft4, true)
+}
+
 impl<'a> Graph<'a> {
     fn new(root: &'a Value) -> Self {
         Self {
             root,
+            base: root.get("$id").and_then(Value::as_str),
             edges: HashMap::new(),
         }
     }
 
-    /// The node `$ref` points to: a local JSON pointer; anything else (an
-    /// anchor, a remote schema) is not followed here.
-    fn resolve(&self, reference: &str) -> Option<Node> {
-        let pointer = reference.strip_prefix('#')?;
-        self.root.pointer(pointer).map(|_| pointer.to_owned())
+    /// The node `$ref` points to, as jsonschema resolves it: a JSON pointer
+    /// in this document, its fragment percent-decoded. Anything else is
+    /// refused, naming it.
+    fn resolve(&self, reference: &str) -> Result<Node, String> {
+        let (base, fragment) = reference.split_once('#').unwrap_or((reference, ""));
+        if !base.is_empty() && Some(base) != self.base.map(|b| b.trim_end_matches('#')) {
+            return Err(format!(
+                "its $ref {reference:?} names another resource, which the cost check cannot follow; use a JSON pointer in this schema (\"#/$defs/...\")"
+            ));
+        }
+        let pointer = percent_encoding::percent_decode_str(fragment)
+            .decode_utf8()
+            .map_err(|_| format!("its $ref {reference:?} is not UTF-8 once decoded"))?;
+        if !pointer.is_empty() && !pointer.starts_with('/') {
+            return Err(format!(
+                "its $ref {reference:?} names an anchor, which the cost check cannot follow; use a JSON pointer (\"#/$defs/...\")"
+            ));
+        }
+        match self.root.pointer(&pointer) {
+            Some(_) => Ok(pointer.into_owned()),
+            None => Err(format!(
+                "its $ref {reference:?} points at nothing in the schema"
+            )),
+        }
     }
 
     /// The edges of `node`, read once.
-    fn edges(&mut self, node: &str) -> &Edges {
+    fn edges(&mut self, node: &str) -> Result<&Edges, String> {
         if !self.edges.contains_key(node) {
             let edges = match self.root.pointer(node) {
-                Some(Value::Object(o)) => self.read(node, o),
+                Some(Value::Object(o)) => self.read(node, o)?,
                 _ => Edges::default(),
             };
             self.edges.insert(node.to_owned(), edges);
         }
-        &self.edges[node]
+        Ok(&self.edges[node])
     }
 
-    fn read(&self, node: &str, o: &Map<String, Value>) -> Edges {
+    fn read(&self, node: &str, o: &Map<String, Value>) -> Result<Edges, String> {
         let mut e = Edges::default();
         let at = |k: &str| format!("{node}/{}", escape(k));
         let all = |k: &str, v: &Value| match v {
@@ -104,8 +181,13 @@ impl<'a> Graph<'a> {
         for (k, v) in o {
             let k = k.as_str();
             if k == "$ref" {
-                e.same_value
-                    .extend(v.as_str().and_then(|r| self.resolve(r)));
+                if let Some(reference) = v.as_str() {
+                    e.same_value.push(self.resolve(reference)?);
+                }
+            } else if DYNAMIC_REFS.contains(&k) {
+                return Err(format!(
+                    "it uses {k} (at {node:?}), resolved from the dynamic scope, which the cost check cannot follow; use $ref with a JSON pointer"
+                ));
             } else if SAME_VALUE_ONE.contains(&k) {
                 e.same_value.push(at(k));
             } else if SAME_VALUE_MANY.contains(&k) {
@@ -122,7 +204,7 @@ impl<'a> Graph<'a> {
                 e.any_child.push(at(k));
             }
         }
-        e
+        Ok(e)
     }
 }
 
@@ -143,7 +225,7 @@ fn expansion(
         ));
     }
     path.push(node.to_owned());
-    let children = g.edges(node).same_value.clone();
+    let children = g.edges(node)?.same_value.clone();
     let mut total: u64 = 1;
     for child in children {
         total = total.saturating_add(expansion(g, &child, memo, path)?);
@@ -155,18 +237,25 @@ fn expansion(
 
 /// The nodes `node` applies to one value, itself included, with how many
 /// times each is reached.
-fn same_value_closure(g: &mut Graph<'_>, node: &str, out: &mut HashMap<Node, u64>, times: u64) {
+fn same_value_closure(
+    g: &mut Graph<'_>,
+    node: &str,
+    out: &mut HashMap<Node, u64>,
+    times: u64,
+) -> Result<(), String> {
     *out.entry(node.to_owned()).or_insert(0) += times;
-    let children = g.edges(node).same_value.clone();
+    let children = g.edges(node)?.same_value.clone();
     for child in children {
-        same_value_closure(g, &child, out, times);
+        same_value_closure(g, &child, out, times)?;
     }
+    Ok(())
 }
 
 /// `Ok` when checking any reply against `schema` stays within `limit` rule
 /// applications in all, with the most one level of nesting applies (what a
 /// reply costs per value, at most); else why not.
 pub fn check(schema: &Value, limit: u64) -> Result<u64, String> {
+    no_nested_ids(schema)?;
     let mut g = Graph::new(schema);
     let mut memo = HashMap::new();
     let root_cost = expansion(&mut g, "", &mut memo, &mut Vec::new())?;
@@ -182,7 +271,7 @@ pub fn check(schema: &Value, limit: u64) -> Result<u64, String> {
     for depth in 0..MAX_DEPTH {
         let mut applied = HashMap::new();
         for (node, times) in &level {
-            same_value_closure(&mut g, node, &mut applied, *times);
+            same_value_closure(&mut g, node, &mut applied, *times)?;
             if applied.len() > 100_000 {
                 return Err("it applies too many distinct rules to one value".into());
             }
@@ -201,10 +290,10 @@ pub fn check(schema: &Value, limit: u64) -> Result<u64, String> {
         }
         let mut by_key: HashMap<&str, HashMap<Node, u64>> = HashMap::new();
         let mut any: HashMap<Node, u64> = HashMap::new();
-        let edges: Vec<(Edges, u64)> = applied
-            .iter()
-            .map(|(node, times)| (g.edges(node).clone(), *times))
-            .collect();
+        let mut edges: Vec<(Edges, u64)> = Vec::with_capacity(applied.len());
+        for (node, times) in &applied {
+            edges.push((g.edges(node)?.clone(), *times));
+        }
         for (e, times) in &edges {
             for (key, child) in &e.by_key {
                 *by_key
