@@ -222,3 +222,45 @@ fn a_missing_key_is_an_error_at_start_up_naming_the_variable() {
         assert!(err.to_string().contains(api.name()), "{err}");
     }
 }
+
+#[tokio::test]
+async fn a_provider_that_cannot_be_reached_is_retried_but_never_counted() {
+    // Issue 22, item 9 (§A.1): a connection refused before any byte of the
+    // request was written is no attempt. A closed loopback port stands for
+    // an unreachable provider.
+    let port = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}/v1");
+    for api in APIS {
+        let sleeper = std::sync::Arc::new(callai_tests::NoWait::default());
+        let host = callai_tests::wire::host_sleeping(api.config(&url, true, 5000), sleeper.clone());
+        let events = callai_engine::EventLog::new();
+        let request = callai_engine::wire::CallRequest::from_value(
+            &text_request(),
+            callai_engine::wire::RetryField::Honoured,
+        )
+        .unwrap();
+        let error = host
+            .call("provider.test", &request, &events)
+            .await
+            .expect_err("nothing answers");
+        assert_eq!(error.code, ErrorCode::ProviderUnavailable, "{api:?}");
+        assert!(error.message.contains("could not connect"), "{}", error.message);
+        let total = error
+            .details
+            .as_ref()
+            .and_then(|d| d.get("totalAttempts"))
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0);
+        assert_eq!(total, 0, "{api:?}: no request reached a provider: {error:?}");
+        let names: Vec<&str> = events.snapshot().iter().map(|e| e.type_name()).collect();
+        assert!(
+            !names.contains(&"provider.usage") && !names.contains(&"envelope.retry.exhausted"),
+            "{api:?}: {names:?}"
+        );
+        // Retried under the transient backoff, up to the call's cap.
+        assert_eq!(sleeper.waits().len(), 2, "{api:?}: {:?}", sleeper.waits());
+    }
+}

@@ -106,6 +106,11 @@ pub enum FailureKind {
     Unanswerable,
     /// The response was larger than the host reads; not retried.
     TooLarge,
+    /// The request never reached the provider: the connection could not be
+    /// made (refused, DNS, TLS) before any byte of it was written. Not an
+    /// attempt; retried under the same backoff as a transient failure, at
+    /// most the call's attempt cap times.
+    Unreached,
 }
 
 /// A request that did not produce a reply.
@@ -144,7 +149,7 @@ impl ProviderFailure {
 
     /// Whether this failure reached the provider (and so is an attempt).
     pub fn was_sent(&self) -> bool {
-        self.kind != FailureKind::Unanswerable
+        !matches!(self.kind, FailureKind::Unanswerable | FailureKind::Unreached)
     }
 }
 

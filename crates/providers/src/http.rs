@@ -218,10 +218,10 @@ impl HttpClient {
     }
 
     fn transport(&self, e: &reqwest::Error) -> ProviderFailure {
-        let what = if e.is_timeout() {
-            format!("timed out after {} ms", self.timeout.as_millis())
-        } else if e.is_connect() {
+        let what = if e.is_connect() {
             "could not connect".to_owned()
+        } else if e.is_timeout() {
+            format!("timed out after {} ms", self.timeout.as_millis())
         } else if e.is_body() || e.is_decode() {
             "the response body was cut short".to_owned()
         } else {
@@ -229,7 +229,14 @@ impl HttpClient {
         };
         // reqwest's own text names the URL, never a header.
         let detail = self.error_message(e.to_string().as_bytes());
-        ProviderFailure::new(FailureKind::Transient, None, format!("{what}: {detail}"))
+        // A connect error (refused, DNS, TLS, a connect timeout) comes
+        // before any byte of the request is written: no attempt.
+        let kind = if e.is_connect() {
+            FailureKind::Unreached
+        } else {
+            FailureKind::Transient
+        };
+        ProviderFailure::new(kind, None, format!("{what}: {detail}"))
     }
 }
 

@@ -99,6 +99,8 @@ pub(crate) struct CallMachine<'a> {
     extra: Extra,
     reason: RequestReason,
     transient_in_a_row: u32,
+    /// Tries of this call that never reached the provider (connect failures).
+    unreached: u32,
     /// Events that announce the next request; emitted once it is sent.
     announce: Vec<Event>,
     events: Vec<Event>,
@@ -165,6 +167,7 @@ impl<'a> CallMachine<'a> {
             extra: Extra::Nothing,
             reason: RequestReason::First,
             transient_in_a_row: 0,
+            unreached: 0,
             announce: Vec::new(),
             events: Vec::new(),
         }
@@ -208,6 +211,33 @@ impl<'a> CallMachine<'a> {
     /// Takes what came of the request last sent, and decides.
     pub(crate) fn on_outcome(&mut self, outcome: Outcome, cx: Context<'_>) -> Step {
         let failure = match outcome {
+            Outcome::Failed(f) if f.kind == FailureKind::Unreached => {
+                // Not an attempt: the same request goes again after the
+                // transient backoff, with its announcements still pending,
+                // until the connect failures reach the call's cap.
+                self.unreached += 1;
+                let message = f.to_string();
+                let backoff = Backoff::from(&self.config.retry);
+                let wait = (self.unreached < self.cap).then(|| {
+                    backoff.wait(self.unreached - 1, f.retry_after, cx.jitter, (cx.remaining)())
+                });
+                let why = match wait {
+                    Some(Wait::For(wait)) if wait.is_zero() => return self.send(),
+                    Some(Wait::For(wait)) => return Step::Wait(wait),
+                    Some(Wait::GiveUp(why)) => format!("{message}; {why}"),
+                    None => format!(
+                        "{message}; the provider could not be reached in {} tries",
+                        self.unreached
+                    ),
+                };
+                self.announce.clear();
+                let failure = Failure::terminal(
+                    ErrorCode::ProviderUnavailable,
+                    "x-host-callai-unreached",
+                    why,
+                );
+                return Step::Done(Err(self.give_up(failure)));
+            }
             Outcome::Failed(f) if !f.was_sent() => {
                 // The request never reached a provider: not an attempt, and
                 // the retry that would have announced it is not announced.

@@ -189,6 +189,49 @@ fn a_wait_longer_than_the_run_has_left_gives_up_at_once() {
 }
 
 #[test]
+fn a_connection_that_fails_is_no_attempt_and_the_same_request_goes_again() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let mut m = machine(&config, &r);
+    m.start();
+    let truncated = answer(
+        &mut m,
+        reply(r#"{"scene": "cu"#, StopReason::Length, Some(1)),
+    );
+    let doubled = sent(&truncated).clone();
+    types(&mut m);
+    let refused = || ProviderFailure::new(FailureKind::Unreached, None, "could not connect");
+    // Backoff, then the very request that could not be sent: same number,
+    // same reason, same budget, its announcement still pending.
+    let Step::Wait(_) = m.on_outcome(Outcome::Failed(refused()), CX) else {
+        panic!("waits")
+    };
+    assert!(types(&mut m).is_empty(), "nothing happened that an event says");
+    assert_eq!(sent(&m.resume()), &doubled);
+    let done = answer(&mut m, reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(2)));
+    let Step::Done(Ok(result)) = done else {
+        panic!("ends well")
+    };
+    assert_eq!(result.attempts.as_ref().unwrap().count, 2);
+    // At the cap of tries, the call gives up with the attempts it made.
+    let mut m = machine(&config, &r);
+    m.start();
+    let mut step = m.on_outcome(Outcome::Failed(refused()), CX);
+    for _ in 0..5 {
+        match step {
+            Step::Wait(_) => step = m.on_outcome(Outcome::Failed(refused()), CX),
+            _ => break,
+        }
+    }
+    let Step::Done(Err(e)) = step else {
+        panic!("gives up, got {step:?}")
+    };
+    assert_eq!(e.code, ErrorCode::ProviderUnavailable);
+    assert_eq!(e.total_attempts(), None, "{e:?}");
+    assert!(types(&mut m).is_empty());
+}
+
+#[test]
 fn a_request_that_is_never_sent_is_never_announced() {
     let config = HostConfig::default();
     let r = request(json!({}));
