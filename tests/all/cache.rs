@@ -198,12 +198,19 @@ fn the_cache_keeps_to_its_bound_dropping_the_least_recently_used() {
     pause();
     rt.load(&packs[2]).unwrap();
     let cached: Vec<bool> = packs.iter().map(|p| rt.is_cached(p)).collect();
-    assert_eq!(cached, [true, false, true], "the second was used least recently");
+    assert_eq!(
+        cached,
+        [true, false, true],
+        "the second was used least recently"
+    );
     let total: u64 = entries(dir.path())
         .iter()
         .map(|e| e.metadata().unwrap().len())
         .sum();
-    assert!(total <= bound, "{total} bytes cached over a bound of {bound}");
+    assert!(
+        total <= bound,
+        "{total} bytes cached over a bound of {bound}"
+    );
 }
 
 #[test]
@@ -218,7 +225,11 @@ fn a_function_over_the_limit_is_refused_before_compiling() {
     let bomb = component_with_function(3_600_000, "bomb");
     let started = std::time::Instant::now();
     match rt.check(&bomb) {
-        Err(callai_host::LoadError::FunctionTooLarge { largest, limit, key }) => {
+        Err(callai_host::LoadError::FunctionTooLarge {
+            largest,
+            limit,
+            key,
+        }) => {
             assert_eq!((largest, limit), (3_600_000, 100_000));
             assert_eq!(key, "server.maxPackFunctionBytes");
         }

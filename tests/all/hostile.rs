@@ -188,7 +188,10 @@ fn every_form_of_reference_is_judged_or_refused_never_walked_around() {
         let error = &out.ok()["error"];
         assert_eq!(error["code"], "validation_error", "{form}: {error}");
         assert_eq!(error["details"]["field"], "responseSchema", "{form}");
-        assert!(out.mock_log.is_empty(), "{form}: refused before any request");
+        assert!(
+            out.mock_log.is_empty(),
+            "{form}: refused before any request"
+        );
     }
     // A percent-encoded pointer is followed, not refused: shallow, it is
     // an ordinary schema.

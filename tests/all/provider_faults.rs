@@ -247,14 +247,21 @@ async fn a_provider_that_cannot_be_reached_is_retried_but_never_counted() {
             .await
             .expect_err("nothing answers");
         assert_eq!(error.code, ErrorCode::ProviderUnavailable, "{api:?}");
-        assert!(error.message.contains("could not connect"), "{}", error.message);
+        assert!(
+            error.message.contains("could not connect"),
+            "{}",
+            error.message
+        );
         let total = error
             .details
             .as_ref()
             .and_then(|d| d.get("totalAttempts"))
             .and_then(serde_json::Value::as_u64)
             .unwrap_or(0);
-        assert_eq!(total, 0, "{api:?}: no request reached a provider: {error:?}");
+        assert_eq!(
+            total, 0,
+            "{api:?}: no request reached a provider: {error:?}"
+        );
         let names: Vec<&str> = events.snapshot().iter().map(|e| e.type_name()).collect();
         assert!(
             !names.contains(&"provider.usage") && !names.contains(&"envelope.retry.exhausted"),

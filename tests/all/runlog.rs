@@ -67,6 +67,33 @@ impl Backend {
     }
 }
 
+impl Backend {
+    /// A run's status and output, read from the database itself.
+    fn status(&self, run_id: &str) -> (String, String) {
+        match self {
+            Self::Sqlite(dir) => {
+                let conn = rusqlite::Connection::open(dir.path().join("runs.db")).unwrap();
+                conn.query_row(
+                    "SELECT status, COALESCE(output, '') FROM runs WHERE run_id = ?1",
+                    [run_id],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap()
+            }
+            Self::Postgres(cluster, url) => {
+                let out = cluster.psql(
+                    url,
+                    &format!(
+                        "SELECT status || '|' || COALESCE(output, '') FROM callai_runs WHERE run_id = '{run_id}'"
+                    ),
+                );
+                let (status, output) = out.trim().split_once('|').unwrap();
+                (status.to_owned(), output.to_owned())
+            }
+        }
+    }
+}
+
 const SEED: RunSeed = RunSeed {
     seed: u64::MAX - 7,
     clock_ms: 1_800_000_000_000,
@@ -422,6 +449,53 @@ async fn a_tampered_record_is_a_corrupt_log_naming_the_call() {
         b.tamper("r", 0, "not json");
         let e = log.resume("r", None).await.unwrap_err();
         assert!(e.to_string().contains("call 0"), "{}: {e}", b.name());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_run_that_cannot_be_read_is_failed_once_and_the_others_go_on() {
+    // Issue 22, item 7: one unreadable call row made every claim fail, so a
+    // healthy lapsed run behind it was never taken over.
+    for b in Backend::all() {
+        let log = b.open().await;
+        let spec = RunSpec {
+            pack: "p".into(),
+            sha256: "00".repeat(32),
+            input: "1".into(),
+            script: None,
+        };
+        for (run_id, ms) in [("sick", 100), ("well", 300)] {
+            let f = log
+                .begin(&begin(
+                    run_id,
+                    ExistingRun::Refuse,
+                    Some(&spec),
+                    Some(lease("host-a", ms)),
+                ))
+                .await
+                .unwrap();
+            log.commit_call(run_id, f, &call(0), &[]).await.unwrap();
+        }
+        b.tamper("sick", 0, "not json");
+        tokio::time::sleep(Duration::from_millis(450)).await;
+        let (_, run) = log
+            .claim(lease("host-b", 60_000))
+            .await
+            .unwrap_or_else(|e| panic!("{}: {e}", b.name()))
+            .expect("the healthy run is claimed");
+        assert_eq!(run.run_id, "well", "{}", b.name());
+        let (status, output) = b.status("sick");
+        assert_eq!(status, "failed", "{}", b.name());
+        assert!(
+            output.contains("cannot be resumed") && output.contains("call 0"),
+            "{}: {output}",
+            b.name()
+        );
+        assert!(
+            log.claim(lease("host-c", 60_000)).await.unwrap().is_none(),
+            "{}: the unreadable run is failed once, never claimed again",
+            b.name()
+        );
     }
 }
 

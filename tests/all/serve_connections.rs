@@ -31,7 +31,8 @@ async fn read_to_close(stream: &mut TcpStream, within: Duration) -> Option<Strin
         }
     })
     .await;
-    read.ok().map(|()| String::from_utf8_lossy(&got).into_owned())
+    read.ok()
+        .map(|()| String::from_utf8_lossy(&got).into_owned())
 }
 
 /// One `GET /healthz` on `stream`, keeping it open; the answer's status line.
@@ -58,7 +59,8 @@ async fn a_head_sent_a_byte_at_a_time_is_cut_at_the_header_timeout() {
     let mut slow = connect(&server).await;
     let started = Instant::now();
     // One byte every 100 ms: the head would take seconds to finish.
-    let head = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    let head =
+        b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-pad: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
     let mut cut = false;
     for byte in head {
         if slow.write_all(&[*byte]).await.is_err() {
@@ -129,7 +131,11 @@ async fn read_answer(reader: &mut (impl AsyncReadExt + Unpin)) -> String {
         if let Some((head, body)) = text.split_once("\r\n\r\n") {
             let length = head
                 .lines()
-                .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(str::to_owned))
+                .find_map(|l| {
+                    l.to_ascii_lowercase()
+                        .strip_prefix("content-length: ")
+                        .map(str::to_owned)
+                })
                 .map_or(0, |v| v.trim().parse::<usize>().unwrap());
             if body.len() >= length {
                 return text;
@@ -162,7 +168,11 @@ async fn an_idle_connection_is_closed_at_the_idle_timeout_not_the_header_one() {
     );
     // A connection that never sends a byte is idle too.
     let mut silent = connect(&server).await;
-    assert!(read_to_close(&mut silent, Duration::from_secs(10)).await.is_some());
+    assert!(
+        read_to_close(&mut silent, Duration::from_secs(10))
+            .await
+            .is_some()
+    );
     server.shutdown().await;
 }
 
@@ -200,7 +210,8 @@ async fn connections_past_the_cap_wait_in_the_backlog() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_ends_with_a_client_that_never_finishes_its_request() {
-    let toml = "[server]\nshutdownGraceMs = 300\nheaderTimeoutMs = 600000\nidleTimeoutMs = 600000\n";
+    let toml =
+        "[server]\nshutdownGraceMs = 300\nheaderTimeoutMs = 600000\nidleTimeoutMs = 600000\n";
     let mut server = TestServer::start(toml).await;
     let mut one_byte = connect(&server).await;
     one_byte.write_all(b"G").await.unwrap();
@@ -217,8 +228,16 @@ async fn shutdown_ends_with_a_client_that_never_finishes_its_request() {
         "stopped after {:?}",
         started.elapsed()
     );
-    assert!(read_to_close(&mut one_byte, Duration::from_secs(5)).await.is_some());
-    assert!(read_to_close(&mut idle, Duration::from_secs(5)).await.is_some());
+    assert!(
+        read_to_close(&mut one_byte, Duration::from_secs(5))
+            .await
+            .is_some()
+    );
+    assert!(
+        read_to_close(&mut idle, Duration::from_secs(5))
+            .await
+            .is_some()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -149,7 +149,10 @@ impl ProviderFailure {
 
     /// Whether this failure reached the provider (and so is an attempt).
     pub fn was_sent(&self) -> bool {
-        !matches!(self.kind, FailureKind::Unanswerable | FailureKind::Unreached)
+        !matches!(
+            self.kind,
+            FailureKind::Unanswerable | FailureKind::Unreached
+        )
     }
 }
 

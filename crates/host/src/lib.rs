@@ -41,7 +41,9 @@ mod runtime;
 mod view;
 
 pub use load::LoadError;
-pub use runtime::{DEFAULT_CACHE_MAX_BYTES, Pack, PackRuntime, RunOptions, RunOutput, RuntimeOptions};
+pub use runtime::{
+    DEFAULT_CACHE_MAX_BYTES, Pack, PackRuntime, RunOptions, RunOutput, RuntimeOptions,
+};
 pub use view::{CallAiCtx, CallAiView, add_to_linker};
 
 /// A tokio runtime set up for running packs beside each other: all its

@@ -358,26 +358,45 @@ impl RunLog for PostgresRunLog {
     ) -> BoxFuture<'a, Result<Option<(Fence, RecordedRun)>, RunLogError>> {
         Box::pin(async move {
             let mut conn = self.conn().await?;
-            let tx = conn.transaction().await.map_err(self.storage())?;
-            // SKIP LOCKED: hosts claiming at once each get a different run
-            // (or none), never wait on each other.
-            let lapsed = tx
-                .query_opt(
-                    "SELECT run_id, fence FROM callai_runs
+            loop {
+                let tx = conn.transaction().await.map_err(self.storage())?;
+                // SKIP LOCKED: hosts claiming at once each get a different run
+                // (or none), never wait on each other.
+                let lapsed = tx
+                    .query_opt(
+                        "SELECT run_id, fence FROM callai_runs
                      WHERE durable AND status = 'running' AND lease_until < clock_timestamp()
                      ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED",
-                    &[],
-                )
-                .await
-                .map_err(self.storage())?;
-            let Some(row) = lapsed else {
-                return Ok(None);
-            };
-            let (run_id, old): (String, i64) = (row.get(0), row.get(1));
-            let fence = self.take_over(&tx, &run_id, old, Some(lease)).await?;
-            let run = self.load_in(&tx, &run_id).await?;
-            tx.commit().await.map_err(self.storage())?;
-            Ok(Some((fence, run)))
+                        &[],
+                    )
+                    .await
+                    .map_err(self.storage())?;
+                let Some(row) = lapsed else {
+                    return Ok(None);
+                };
+                let (run_id, old): (String, i64) = (row.get(0), row.get(1));
+                let fence = self.take_over(&tx, &run_id, old, Some(lease)).await?;
+                match self.load_in(&tx, &run_id).await {
+                    Ok(run) => {
+                        tx.commit().await.map_err(self.storage())?;
+                        return Ok(Some((fence, run)));
+                    }
+                    // A run whose records cannot be read can never be resumed:
+                    // it is failed with the reason, once, and the next lapsed
+                    // run is looked at.
+                    Err(RunLogError::Corrupt { reason, .. }) => {
+                        let output = callai_engine::runlog::unresumable_output(&reason);
+                        tx.execute(
+                        "UPDATE callai_runs SET status = 'failed', output = $2 WHERE run_id = $1",
+                        &[&run_id, &output],
+                    )
+                    .await
+                    .map_err(self.storage())?;
+                        tx.commit().await.map_err(self.storage())?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         })
     }
 

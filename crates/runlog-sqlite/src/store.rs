@@ -335,26 +335,44 @@ impl RunLog for SqliteRunLog {
     ) -> BoxFuture<'a, Result<Option<(Fence, RecordedRun)>, RunLogError>> {
         let (owner, duration) = (lease.owner.to_owned(), lease.duration);
         self.blocking(move |conn, path| {
-            // BEGIN IMMEDIATE holds the file's write lock: no other process
-            // can claim the same run between the read and the update.
-            let tx = immediate(conn)?;
-            let lapsed: Option<(String, i64)> = tx
-                .query_row(
-                    "SELECT run_id, fence FROM runs
+            loop {
+                // BEGIN IMMEDIATE holds the file's write lock: no other process
+                // can claim the same run between the read and the update.
+                let tx = immediate(conn)?;
+                let lapsed: Option<(String, i64)> = tx
+                    .query_row(
+                        "SELECT run_id, fence FROM runs
                      WHERE durable = 1 AND status = 'running' AND lease_until_ms < ?1
                      ORDER BY lease_until_ms LIMIT 1",
-                    [now_ms() as i64],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()
-                .map_err(storage)?;
-            let Some((run_id, old)) = lapsed else {
-                return Ok(None);
-            };
-            let fence = take_over(&tx, &run_id, old, Some((&owner, duration)))?;
-            let run = load(&tx, path, &run_id)?;
-            tx.commit().map_err(storage)?;
-            Ok(Some((fence, run)))
+                        [now_ms() as i64],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()
+                    .map_err(storage)?;
+                let Some((run_id, old)) = lapsed else {
+                    return Ok(None);
+                };
+                let fence = take_over(&tx, &run_id, old, Some((&owner, duration)))?;
+                match load(&tx, path, &run_id) {
+                    Ok(run) => {
+                        tx.commit().map_err(storage)?;
+                        return Ok(Some((fence, run)));
+                    }
+                    // A run whose records cannot be read can never be resumed:
+                    // it is failed with the reason, once, and the next lapsed
+                    // run is looked at.
+                    Err(RunLogError::Corrupt { reason, .. }) => {
+                        let output = callai_engine::runlog::unresumable_output(&reason);
+                        tx.execute(
+                            "UPDATE runs SET status = 'failed', output = ?2 WHERE run_id = ?1",
+                            params![run_id, output],
+                        )
+                        .map_err(storage)?;
+                        tx.commit().map_err(storage)?;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
         })
     }
 

@@ -170,7 +170,7 @@ async fn post_run(
 }
 
 async fn get_run(State(state): Shared, Path(run_id): Path<String>) -> Result<Response, ApiError> {
-    if let Some(entry) = state.runs.get(&run_id) {
+    if let Some(entry) = state.runs.get(&run_id).filter(|e| !e.is_handed_on()) {
         return Ok(axum::Json(entry.answer()).into_response());
     }
     let run = load(&state, &run_id).await?;
@@ -181,7 +181,7 @@ async fn get_events(
     State(state): Shared,
     Path(run_id): Path<String>,
 ) -> Result<Response, ApiError> {
-    if let Some(entry) = state.runs.get(&run_id) {
+    if let Some(entry) = state.runs.get(&run_id).filter(|e| !e.is_handed_on()) {
         // Read "done" first: every event of a finished run is in by then.
         let complete = entry.is_done();
         let events = entry.events.stamped_since(0);
@@ -194,7 +194,7 @@ async fn get_events(
 }
 
 /// A run from the run log; 404 when neither this host nor the log knows it.
-async fn load(
+pub(crate) async fn load(
     state: &AppState,
     run_id: &str,
 ) -> Result<callai_engine::runlog::RecordedRun, ApiError> {

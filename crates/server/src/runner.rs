@@ -8,11 +8,11 @@ use crate::answer::{Accepted, StatusWord};
 use crate::app::AppState;
 use crate::body::RunRequest;
 use crate::error::ApiError;
-use crate::runs::{CallCounter, RunEntry, run_error_json};
+use crate::runs::{self, CallCounter, RunEntry, run_error_json};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use callai_engine::runlog::{Fence, Lease, RunSpec, RunStatus};
-use callai_engine::{Journal, MockScript, Recording, RunLogError};
+use callai_engine::{Journal, MockScript, Recording, RunError, RunLogError};
 use callai_host::{Pack, RunOptions, RunOutput};
 use serde_json::json;
 use std::sync::Arc;
@@ -85,6 +85,16 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
         return Ok((StatusCode::ACCEPTED, axum::Json(body)).into_response());
     }
     entry.wait().await;
+    if entry.is_handed_on()
+        && let Ok(run) = crate::app::load(&state, &entry.run_id).await
+    {
+        // Another host has the run now: say where the log has it.
+        let mut answer = runs::recorded_answer(&run);
+        if request.events {
+            answer.events = Some(run.events);
+        }
+        return Ok(axum::Json(answer).into_response());
+    }
     let mut answer = entry.answer();
     if request.events {
         answer.events = Some(entry.events.snapshot());
@@ -203,6 +213,13 @@ impl Work {
             () = lost => Err("another host took the run over"),
         };
         match output {
+            Ok(output) if self.fenced_out(&output).await => {
+                entry.hand_on("taken_over", "another host took the run over");
+                if let Some(trace) = &trace {
+                    trace.end(Err("another host took the run over"));
+                }
+                false
+            }
             Ok(output) => {
                 entry.finish(&output);
                 if let Some(trace) = &trace {
@@ -221,7 +238,12 @@ impl Work {
                 } else {
                     "taken_over"
                 };
-                entry.fail(kind, message);
+                if self.lease.is_some() {
+                    // A durable run is another host's from here on.
+                    entry.hand_on(kind, message);
+                } else {
+                    entry.fail(kind, message);
+                }
                 if let Some(trace) = &trace {
                     trace.end(Err(message));
                 }
@@ -229,6 +251,22 @@ impl Work {
                 false
             }
         }
+    }
+
+    /// Whether a durable run ended on a run-log error because another host
+    /// holds it now (its commit was fenced): then its end is that host's.
+    async fn fenced_out(&self, output: &RunOutput) -> bool {
+        let (Some(log), Some(fence)) = (&self.state.runlog, self.lease) else {
+            return false;
+        };
+        if !matches!(output.result, Err(RunError::RunLog(_))) {
+            return false;
+        }
+        let lease = self.state.runlog_config.lease();
+        matches!(
+            log.renew(&self.entry.run_id, fence, lease).await,
+            Err(RunLogError::Fenced(_))
+        )
     }
 
     /// A run stopped before its end: a durable one is handed on (its lease

@@ -80,6 +80,9 @@ pub struct RunEntry {
     /// Calls made so far (served from a log, or seen going live).
     calls: AtomicU32,
     done: watch::Sender<bool>,
+    /// The run is no longer this host's (another took it over, or this one
+    /// handed it on at shutdown): the run log says where it stands.
+    handed_on: std::sync::atomic::AtomicBool,
 }
 
 impl RunEntry {
@@ -93,6 +96,7 @@ impl RunEntry {
             state: Mutex::new((Status::Running, 0)),
             calls: AtomicU32::new(0),
             done: watch::channel(false).0,
+            handed_on: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -118,6 +122,18 @@ impl RunEntry {
             Status::Failed(json!({"kind": kind, "message": message})),
             calls,
         );
+    }
+
+    /// The run went to another host (`kind`, `message` say why): what this
+    /// host says of it from now on is read from the run log.
+    pub fn hand_on(&self, kind: &str, message: &str) {
+        self.handed_on.store(true, Ordering::Release);
+        self.fail(kind, message);
+    }
+
+    /// Whether the run is another host's now.
+    pub fn is_handed_on(&self) -> bool {
+        self.handed_on.load(Ordering::Acquire)
     }
 
     fn end(&self, status: Status, calls: u32) {

@@ -219,7 +219,12 @@ impl<'a> CallMachine<'a> {
                 let message = f.to_string();
                 let backoff = Backoff::from(&self.config.retry);
                 let wait = (self.unreached < self.cap).then(|| {
-                    backoff.wait(self.unreached - 1, f.retry_after, cx.jitter, (cx.remaining)())
+                    backoff.wait(
+                        self.unreached - 1,
+                        f.retry_after,
+                        cx.jitter,
+                        (cx.remaining)(),
+                    )
                 });
                 let why = match wait {
                     Some(Wait::For(wait)) if wait.is_zero() => return self.send(),

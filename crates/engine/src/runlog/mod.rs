@@ -386,6 +386,17 @@ pub trait RunLog: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, RunLogError>>;
 }
 
+/// The output a run log gives a lapsed durable run it cannot resume because
+/// its records do not read back (`RunLogError::Corrupt`): the run is failed
+/// with this once, so that takeovers of other runs go on.
+pub fn unresumable_output(reason: &str) -> String {
+    serde_json::json!({"error": {
+        "kind": "takeover",
+        "message": format!("the run cannot be resumed: its records in the run log do not read back: {reason}"),
+    }})
+    .to_string()
+}
+
 impl std::fmt::Debug for dyn RunLog {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("RunLog")

@@ -101,10 +101,7 @@ pub struct WatchedBody {
 impl WatchedBody {
     /// `inner`, the connection busy until it is written or dropped.
     pub fn new(inner: Body, busy: BusyGuard) -> Self {
-        Self {
-            inner,
-            _busy: busy,
-        }
+        Self { inner, _busy: busy }
     }
 }
 

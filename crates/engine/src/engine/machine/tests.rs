@@ -206,9 +206,15 @@ fn a_connection_that_fails_is_no_attempt_and_the_same_request_goes_again() {
     let Step::Wait(_) = m.on_outcome(Outcome::Failed(refused()), CX) else {
         panic!("waits")
     };
-    assert!(types(&mut m).is_empty(), "nothing happened that an event says");
+    assert!(
+        types(&mut m).is_empty(),
+        "nothing happened that an event says"
+    );
     assert_eq!(sent(&m.resume()), &doubled);
-    let done = answer(&mut m, reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(2)));
+    let done = answer(
+        &mut m,
+        reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(2)),
+    );
     let Step::Done(Ok(result)) = done else {
         panic!("ends well")
     };
