@@ -468,3 +468,91 @@ fn a_run_killed_during_a_call_leaves_a_log_without_that_call() {
     );
     assert_eq!(fake.received().len(), 2, "replay sent nothing");
 }
+
+#[test]
+fn a_run_past_max_run_bytes_fails_naming_it_and_prune_empties_the_log() {
+    // Issue 22, item 6: what one run records is bounded, and finished runs
+    // can be pruned.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.db");
+    let config = dir.path().join("host.toml");
+    std::fs::write(&config, "[runlog]\nmaxRunBytes = 8192\n").unwrap();
+    let big = serde_json::json!({
+        "messages": [{"role": "user", "content": "hi"}],
+        "responseSchema": {"type": "object", "description": "x".repeat(20_000)}
+    });
+    let callai = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_callai"))
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let (log_arg, config_arg) = (log.to_str().unwrap(), config.to_str().unwrap());
+    let input = big.to_string();
+    let out = callai(&[
+        "run",
+        "echo-attempts",
+        "--input",
+        &input,
+        "--record",
+        log_arg,
+        "--run-id",
+        "big",
+        "--config",
+        config_arg,
+    ]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("runlog.maxRunBytes"), "{stderr}");
+    // A small run fits; then both are pruned (the failed one ended too).
+    let small = r#"{"messages": [{"role": "user", "content": "hi"}]}"#;
+    let out = callai(&[
+        "run",
+        "echo-attempts",
+        "--input",
+        small,
+        "--record",
+        log_arg,
+        "--run-id",
+        "small",
+        "--config",
+        config_arg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = callai(&[
+        "runlog",
+        "prune",
+        "--runlog",
+        log_arg,
+        "--before",
+        "2999-01-01",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with("pruned 2 finished runs"), "{stdout}");
+    let out = callai(&[
+        "run",
+        "echo-attempts",
+        "--replay",
+        log_arg,
+        "--run-id",
+        "small",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("not in this log"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let bad = callai(&["runlog", "prune", "--runlog", log_arg, "--before", "soon"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("soon"));
+}

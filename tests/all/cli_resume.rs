@@ -73,9 +73,10 @@ fn committed(url: &str, run_id: &str) -> usize {
         .build()
         .unwrap();
     rt.block_on(async {
-        let log = callai_server::open_runlog(url, callai_server::OpenLog::Existing)
-            .await
-            .ok()?;
+        let log =
+            callai_server::open_runlog(url, callai_server::OpenLog::Existing, &Default::default())
+                .await
+                .ok()?;
         log.load(run_id).await.ok().map(|r| r.calls.len())
     })
     .unwrap_or(0)

@@ -30,6 +30,11 @@ pub enum Command {
         /// The folder to make (its name names the pack).
         dir: PathBuf,
     },
+    /// Look after a run log.
+    Runlog {
+        #[command(subcommand)]
+        command: RunlogCommand,
+    },
     /// Print the host's aiProviders facet (and the reliability capability).
     Facet {
         /// Host config (TOML).
@@ -118,4 +123,25 @@ pub struct ServeArgs {
     /// `postgres://` URL.
     #[arg(long)]
     pub runlog: Option<String>,
+}
+
+/// `callai runlog ...`
+#[derive(Debug, Subcommand)]
+pub enum RunlogCommand {
+    /// Delete the finished runs that ended before a date (their calls,
+    /// events, and the schemas no call names any more). Runs still running
+    /// are kept.
+    Prune {
+        /// Host config (TOML): its `[runlog] url` and `keepDays`.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The run log (an SQLite file or a `postgres://` URL), instead of
+        /// `[runlog] url`.
+        #[arg(long)]
+        runlog: Option<String>,
+        /// Prune what ended before this: a date (`2026-11-01`, midnight
+        /// UTC) or an RFC 3339 time. Default: `[runlog] keepDays` ago.
+        #[arg(long)]
+        before: Option<String>,
+    },
 }

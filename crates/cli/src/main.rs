@@ -1,10 +1,11 @@
 //! `callai`: run packs on the callAI runtime, list the bundled examples,
-//! print the facet, run the conformance scenario.
+//! print the facet, run the conformance scenario, prune a run log.
 
 mod args;
 mod error;
 mod new;
 mod run;
+mod runlog;
 mod serve;
 
 use args::{Cli, Command};
@@ -29,6 +30,7 @@ fn main() -> ExitCode {
             error::print(&list).map(|()| ExitCode::SUCCESS)
         }
         Command::New { lang, dir } => new::new(lang, &dir).map(|()| ExitCode::SUCCESS),
+        Command::Runlog { command } => runlog::runlog(command),
         Command::Facet { config } => run::facet(config.as_deref()),
         Command::Conformance {
             json,

@@ -7,6 +7,7 @@ use callai_engine::observe::SharedObserver;
 use callai_engine::runlog::{ExistingRun, RecordedRun, RunSpec, RunStatus};
 use callai_engine::{Host, Journal, MockProvider, MockScript, Recording, facet};
 use callai_host::{PackRuntime, RunOptions, RunOutput, RuntimeOptions};
+use callai_server::config::RunLogConfig;
 use callai_server::{Config, OpenLog};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -66,9 +67,11 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let rt = tokio()?;
     // On resume, what the run was started with.
     let resumed = match &args.resume {
-        Some(url) => {
-            Some(rt.block_on(stopped_run(url, args.run_id.as_deref().unwrap_or_default()))?)
-        }
+        Some(url) => Some(rt.block_on(stopped_run(
+            url,
+            args.run_id.as_deref().unwrap_or_default(),
+            &config.runlog,
+        ))?),
         None => None,
     };
     let spec = resumed.as_ref().and_then(|r| r.spec.clone());
@@ -138,7 +141,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         input: input.clone(),
         script: Some(script_text.clone()),
     };
-    let journal = rt.block_on(journal(&args, &node_id, &spec))?;
+    let journal = rt.block_on(journal(&args, &node_id, &spec, &config.runlog))?;
     if !runtime.is_cached(&bytes) && std::io::stderr().is_terminal() && bytes.len() > 4 << 20 {
         // A TypeScript or Python pack carries its language's engine: its
         // first compile takes seconds, later runs load it from the cache.
@@ -230,11 +233,16 @@ fn warn_of_unknown_fields(events: &[callai_engine::Event]) {
 }
 
 /// `--record` / `--replay` / `--resume`: the run log and what to do with it.
-async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journal, CliError> {
+async fn journal(
+    args: &RunArgs,
+    node_id: &str,
+    spec: &RunSpec,
+    limits: &RunLogConfig,
+) -> Result<Journal, CliError> {
     let run_id = args.run_id.as_deref().unwrap_or_default();
     match (&args.record, &args.replay, &args.resume) {
         (Some(url), _, _) => {
-            let log = callai_server::open_runlog(url, OpenLog::CreateIfMissing).await?;
+            let log = callai_server::open_runlog(url, OpenLog::CreateIfMissing, limits).await?;
             let existing = match args.overwrite {
                 true => ExistingRun::Overwrite,
                 false => ExistingRun::Refuse,
@@ -249,11 +257,11 @@ async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journa
                 .map_err(CliError::from)
         }
         (None, Some(url), _) => {
-            let log = callai_server::open_runlog(url, OpenLog::Existing).await?;
+            let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
             Journal::replay(&*log, run_id).await.map_err(CliError::from)
         }
         (None, None, Some(url)) => {
-            let log = callai_server::open_runlog(url, OpenLog::Existing).await?;
+            let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
             Journal::resume(log, run_id, None)
                 .await
                 .map_err(CliError::from)
@@ -264,8 +272,12 @@ async fn journal(args: &RunArgs, node_id: &str, spec: &RunSpec) -> Result<Journa
 
 /// The run `--resume` names, as far as it was committed; a finished one is
 /// refused here, before anything runs.
-async fn stopped_run(url: &str, run_id: &str) -> Result<RecordedRun, CliError> {
-    let log = callai_server::open_runlog(url, OpenLog::Existing).await?;
+async fn stopped_run(
+    url: &str,
+    run_id: &str,
+    limits: &RunLogConfig,
+) -> Result<RecordedRun, CliError> {
+    let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
     let run = log.load(run_id).await?;
     match run.status {
         RunStatus::Running => Ok(run),

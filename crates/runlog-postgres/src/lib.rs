@@ -41,6 +41,7 @@ pub struct PostgresRunLog {
     pool: Pool,
     /// The URL without its password, for messages.
     shown: Arc<str>,
+    max_run_bytes: Option<u64>,
 }
 
 /// Whether `url` names a PostgreSQL run log.
@@ -84,7 +85,19 @@ impl PostgresRunLog {
             .map_err(|e| RunLogError::Storage(format!("cannot connect to {shown}: {e}")))?;
         schema::migrate(&mut conn, &shown).await?;
         drop(conn);
-        Ok(Self { pool, shown })
+        Ok(Self {
+            pool,
+            shown,
+            max_run_bytes: None,
+        })
+    }
+
+    /// This handle refuses a call that would take what one run recorded
+    /// past `limit` bytes (`runlog.maxRunBytes`): its rows, its events, and
+    /// each distinct schema it names once.
+    pub fn with_max_run_bytes(mut self, limit: u64) -> Self {
+        self.max_run_bytes = Some(limit);
+        self
     }
 
     /// The URL, without its password.

@@ -6,7 +6,8 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 1] = ["
+pub(crate) const MIGRATIONS: [&str; 2] = [
+    "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
         node_id     TEXT NOT NULL,
@@ -43,7 +44,25 @@ pub(crate) const MIGRATIONS: [&str; 1] = ["
         sha256 TEXT PRIMARY KEY,
         bytes  BYTEA NOT NULL
     );
-"];
+",
+    // Bounded growth: each call's schema stored once by its hash, what each
+    // run recorded (runlog.maxRunBytes), and when each run ended (for
+    // runlog.keepDays; a run that ended before this was kept counts as
+    // ending now).
+    "
+    CREATE TABLE callai_response_schemas (
+        sha256 TEXT PRIMARY KEY,
+        text   TEXT NOT NULL
+    );
+    ALTER TABLE callai_calls ADD COLUMN schema_sha256 TEXT;
+    CREATE INDEX callai_calls_schema ON callai_calls (schema_sha256)
+        WHERE schema_sha256 IS NOT NULL;
+    ALTER TABLE callai_runs ADD COLUMN bytes BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE callai_runs ADD COLUMN ended_at TIMESTAMPTZ;
+    UPDATE callai_runs SET ended_at = now() WHERE status <> 'running';
+    CREATE INDEX callai_runs_ended ON callai_runs (ended_at) WHERE status <> 'running';
+",
+];
 
 /// The version this build writes.
 pub(crate) const VERSION: i64 = MIGRATIONS.len() as i64;

@@ -5,9 +5,9 @@
 use crate::PostgresRunLog;
 use crate::pool::Conn;
 use callai_engine::events::Event;
-use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_engine::runlog::decode::{RawCall, RawRun, SchemaRow, call_row, to_text};
 use callai_engine::runlog::{
-    BeginRun, ExistingRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunStatus,
+    BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunLog, RunStatus,
 };
 use callai_engine::{BoxFuture, RunLogError};
 use std::time::Duration;
@@ -55,6 +55,63 @@ impl PostgresRunLog {
             (f, _) if f == fence.0 => Ok(()),
             _ => Err(RunLogError::Fenced(run_id.into())),
         }
+    }
+
+    /// Adds `bytes` to what the run recorded, refused past the limit. The
+    /// run's row is locked (by the fence check) for the transaction.
+    async fn charge(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+        bytes: u64,
+    ) -> Result<(), RunLogError> {
+        let row = tx
+            .query_one(
+                "SELECT bytes FROM callai_runs WHERE run_id = $1",
+                &[&run_id],
+            )
+            .await
+            .map_err(self.storage())?;
+        let recorded: i64 = row.get(0);
+        let total = (recorded.max(0) as u64).saturating_add(bytes);
+        if let Some(limit) = self.max_run_bytes.filter(|l| total > *l) {
+            return Err(RunLogError::RunTooLarge {
+                run_id: run_id.into(),
+                limit,
+            });
+        }
+        tx.execute(
+            "UPDATE callai_runs SET bytes = $2 WHERE run_id = $1",
+            &[&run_id, &(total as i64)],
+        )
+        .await
+        .map_err(self.storage())?;
+        Ok(())
+    }
+
+    /// Stores `schema` once; its size when the run had not named it before.
+    async fn store_schema(
+        &self,
+        tx: &impl GenericClient,
+        run_id: &str,
+        schema: &SchemaRow,
+    ) -> Result<u64, RunLogError> {
+        let named: bool = tx
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM callai_calls WHERE run_id = $1 AND schema_sha256 = $2)",
+                &[&run_id, &schema.sha256],
+            )
+            .await
+            .map_err(self.storage())?
+            .get(0);
+        tx.execute(
+            "INSERT INTO callai_response_schemas (sha256, text) VALUES ($1, $2)
+             ON CONFLICT DO NOTHING",
+            &[&schema.sha256, &schema.text],
+        )
+        .await
+        .map_err(self.storage())?;
+        Ok(if named { 0 } else { schema.text.len() as u64 })
     }
 
     async fn append_events(
@@ -125,8 +182,10 @@ impl PostgresRunLog {
             .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
         let calls = tx
             .query(
-                "SELECT node_id, call_index, entry, request, outcome, events FROM callai_calls
-                 WHERE run_id = $1 ORDER BY call_index",
+                "SELECT c.node_id, c.call_index, c.entry, c.request, c.outcome, c.events, s.text
+                 FROM callai_calls c
+                 LEFT JOIN callai_response_schemas s ON s.sha256 = c.schema_sha256
+                 WHERE c.run_id = $1 ORDER BY c.call_index",
                 &[&run_id],
             )
             .await
@@ -139,6 +198,7 @@ impl PostgresRunLog {
                 request: r.get(3),
                 outcome: r.get(4),
                 events: r.get(5),
+                schema: r.get(6),
             })
             .collect();
         let events = tx
@@ -238,12 +298,29 @@ impl RunLog for PostgresRunLog {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await.map_err(self.storage())?;
             self.check_fence(&tx, run_id, fence).await?;
-            self.append_events(&tx, run_id, events).await?;
             let row = call_row(call);
+            let mut bytes =
+                row.bytes() + events.iter().map(|e| to_text(e).len() as u64).sum::<u64>();
+            let schema_sha256 = row.schema.as_ref().map(|s| s.sha256.as_str());
+            if let Some(schema) = &row.schema {
+                bytes += self.store_schema(&tx, run_id, schema).await?;
+            }
+            self.charge(&tx, run_id, bytes).await?;
+            self.append_events(&tx, run_id, events).await?;
             tx.execute(
-                "INSERT INTO callai_calls (run_id, node_id, call_index, entry, request, outcome, events)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                &[&run_id, &row.0, &row.1, &row.2, &row.3, &row.4, &row.5],
+                "INSERT INTO callai_calls (run_id, node_id, call_index, entry, request, outcome,
+                                           events, schema_sha256)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[
+                    &run_id,
+                    &row.node_id,
+                    &row.index,
+                    &row.entry,
+                    &row.request,
+                    &row.outcome,
+                    &row.events,
+                    &schema_sha256,
+                ],
             )
             .await
             .map_err(self.storage())?;
@@ -265,7 +342,7 @@ impl RunLog for PostgresRunLog {
             self.check_fence(&tx, run_id, fence).await?;
             self.append_events(&tx, run_id, events).await?;
             tx.execute(
-                "UPDATE callai_runs SET status = $2, output = $3 WHERE run_id = $1",
+                "UPDATE callai_runs SET status = $2, output = $3, ended_at = now() WHERE run_id = $1",
                 &[&run_id, &status.as_str(), &output],
             )
             .await
@@ -387,7 +464,8 @@ impl RunLog for PostgresRunLog {
                     Err(RunLogError::Corrupt { reason, .. }) => {
                         let output = callai_engine::runlog::unresumable_output(&reason);
                         tx.execute(
-                        "UPDATE callai_runs SET status = 'failed', output = $2 WHERE run_id = $1",
+                        "UPDATE callai_runs SET status = 'failed', output = $2, ended_at = now()
+                             WHERE run_id = $1",
                         &[&run_id, &output],
                     )
                     .await
@@ -437,6 +515,32 @@ impl RunLog for PostgresRunLog {
                 .await
                 .map_err(self.storage())?;
             Ok(row.map(|r| r.get(0)))
+        })
+    }
+    fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn.transaction().await.map_err(self.storage())?;
+            let before = before_ms as i64;
+            // Calls and events go with their runs (ON DELETE CASCADE).
+            let runs = tx
+                .execute(
+                    "DELETE FROM callai_runs WHERE status <> 'running'
+                     AND ended_at < to_timestamp($1::bigint / 1000.0)",
+                    &[&before],
+                )
+                .await
+                .map_err(self.storage())?;
+            let schemas = tx
+                .execute(
+                    "DELETE FROM callai_response_schemas s WHERE NOT EXISTS
+                     (SELECT 1 FROM callai_calls c WHERE c.schema_sha256 = s.sha256)",
+                    &[],
+                )
+                .await
+                .map_err(self.storage())?;
+            tx.commit().await.map_err(self.storage())?;
+            Ok(Pruned { runs, schemas })
         })
     }
 }

@@ -19,7 +19,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 5] = [
+const MIGRATIONS: [&str; 6] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -60,6 +60,21 @@ const MIGRATIONS: [&str; 5] = [
          sha256 TEXT PRIMARY KEY,
          bytes  BLOB NOT NULL
      );",
+    // Bounded growth: each call's schema stored once by its hash, what each
+    // run recorded (runlog.maxRunBytes), and when each run ended (for
+    // runlog.keepDays; a run that ended before this was kept counts as
+    // ending now).
+    "CREATE TABLE schemas (
+         sha256 TEXT PRIMARY KEY,
+         text   TEXT NOT NULL
+     );
+     ALTER TABLE calls ADD COLUMN schema_sha256 TEXT;
+     CREATE INDEX calls_schema ON calls (schema_sha256) WHERE schema_sha256 IS NOT NULL;
+     ALTER TABLE runs ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE runs ADD COLUMN ended_ms INTEGER NOT NULL DEFAULT 0;
+     UPDATE runs SET ended_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000
+         WHERE status <> 'running';
+     CREATE INDEX runs_ended ON runs (ended_ms) WHERE status <> 'running';",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -68,6 +83,7 @@ const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 pub struct SqliteRunLog {
     path: Arc<PathBuf>,
     conn: Arc<Mutex<Connection>>,
+    max_run_bytes: Option<u64>,
 }
 
 fn storage(e: rusqlite::Error) -> RunLogError {
@@ -111,6 +127,7 @@ impl SqliteRunLog {
             return Ok(Self {
                 path: Arc::new(path.to_path_buf()),
                 conn,
+                max_run_bytes: None,
             });
         }
         let header = read_header(path, &shown)?;
@@ -168,7 +185,16 @@ impl SqliteRunLog {
         Ok(Self {
             path: Arc::new(path.to_path_buf()),
             conn,
+            max_run_bytes: None,
         })
+    }
+
+    /// This handle refuses a call that would take what one run recorded
+    /// past `limit` bytes (`runlog.maxRunBytes`): its rows, its events, and
+    /// each distinct schema it names once.
+    pub fn with_max_run_bytes(mut self, limit: u64) -> Self {
+        self.max_run_bytes = Some(limit);
+        self
     }
 
     /// Opens an existing log (for replay): a missing file is an error, not

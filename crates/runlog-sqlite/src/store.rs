@@ -5,9 +5,10 @@
 use super::{SqliteRunLog, storage};
 use callai_engine::BoxFuture;
 use callai_engine::events::{Event, now_ms};
-use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_engine::runlog::decode::{RawCall, RawRun, SchemaRow, call_row, to_text};
 use callai_engine::runlog::{
-    BeginRun, ExistingRun, Fence, Lease, RecordedCall, RecordedRun, RunLog, RunLogError, RunStatus,
+    BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunLog, RunLogError,
+    RunStatus,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use std::time::Duration;
@@ -40,6 +41,54 @@ fn check_fence(tx: &Transaction<'_>, run_id: &str, fence: Fence) -> Result<(), R
         (f, _) if f == fence.0 => Ok(()),
         _ => Err(RunLogError::Fenced(run_id.into())),
     }
+}
+
+/// Adds `bytes` to what the run recorded, refused past `limit`.
+fn charge(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    bytes: u64,
+    limit: Option<u64>,
+) -> Result<(), RunLogError> {
+    let recorded: i64 = tx
+        .query_row("SELECT bytes FROM runs WHERE run_id = ?1", [run_id], |r| {
+            r.get(0)
+        })
+        .map_err(storage)?;
+    let total = (recorded.max(0) as u64).saturating_add(bytes);
+    if let Some(limit) = limit.filter(|l| total > *l) {
+        return Err(RunLogError::RunTooLarge {
+            run_id: run_id.into(),
+            limit,
+        });
+    }
+    tx.execute(
+        "UPDATE runs SET bytes = ?2 WHERE run_id = ?1",
+        params![run_id, total as i64],
+    )
+    .map_err(storage)?;
+    Ok(())
+}
+
+/// Stores `schema` once; its size when the run had not named it before.
+fn store_schema(
+    tx: &Transaction<'_>,
+    run_id: &str,
+    schema: &SchemaRow,
+) -> Result<u64, RunLogError> {
+    let named: bool = tx
+        .query_row(
+            "SELECT EXISTS (SELECT 1 FROM calls WHERE run_id = ?1 AND schema_sha256 = ?2)",
+            params![run_id, schema.sha256],
+            |r| r.get(0),
+        )
+        .map_err(storage)?;
+    tx.execute(
+        "INSERT INTO schemas (sha256, text) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+        params![schema.sha256, schema.text],
+    )
+    .map_err(storage)?;
+    Ok(if named { 0 } else { schema.text.len() as u64 })
 }
 
 /// Appends `events` (as JSON text) after the run's last sequence number.
@@ -116,8 +165,9 @@ fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLo
         .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
     let mut stmt = conn
         .prepare_cached(
-            "SELECT node_id, call_index, entry, request, outcome, events FROM calls
-             WHERE run_id = ?1 ORDER BY call_index",
+            "SELECT c.node_id, c.call_index, c.entry, c.request, c.outcome, c.events, s.text
+             FROM calls c LEFT JOIN schemas s ON s.sha256 = c.schema_sha256
+             WHERE c.run_id = ?1 ORDER BY c.call_index",
         )
         .map_err(storage)?;
     let calls = stmt
@@ -129,6 +179,7 @@ fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLo
                 request: r.get(3)?,
                 outcome: r.get(4)?,
                 events: r.get(5)?,
+                schema: r.get(6)?,
             })
         })
         .map_err(storage)?
@@ -224,14 +275,30 @@ impl RunLog for SqliteRunLog {
         let run_id = run_id.to_owned();
         let events: Vec<String> = events.iter().map(to_text).collect();
         let row = call_row(call);
+        let limit = self.max_run_bytes;
         self.blocking(move |conn, _| {
             let tx = immediate(conn)?;
             check_fence(&tx, &run_id, fence)?;
+            let mut bytes = row.bytes() + events.iter().map(|e| e.len() as u64).sum::<u64>();
+            if let Some(schema) = &row.schema {
+                bytes += store_schema(&tx, &run_id, schema)?;
+            }
+            charge(&tx, &run_id, bytes, limit)?;
             append_events(&tx, &run_id, &events)?;
             tx.execute(
-                "INSERT INTO calls (run_id, node_id, call_index, entry, request, outcome, events)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![run_id, row.0, row.1, row.2, row.3, row.4, row.5],
+                "INSERT INTO calls (run_id, node_id, call_index, entry, request, outcome, events,
+                                    schema_sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
+                    run_id,
+                    row.node_id,
+                    row.index,
+                    row.entry,
+                    row.request,
+                    row.outcome,
+                    row.events,
+                    row.schema.as_ref().map(|s| &s.sha256)
+                ],
             )
             .map_err(storage)?;
             tx.commit().map_err(storage)
@@ -253,8 +320,8 @@ impl RunLog for SqliteRunLog {
             check_fence(&tx, &run_id, fence)?;
             append_events(&tx, &run_id, &events)?;
             tx.execute(
-                "UPDATE runs SET status = ?2, output = ?3 WHERE run_id = ?1",
-                params![run_id, status.as_str(), output],
+                "UPDATE runs SET status = ?2, output = ?3, ended_ms = ?4 WHERE run_id = ?1",
+                params![run_id, status.as_str(), output, now_ms() as i64],
             )
             .map_err(storage)?;
             tx.commit().map_err(storage)
@@ -364,8 +431,9 @@ impl RunLog for SqliteRunLog {
                     Err(RunLogError::Corrupt { reason, .. }) => {
                         let output = callai_engine::runlog::unresumable_output(&reason);
                         tx.execute(
-                            "UPDATE runs SET status = 'failed', output = ?2 WHERE run_id = ?1",
-                            params![run_id, output],
+                            "UPDATE runs SET status = 'failed', output = ?2, ended_ms = ?3
+                             WHERE run_id = ?1",
+                            params![run_id, output, now_ms() as i64],
                         )
                         .map_err(storage)?;
                         tx.commit().map_err(storage)?;
@@ -403,6 +471,38 @@ impl RunLog for SqliteRunLog {
             })
             .optional()
             .map_err(storage)
+        })
+    }
+
+    fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
+        self.blocking(move |conn, _| {
+            let tx = immediate(conn)?;
+            let ended = "status <> 'running' AND ended_ms < ?1";
+            let before = before_ms as i64;
+            for table in ["calls", "events"] {
+                tx.execute(
+                    &format!(
+                        "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs WHERE {ended})"
+                    ),
+                    [before],
+                )
+                .map_err(storage)?;
+            }
+            let runs = tx
+                .execute(&format!("DELETE FROM runs WHERE {ended}"), [before])
+                .map_err(storage)?;
+            let schemas = tx
+                .execute(
+                    "DELETE FROM schemas WHERE sha256 NOT IN
+                     (SELECT schema_sha256 FROM calls WHERE schema_sha256 IS NOT NULL)",
+                    [],
+                )
+                .map_err(storage)?;
+            tx.commit().map_err(storage)?;
+            Ok(Pruned {
+                runs: runs as u64,
+                schemas: schemas as u64,
+            })
         })
     }
 }

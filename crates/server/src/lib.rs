@@ -39,6 +39,7 @@ mod listen;
 mod metrics;
 mod open_log;
 mod packs;
+mod retention;
 mod runner;
 mod runs;
 
@@ -171,7 +172,7 @@ impl Server {
         let runlog = match runlog_url.as_str() {
             "" => None,
             url => Some(
-                open_runlog(url, OpenLog::CreateIfMissing)
+                open_runlog(url, OpenLog::CreateIfMissing, &config.runlog)
                     .await
                     .map_err(|e| setup(format!("run log: {e}")))?,
             ),
@@ -247,9 +248,11 @@ impl Server {
         let (stage_tx, stage_rx) = tokio::sync::watch::channel(listen::Stage::Serving);
         // Durable runs whose host died are resumed here.
         let takeover = tokio::spawn(durable::take_over(state.clone()));
+        let pruning = tokio::spawn(retention::prune_periodically(state.clone()));
         let serving = tokio::spawn(listen::serve(self.listener, app, limits, stage_rx));
         shutdown.await;
         takeover.abort();
+        pruning.abort();
         state.admission.drain();
         stage_tx.send_replace(listen::Stage::Draining);
         let deadline = tokio::time::Instant::now() + grace;

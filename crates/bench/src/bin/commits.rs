@@ -51,9 +51,13 @@ fn main() {
     let committed = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     rt.block_on(async {
-        let log = callai_server::open_runlog(&url, callai_server::OpenLog::CreateIfMissing)
-            .await
-            .expect("the run log opens");
+        let log = callai_server::open_runlog(
+            &url,
+            callai_server::OpenLog::CreateIfMissing,
+            &callai_server::config::RunLogConfig::default(),
+        )
+        .await
+        .expect("the run log opens");
         let until = started + Duration::from_secs_f64(seconds);
         let mut tasks = Vec::new();
         for w in 0..writers {

@@ -2,6 +2,12 @@
 //! [`RecordedRun`]: a record that does not parse, or says what no host
 //! would (an attempts count of 0, a call missing from the sequence), is
 //! corruption, named with the run and the call.
+//!
+//! A call's `responseSchema` is stored once, by the SHA-256 of its text, in
+//! a table of schemas: the request's row names it (`{"responseSchema":
+//! {"$callaiSchemaSha256": "..."}}`), and the store hands the text back
+//! beside the row. A pack that makes 250 calls with one 1 MB schema records
+//! it once, not 250 times.
 
 use super::{Entry, Outcome, RecordedCall, RecordedRun, RunLogError, RunSeed, RunSpec, RunStatus};
 use crate::events::Event;
@@ -21,6 +27,69 @@ pub struct RawCall {
     pub outcome: String,
     /// The call's events, a JSON array.
     pub events: String,
+    /// The text of the schema its request names by hash, when it names one.
+    pub schema: Option<String>,
+}
+
+/// The key that stands for a stored request's schema.
+pub const SCHEMA_REF: &str = "$callaiSchemaSha256";
+
+/// A schema, stored once under the SHA-256 (hex) of its text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaRow {
+    /// SHA-256 of `text`, hex.
+    pub sha256: String,
+    /// The schema's JSON text.
+    pub text: String,
+}
+
+/// A call as a store writes it.
+#[derive(Debug, Clone)]
+pub struct CallRow {
+    /// The node that made it.
+    pub node_id: String,
+    /// Its index.
+    pub index: i64,
+    /// `typed` or `json`.
+    pub entry: &'static str,
+    /// The request's canonical JSON, its schema named by hash.
+    pub request: String,
+    /// The outcome's JSON.
+    pub outcome: String,
+    /// The call's events, a JSON array.
+    pub events: String,
+    /// The request's schema, to store once.
+    pub schema: Option<SchemaRow>,
+}
+
+impl CallRow {
+    /// What the row itself weighs (its schema not included).
+    pub fn bytes(&self) -> u64 {
+        (self.node_id.len() + self.request.len() + self.outcome.len() + self.events.len()) as u64
+    }
+}
+
+/// The request of a stored row, its schema put back from `schema`.
+fn join_schema(
+    request: &str,
+    schema: Option<&str>,
+) -> Result<serde_json::Value, Box<dyn std::fmt::Display>> {
+    let mut value: serde_json::Value =
+        serde_json::from_str(request).map_err(|e| Box::new(e) as Box<dyn std::fmt::Display>)?;
+    let named = value
+        .get("responseSchema")
+        .and_then(|s| s.get(SCHEMA_REF))
+        .and_then(serde_json::Value::as_str)
+        .map(str::to_owned);
+    if let Some(sha256) = named {
+        let text = schema.ok_or_else(|| {
+            Box::new(format!("its schema {sha256} is not in the log")) as Box<dyn std::fmt::Display>
+        })?;
+        let parsed: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| Box::new(e) as Box<dyn std::fmt::Display>)?;
+        value["responseSchema"] = parsed;
+    }
+    Ok(value)
 }
 
 /// One stored run, as text and integers.
@@ -85,7 +154,7 @@ impl RawRun {
                 node_id: raw.node_id,
                 index: index as u32,
                 entry: Entry::parse(&raw.entry).ok_or_else(|| at("unknown entry", &raw.entry))?,
-                request: serde_json::from_str(&raw.request)
+                request: join_schema(&raw.request, raw.schema.as_deref())
                     .map_err(|e| at("its request does not parse", &e))?,
                 outcome,
                 events: serde_json::from_str(&raw.events)
@@ -123,14 +192,39 @@ pub fn to_text<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).expect("run log records always serialise")
 }
 
-/// A call's columns: node, index, entry, request, outcome, events.
-pub fn call_row(call: &RecordedCall) -> (String, i64, &'static str, String, String, String) {
-    (
-        call.node_id.clone(),
-        i64::from(call.index),
-        call.entry.as_str(),
-        call.request.to_string(),
-        to_text(&call.outcome),
-        to_text(&call.events),
-    )
+/// A call's row, its request's `responseSchema` (when it has one) split
+/// off to be stored once by its hash.
+pub fn call_row(call: &RecordedCall) -> CallRow {
+    let schema = call.request.get("responseSchema").map(|schema| {
+        let text = to_text(schema);
+        SchemaRow {
+            sha256: sha256_hex(text.as_bytes()),
+            text,
+        }
+    });
+    let request = match &schema {
+        None => call.request.to_string(),
+        Some(s) => {
+            let mut named = call.request.clone();
+            named["responseSchema"] = serde_json::json!({ SCHEMA_REF: s.sha256 });
+            named.to_string()
+        }
+    };
+    CallRow {
+        node_id: call.node_id.clone(),
+        index: i64::from(call.index),
+        entry: call.entry.as_str(),
+        request,
+        outcome: to_text(&call.outcome),
+        events: to_text(&call.events),
+        schema,
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }

@@ -297,6 +297,16 @@ pub enum RunLogError {
         /// The newest this build knows.
         known: i64,
     },
+    /// A run would record more than the log takes of one run.
+    #[error(
+        "run {run_id:?} would record more than runlog.maxRunBytes ({limit} bytes); the call was not committed"
+    )]
+    RunTooLarge {
+        /// The run.
+        run_id: String,
+        /// The limit, in bytes.
+        limit: u64,
+    },
     /// Any other storage failure.
     #[error("run log: {0}")]
     Storage(String),
@@ -384,6 +394,20 @@ pub trait RunLog: Send + Sync {
         &'a self,
         sha256: &'a str,
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, RunLogError>>;
+
+    /// Deletes every finished run that ended before `before_ms` (ms since
+    /// the Unix epoch), with its calls and events, and every schema no call
+    /// names any more. A run still running is never deleted.
+    fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>>;
+}
+
+/// What [`RunLog::prune`] deleted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Finished runs, with their calls and events.
+    pub runs: u64,
+    /// Schemas no call named any more.
+    pub schemas: u64,
 }
 
 /// The output a run log gives a lapsed durable run it cannot resume because

@@ -10,7 +10,7 @@ pub use journal::{Journal, Recording};
 
 use crate::events::{Event, EventLog, EventSink};
 use crate::observe::SharedObserver;
-use crate::runlog::{Entry, RecordedCall, RunStatus};
+use crate::runlog::{Entry, RecordedCall, RunLogError, RunStatus};
 use crate::{CallOptions, Host};
 use callai_wire::{CallAccounting, CallError, CallRequest, CallResult};
 use journal::Replayed;
@@ -346,7 +346,14 @@ impl RunSession {
                 events: self.events.since(start),
             };
             if let Err(e) = self.journal.commit(&call, &self.events).await {
-                return Err(self.stop(RunError::RunLog(e.to_string())));
+                let error = match e {
+                    RunLogError::RunTooLarge { .. } => RunError::Limit {
+                        key: "runlog.maxRunBytes",
+                        message: e.to_string(),
+                    },
+                    e => RunError::RunLog(e.to_string()),
+                };
+                return Err(self.stop(error));
             }
         }
         Ok(outcome)

@@ -171,6 +171,13 @@ pub struct RunLogConfig {
     /// A durable run whose host stops renewing its lease for this long is
     /// taken over by another host.
     pub lease_ms: u64,
+    /// Finished runs are deleted this many days after they ended (`serve`
+    /// prunes at start-up and every hour; `callai runlog prune` on demand);
+    /// 0 keeps them.
+    pub keep_days: u32,
+    /// The most one run may record (its calls, events and each distinct
+    /// schema once); a call that would pass it fails the run, naming it.
+    pub max_run_bytes: u64,
 }
 
 impl Default for RunLogConfig {
@@ -178,6 +185,8 @@ impl Default for RunLogConfig {
         Self {
             url: String::new(),
             lease_ms: 10_000,
+            keep_days: 30,
+            max_run_bytes: 64 << 20,
         }
     }
 }
@@ -188,8 +197,16 @@ impl RunLogConfig {
         Duration::from_millis(self.lease_ms)
     }
 
+    /// When finished runs become prunable: `keepDays` before `now_ms`, or
+    /// `None` when they are kept.
+    pub fn prune_before(&self, now_ms: u64) -> Option<u64> {
+        (self.keep_days > 0).then(|| now_ms.saturating_sub(u64::from(self.keep_days) * 86_400_000))
+    }
+
     /// Checks every key of `[runlog]`, naming the one out of range.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        in_range("runlog.leaseMs", self.lease_ms, 100, 3_600_000)
+        in_range("runlog.leaseMs", self.lease_ms, 100, 3_600_000)?;
+        in_range("runlog.keepDays", self.keep_days.into(), 0, 36_500)?;
+        in_range("runlog.maxRunBytes", self.max_run_bytes, 4096, 1 << 40)
     }
 }
