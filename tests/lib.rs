@@ -8,6 +8,7 @@ pub mod fake_server;
 pub mod otlp;
 pub mod pg;
 pub mod runlog_backends;
+pub mod schemas;
 pub mod serve;
 pub mod wire;
 

@@ -6,6 +6,7 @@ use callai_engine::wire::ErrorCode;
 use callai_engine::{HostConfig, Journal, Recording, RunLog};
 use callai_runlog_sqlite::SqliteRunLog;
 use callai_tests::fake_server::{FakeServer, Reply};
+use callai_tests::schemas::{FORMS, doubling_in_form};
 use callai_tests::wire::{Api, KEY, host};
 use callai_tests::{block_on, echo, pack, run, run_journaled};
 use serde_json::{Value, json};
@@ -75,26 +76,12 @@ fn a_request_of_many_empty_messages_is_counted_on_what_would_be_sent() {
     assert!(out.mock_log.is_empty(), "nothing reached the provider");
 }
 
-/// `d_i = {"allOf": [{"$ref": d_i+1}, {"$ref": d_i+1}]}`, `depth` levels.
-fn doubling_schema(depth: usize) -> Value {
-    let mut defs = serde_json::Map::new();
-    for i in 0..depth {
-        let next = format!("#/$defs/d{}", i + 1);
-        defs.insert(
-            format!("d{i}"),
-            json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
-        );
-    }
-    defs.insert(format!("d{depth}"), json!({"type": "object"}));
-    json!({"$defs": defs, "$ref": "#/$defs/d0"})
-}
-
 #[test]
 fn a_schema_whose_check_would_explode_is_refused_up_front() {
     let out = echo(
         HostConfig::default(),
         json!([{"content": "{}", "outputTokens": 1}]),
-        json!({"messages": [{"role": "user", "content": "hi"}], "responseSchema": doubling_schema(31)}),
+        json!({"messages": [{"role": "user", "content": "hi"}], "responseSchema": doubling_in_form("pointer", 31)}),
     );
     let error = &out.ok()["error"];
     assert_eq!(error["code"], "validation_error");
@@ -108,77 +95,14 @@ fn a_schema_whose_check_would_explode_is_refused_up_front() {
     let out = echo(
         HostConfig::default(),
         json!([{"content": "{}", "outputTokens": 1}]),
-        json!({"messages": [{"role": "user", "content": "hi"}], "responseSchema": doubling_schema(8)}),
+        json!({"messages": [{"role": "user", "content": "hi"}], "responseSchema": doubling_in_form("pointer", 8)}),
     );
     assert_eq!(out.ok()["data"], json!({}));
 }
 
-/// The doubling chain of [`doubling_schema`] written in each form that once
-/// walked around the cost check (issue 22, item 2): `depth` levels, each
-/// level applying the next twice to the same value.
-fn doubling_in_form(form: &str, depth: usize) -> Value {
-    let pair = |a: Value, b: Value| json!({"allOf": [a, b]});
-    let mut defs = serde_json::Map::new();
-    for i in 0..depth {
-        let next = i + 1;
-        let level = match form {
-            "percent-encoded pointer" => {
-                let r = format!("#/%24defs/d{next}");
-                pair(json!({"$ref": r}), json!({"$ref": r}))
-            }
-            "$anchor" => {
-                let r = format!("#a{next}");
-                let mut l = pair(json!({"$ref": r}), json!({"$ref": r}));
-                l["$anchor"] = json!(format!("a{i}"));
-                l
-            }
-            "urn $id" | "relative $id" => {
-                let id = |n: usize| match form {
-                    "urn $id" => format!("urn:callai:d{n}"),
-                    _ => format!("d{n}.json"),
-                };
-                let mut l = pair(json!({"$ref": id(next)}), json!({"$ref": id(next)}));
-                l["$id"] = json!(id(i));
-                l
-            }
-            "draft-07 dependencies" => {
-                let r = format!("#/$defs/d{next}");
-                json!({"dependencies": {"a": {"$ref": r}, "b": {"$ref": r}}})
-            }
-            "$dynamicRef" => {
-                let r = format!("#/$defs/d{next}");
-                pair(json!({"$dynamicRef": r}), json!({"$dynamicRef": r}))
-            }
-            other => panic!("no form {other}"),
-        };
-        defs.insert(format!("d{i}"), level);
-    }
-    let mut last = json!({"type": "object"});
-    if form == "$anchor" {
-        last["$anchor"] = json!(format!("a{depth}"));
-    }
-    if form.ends_with("$id") {
-        last["$id"] = json!(if form == "urn $id" {
-            format!("urn:callai:d{depth}")
-        } else {
-            format!("d{depth}.json")
-        });
-    }
-    defs.insert(format!("d{depth}"), last);
-    json!({"$defs": defs, "$ref": "#/$defs/d0"})
-}
-
 #[test]
 fn every_form_of_reference_is_judged_or_refused_never_walked_around() {
-    let forms = [
-        "percent-encoded pointer",
-        "$anchor",
-        "urn $id",
-        "relative $id",
-        "draft-07 dependencies",
-        "$dynamicRef",
-    ];
-    for form in forms {
+    for form in FORMS {
         let out = echo(
             HostConfig::default(),
             json!([{"content": "{\"a\": 1, \"b\": 2}", "outputTokens": 1}]),

@@ -99,7 +99,7 @@ fn main() {
     let runtime = PackRuntime::with_options(&RuntimeOptions {
         max_concurrent_runs: 400,
         max_memory_bytes: 512 << 20,
-        cache_dir: None,
+        ..RuntimeOptions::default()
     })
     .unwrap();
     let program = |name: &str| {
@@ -120,18 +120,7 @@ fn main() {
         (0..100_000).map(|_| Reply::Huge(1 << 30)).collect(),
     ));
     let huge_url = huge_body.url().to_owned();
-    let doubling = {
-        let mut defs = serde_json::Map::new();
-        for i in 0..31 {
-            let next = format!("#/$defs/d{}", i + 1);
-            defs.insert(
-                format!("d{i}"),
-                json!({"allOf": [{"$ref": next}, {"$ref": next}]}),
-            );
-        }
-        defs.insert("d31".into(), json!({"type": "object"}));
-        json!({"$defs": defs, "$ref": "#/$defs/d0"})
-    };
+    let doubling = callai_tests::schemas::doubling_in_form("pointer", 31);
     let braces = "{".repeat(400_000);
     let attacks = vec![
         Attack {

@@ -64,7 +64,7 @@ fn main() {
         let options = RuntimeOptions {
             max_concurrent_runs: 64,
             max_memory_bytes: 256 << 20,
-            cache_dir: None,
+            ..RuntimeOptions::default()
         };
         let start = Instant::now();
         let pack = PackRuntime::with_options(&options)

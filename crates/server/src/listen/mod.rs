@@ -10,6 +10,7 @@
 
 mod activity;
 mod bodies;
+mod file_limit;
 
 pub use bodies::is_body_timeout;
 
@@ -79,7 +80,8 @@ pub async fn serve(
     limits: ConnectionLimits,
     mut stage: watch::Receiver<Stage>,
 ) {
-    let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let held = file_limit::fit(limits.max_connections.max(1));
+    let permits = Arc::new(Semaphore::new(held));
     let connections = TaskTracker::new();
     let mut stopping = stage.clone();
     let stopped = reached(&mut stopping, Stage::Draining);
