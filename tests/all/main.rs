@@ -31,6 +31,7 @@ mod sandbox;
 mod sdk_declarations;
 mod serve_api;
 mod serve_connections;
+mod serve_dropin;
 mod serve_durable;
 mod serve_guard;
 mod serve_load;

@@ -112,6 +112,15 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
             "/v1/call",
             post(post_call).layer(DefaultBodyLimit::max(body_limit)),
         )
+        .route(
+            "/v1/chat/completions",
+            post(crate::dropin::openai::chat).layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route(
+            "/v1/messages",
+            post(crate::dropin::anthropic::messages).layer(DefaultBodyLimit::max(body_limit)),
+        )
+        .route("/v1/models", get(crate::dropin::models))
         .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

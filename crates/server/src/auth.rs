@@ -1,11 +1,12 @@
 //! The bearer token of `[server] tokenEnv`, and the rule that keeps a
 //! server without one on the loopback interface.
 
+use crate::dropin::{Api, DropinError};
 use crate::error::{ApiCode, ApiError};
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
@@ -68,14 +69,20 @@ impl Auth {
 
     /// Whether `header` (the `Authorization` value) carries the token.
     fn admits(&self, header: Option<&[u8]>) -> bool {
-        let Some(token) = &self.token else {
-            return true;
-        };
         // The scheme is case-insensitive (RFC 9110 §11.1), the token is not.
         let given = header.and_then(|h| {
             let (scheme, token) = h.split_at_checked(7)?;
             scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
         });
+        self.admits_token(given)
+    }
+
+    /// Whether `given` (a bare token, as the Anthropic clients send it in
+    /// `x-api-key`) is the token.
+    fn admits_token(&self, given: Option<&[u8]>) -> bool {
+        let Some(token) = &self.token else {
+            return true;
+        };
         let Some(given) = given else {
             return false;
         };
@@ -85,28 +92,39 @@ impl Auth {
     }
 }
 
-/// The middleware: 401 with a JSON error when the token is missing or wrong.
+/// The middleware: 401 with a JSON error when the token is missing or wrong,
+/// in the shape of the API the path belongs to. `/v1/messages` also takes
+/// the token in `x-api-key`, where the Anthropic clients send it.
 pub async fn require_token(
     State(auth): State<Auth>,
     request: Request,
     next: Next,
-) -> Result<Response, ApiError> {
+) -> Result<Response, Response> {
     let path = request.uri().path();
-    let header = request
-        .headers()
-        .get(header::AUTHORIZATION)
-        .map(|v| v.as_bytes());
-    if OPEN_PATHS.contains(&path) || auth.admits(header) {
+    let headers = request.headers();
+    let header = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+    let api_key = match path {
+        "/v1/messages" => headers.get("x-api-key").map(|v| v.as_bytes()),
+        _ => None,
+    };
+    let admitted = auth.admits(header) || (api_key.is_some() && auth.admits_token(api_key));
+    if OPEN_PATHS.contains(&path) || admitted {
         return Ok(next.run(request).await);
     }
     let mut error = ApiError::new(
         ApiCode::Unauthorized,
         "this server needs `Authorization: Bearer <token>`",
     );
-    if header.is_some() {
+    if header.is_some() || api_key.is_some() {
         error.message = "the bearer token is not this server's".into();
     }
-    Err(error)
+    Err(match path {
+        "/v1/chat/completions" | "/v1/models" => {
+            DropinError::from_api(Api::OpenAi, error).into_response()
+        }
+        "/v1/messages" => DropinError::from_api(Api::Anthropic, error).into_response(),
+        _ => error.into_response(),
+    })
 }
 
 #[cfg(test)]

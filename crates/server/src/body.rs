@@ -49,9 +49,24 @@ pub fn bytes(body: Result<Bytes, BytesRejection>, limit_key: &str) -> Result<Byt
     })
 }
 
-/// `bytes` as a `T`, every refusal naming its field: the path serde was at,
-/// or, for a field missing or unknown, the field itself.
+/// How a refusal names the field it is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// The top-level field (`script`), as the callai bodies name them.
+    TopLevel,
+    /// The whole path (`callai.retry`, `messages[0].content`), as the
+    /// OpenAI API's `param` does.
+    FullPath,
+}
+
+/// `bytes` as a `T`, every refusal naming its top-level field: the path
+/// serde was at, or, for a field missing or unknown, the field itself.
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    parse_naming(bytes, Naming::TopLevel)
+}
+
+/// [`parse`], naming the field as `naming` says.
+pub fn parse_naming<T: DeserializeOwned>(bytes: &[u8], naming: Naming) -> Result<T, ApiError> {
     // serde reads a struct from an array too (field by position): only an
     // object is a body here.
     if bytes.trim_ascii_start().first() != Some(&b'{') {
@@ -69,13 +84,17 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
         let text = inner.to_string();
         let message = text.split(" at line").next().unwrap_or(&text);
         let path = e.path().to_string();
+        let named = message.starts_with("missing field") || message.starts_with("unknown field");
         match (path.as_str(), quoted(message)) {
-            (".", Some(field))
-                if message.starts_with("missing field") || message.starts_with("unknown field") =>
-            {
-                ApiError::invalid(field, message)
-            }
+            (".", Some(field)) if named => ApiError::invalid(field, message),
             (".", _) => ApiError::invalid("body", "must be a JSON object"),
+            // serde's path ends at an unknown field, and before a missing one.
+            (path, Some(field))
+                if naming == Naming::FullPath && message.starts_with("missing field") =>
+            {
+                ApiError::invalid(&format!("{path}.{field}"), message)
+            }
+            (path, _) if naming == Naming::FullPath => ApiError::invalid(path, message),
             (path, _) => ApiError::invalid(path.split(['.', '[']).next().unwrap_or(path), message),
         }
     })?;

@@ -7,6 +7,8 @@ use crate::app::AppState;
 use crate::body::CallBody;
 use crate::error::{ApiCode, ApiError};
 use axum::response::{IntoResponse, Response};
+use callai_engine::events::Event;
+use callai_engine::wire::{CallError, CallResult};
 use callai_engine::{CallInput, EventLog, Journal, RunError, RunSession};
 use serde_json::json;
 use std::sync::Arc;
@@ -14,8 +16,39 @@ use std::sync::Arc;
 /// The node id a call's events carry when the caller names none.
 pub const DEFAULT_NODE_ID: &str = "callai.call";
 
-/// Serves one call.
+/// A call that ran to its end: the engine's outcome, and its events when
+/// the caller asked for them.
+#[derive(Debug)]
+pub struct Settled {
+    /// The result, or the call error (with its own code and details).
+    pub outcome: Result<CallResult, CallError>,
+    /// The call's events, when asked for.
+    pub events: Option<Vec<Event>>,
+}
+
+/// Serves one call: `POST /v1/call`'s answer.
 pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiError> {
+    let settled = settle(state, call).await?;
+    let events = settled.events;
+    match settled.outcome {
+        Ok(result) => Ok(axum::Json(CallAnswer { result, events }).into_response()),
+        Err(error) => {
+            let e = ApiError::from_call(&error);
+            let mut body = e.body();
+            if let Some(events) = events {
+                body["events"] = json!(events);
+            }
+            Ok((e.status(), axum::Json(body)).into_response())
+        }
+    }
+}
+
+/// Runs one call through the engine, as `/v1/call` and the drop-in
+/// endpoints do: admitted (or refused, overloaded), observed (metrics,
+/// traces), bounded by the run's limits. What is not the call's own
+/// outcome (the host full or shutting down, a limit, a host fault) is the
+/// error.
+pub async fn settle(state: &AppState, call: CallBody) -> Result<Settled, ApiError> {
     if call.script.is_some() {
         let provider = call
             .provider
@@ -64,15 +97,7 @@ pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiErro
     state.report_load();
     let events = call.events.then(|| events.snapshot());
     match outcome {
-        Some(Ok(Ok(result))) => Ok(axum::Json(CallAnswer { result, events }).into_response()),
-        Some(Ok(Err(error))) => {
-            let e = ApiError::from_call(&error);
-            let mut body = e.body();
-            if let Some(events) = events {
-                body["events"] = json!(events);
-            }
-            Ok((e.status(), axum::Json(body)).into_response())
-        }
+        Some(Ok(outcome)) => Ok(Settled { outcome, events }),
         Some(Err(RunError::Limit { key, message })) => Err(ApiError::over_limit(
             ApiCode::LimitExceeded,
             key,

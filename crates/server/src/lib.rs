@@ -33,6 +33,7 @@ mod body;
 mod call;
 pub mod config;
 mod discovery;
+mod dropin;
 mod durable;
 mod error;
 mod listen;

@@ -49,6 +49,12 @@ pub struct Metrics {
     compiles_running: Gauge,
     compiles_waiting: Gauge,
     packs_compiled: Gauge,
+    client_retries: Family<EndpointLabel, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct EndpointLabel {
+    endpoint: &'static str,
 }
 
 impl Metrics {
@@ -71,6 +77,7 @@ impl Metrics {
         let compiles_running = Gauge::default();
         let compiles_waiting = Gauge::default();
         let packs_compiled = Gauge::default();
+        let client_retries = Family::<EndpointLabel, Counter>::default();
         // prometheus-client adds `_total` to counters.
         registry.register("callai_runs", "Node runs, by how they ended", runs.clone());
         registry.register(
@@ -118,6 +125,14 @@ impl Metrics {
             "Compiled packs held in memory (a replaced upload's is dropped)",
             packs_compiled.clone(),
         );
+        registry.register(
+            "callai_client_retries",
+            "Requests a client sent again on its own (x-stainless-retry-count > 0), by drop-in endpoint",
+            client_retries.clone(),
+        );
+        for endpoint in ["chat_completions", "messages"] {
+            let _ = client_retries.get_or_create(&EndpointLabel { endpoint });
+        }
         for status in ["ok", "failed"] {
             let _ = runs.get_or_create(&StatusLabel { status });
         }
@@ -148,7 +163,15 @@ impl Metrics {
             compiles_running,
             compiles_waiting,
             packs_compiled,
+            client_retries,
         }
+    }
+
+    /// A client sent a request again on its own, to `endpoint`.
+    pub fn client_retry(&self, endpoint: &'static str) {
+        self.client_retries
+            .get_or_create(&EndpointLabel { endpoint })
+            .inc();
     }
 
     /// A run ended, `ok` or not, after `took`.
