@@ -3,6 +3,7 @@
 //! provider on loopback for the HTTP adapters.
 
 pub mod bookai;
+pub mod clients;
 pub mod components;
 pub mod fake_server;
 pub mod otlp;

@@ -10,6 +10,7 @@ mod cli_new;
 mod cli_replay;
 mod cli_resume;
 mod cli_serve;
+mod clients;
 mod concurrency;
 mod conformance;
 mod echo_attempts;
