@@ -28,6 +28,17 @@ pub enum Reply {
     /// A 200 whose chunked body streams `bytes` bytes of JSON-ish filler,
     /// for as long as the client reads.
     Huge(u64),
+    /// A 200 `text/event-stream`: each event (an optional name, its data)
+    /// written after `pause`; then the stream ends, or, when `cut`, the
+    /// connection closes without ending it.
+    Events {
+        /// The events.
+        events: Vec<(Option<String>, String)>,
+        /// The pause before each.
+        pause: Duration,
+        /// Whether the stream is cut off after the last event.
+        cut: bool,
+    },
 }
 
 impl Reply {
@@ -220,6 +231,27 @@ async fn serve(
                 left -= piece.len() as u64;
             }
             stream.write_all(b"0\r\n\r\n").await?;
+            return stream.shutdown().await;
+        }
+        Reply::Events { events, pause, cut } => {
+            let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
+            stream.write_all(head.as_bytes()).await?;
+            for (name, data) in events {
+                tokio::time::sleep(pause).await;
+                let mut frame = String::new();
+                if let Some(name) = name {
+                    frame.push_str(&format!("event: {name}\n"));
+                }
+                frame.push_str(&format!("data: {data}\n\n"));
+                let chunk = format!("{:x}\r\n{frame}\r\n", frame.len());
+                if stream.write_all(chunk.as_bytes()).await.is_err() {
+                    return Ok(());
+                }
+                sent.fetch_add(frame.len() as u64, Ordering::Relaxed);
+            }
+            if !cut {
+                stream.write_all(b"0\r\n\r\n").await?;
+            }
             return stream.shutdown().await;
         }
         Reply::Delay(..) => unreachable!(),

@@ -78,6 +78,88 @@ impl Api {
         Reply::ok(body)
     }
 
+    /// A streamed reply: `pieces` of text, then the stop and the usage, as
+    /// the API streams them, each after `pause`.
+    pub fn stream_reply(
+        self,
+        pieces: &[&str],
+        stop: &str,
+        out: Option<u32>,
+        pause: Duration,
+    ) -> Reply {
+        let events: Vec<(Option<String>, String)> = match self {
+            Api::OpenAi => {
+                let chunk = |delta: Value, finish: Value| {
+                    json!({"id": "c1", "object": "chat.completion.chunk", "model": "m-1",
+                           "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                };
+                let mut e = vec![chunk(
+                    json!({"role": "assistant", "content": ""}),
+                    Value::Null,
+                )];
+                e.extend(
+                    pieces
+                        .iter()
+                        .map(|p| chunk(json!({"content": p}), Value::Null)),
+                );
+                e.push(chunk(json!({}), json!(stop)));
+                if let Some(u) = self.usage(out) {
+                    e.push(
+                        json!({"id": "c1", "object": "chat.completion.chunk", "model": "m-1",
+                                  "choices": [], "usage": u}),
+                    );
+                }
+                let mut frames: Vec<(Option<String>, String)> =
+                    e.into_iter().map(|v| (None, v.to_string())).collect();
+                frames.push((None, "[DONE]".into()));
+                frames
+            }
+            Api::Anthropic => {
+                let reason = match stop {
+                    "length" => "max_tokens",
+                    _ => "end_turn",
+                };
+                let mut e = vec![
+                    (
+                        "message_start",
+                        json!({"type": "message_start", "message": {"id": "m", "type": "message",
+                        "role": "assistant", "model": "m-1", "content": [], "usage": {"input_tokens": 11, "output_tokens": 1}}}),
+                    ),
+                    (
+                        "content_block_start",
+                        json!({"type": "content_block_start", "index": 0,
+                        "content_block": {"type": "text", "text": ""}}),
+                    ),
+                ];
+                e.extend(pieces.iter().map(|p| {
+                    (
+                        "content_block_delta",
+                        json!({"type": "content_block_delta",
+                    "index": 0, "delta": {"type": "text_delta", "text": p}}),
+                    )
+                }));
+                e.push((
+                    "content_block_stop",
+                    json!({"type": "content_block_stop", "index": 0}),
+                ));
+                let mut delta = json!({"type": "message_delta", "delta": {"stop_reason": reason}});
+                if let Some(o) = out {
+                    delta["usage"] = json!({"output_tokens": o});
+                }
+                e.push(("message_delta", delta));
+                e.push(("message_stop", json!({"type": "message_stop"})));
+                e.into_iter()
+                    .map(|(n, v)| (Some(n.to_owned()), v.to_string()))
+                    .collect()
+            }
+        };
+        Reply::Events {
+            events,
+            pause,
+            cut: false,
+        }
+    }
+
     pub fn refusal(self) -> Reply {
         match self {
             Api::OpenAi => Reply::ok(

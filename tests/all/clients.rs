@@ -11,6 +11,7 @@ use callai_tests::fake_server::{FakeServer, Received, Reply};
 use callai_tests::serve::TestServer;
 use callai_tests::wire::Api;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 /// Runs `plan` through `client` against a server whose provider `fake`
 /// answers `replies`; what the client parsed and what the fake received.
@@ -125,22 +126,26 @@ async fn the_openai_clients_get_honest_attempts() {
         );
         assert_eq!(out[0]["headers"]["x-callai-usage-complete"], "false");
         assert_eq!(seen.len(), 2);
-        // Streaming a text call: the text, then usage and attempts last.
+        // Streaming a text call, from a provider that streams and from one
+        // that answers whole: the text, then usage and attempts last.
         let args = json!({"model": "fake", "messages": [{"role": "user", "content": "hi"}],
                           "stream_options": {"include_usage": true}});
-        let replies = vec![busy(), api.reply("Hello there", None, "stop", Some(3))];
-        let plan = json!({"calls": [{"args": args, "stream": true}]});
-        let (out, seen) = scenario(&clients, client, replies, plan).await;
-        let chunks = out[0]["chunks"].as_array().unwrap();
-        let text: String = chunks
-            .iter()
-            .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
-            .collect();
-        assert_eq!(text, "Hello there", "{client:?}");
-        let last = chunks.last().unwrap();
-        assert_eq!(last["usage"]["completion_tokens"], 3, "{client:?}: {last}");
-        assert_eq!(last["callai"]["attempts"]["count"], 2);
-        assert_eq!(seen.len(), 2);
+        let streamed = api.stream_reply(&["Hello ", "there"], "stop", Some(3), Duration::ZERO);
+        for upstream in [streamed, api.reply("Hello there", None, "stop", Some(3))] {
+            let replies = vec![busy(), upstream];
+            let plan = json!({"calls": [{"args": args, "stream": true}]});
+            let (out, seen) = scenario(&clients, client, replies, plan).await;
+            let chunks = out[0]["chunks"].as_array().unwrap();
+            let text: String = chunks
+                .iter()
+                .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
+                .collect();
+            assert_eq!(text, "Hello there", "{client:?}");
+            let last = chunks.last().unwrap();
+            assert_eq!(last["usage"]["completion_tokens"], 3, "{client:?}: {last}");
+            assert_eq!(last["callai"]["attempts"]["count"], 2);
+            assert_eq!(seen.len(), 2);
+        }
         // The per-call policy through extra_body: one attempt, refused 422.
         let mut args = openai_structured();
         // Python's `extra_body`; the Node driver spreads it into the body, as

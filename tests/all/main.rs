@@ -37,4 +37,5 @@ mod serve_durable;
 mod serve_guard;
 mod serve_load;
 mod serve_packs;
+mod serve_stream;
 mod telemetry;

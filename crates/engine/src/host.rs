@@ -3,10 +3,13 @@
 
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
-use crate::engine::{CallMachine, CallSpec, Clock, Effects, Jitter, SchemaCache, Sleeper, drive};
+use crate::engine::{
+    CallMachine, CallSpec, Clock, DriveOptions, Effects, Jitter, SchemaCache, Sleeper, drive,
+};
 use crate::events::{Event, EventSink};
 use crate::mock::{MockProvider, MockScript};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
+use crate::provider::DeltaSink;
 use crate::provider::{Provider, Providers};
 use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput, UnknownField};
 use std::sync::Arc;
@@ -51,6 +54,9 @@ pub struct CallOptions {
     /// Told of the call and of each provider request it sends (traces,
     /// metrics).
     pub observer: Option<SharedObserver>,
+    /// For a text call whose caller streams: where its text goes as the
+    /// provider sends it. Once some has gone, the call is not retried.
+    pub deltas: Option<DeltaSink>,
 }
 
 /// Builds a [`Host`]: the built-in mock and the providers registered with
@@ -279,13 +285,17 @@ impl Host {
             structured,
         });
         let max_response_bytes = self.config.limits.max_response_bytes;
+        let drive_options = DriveOptions {
+            deadline: options.deadline,
+            max_response_bytes,
+            deltas: options.deltas.as_ref().map(DeltaSink::as_fn),
+        };
         let result = drive(
             machine,
             provider.as_ref(),
             &self.effects,
             events,
-            options.deadline,
-            max_response_bytes,
+            drive_options,
             watch.as_deref_mut().map(|w| w as &mut dyn CallWatch),
         )
         .await;

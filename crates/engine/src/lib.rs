@@ -59,8 +59,8 @@ pub use events::{Event, EventLog, EventSink};
 pub use host::{CallOptions, Host, HostBuilder};
 pub use mock::{MockLogEntry, MockProvider, MockScript};
 pub use provider::{
-    BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, Providers,
-    StopReason, StructuredRequest,
+    BoxFuture, DeltaSink, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
+    Providers, StopReason, StructuredRequest,
 };
 pub use runlog::{RunLog, RunLogError};
 pub use session::{CallInput, Journal, Recording, RunError, RunSession};

@@ -106,6 +106,10 @@ pub enum FailureKind {
     Unanswerable,
     /// The response was larger than the host reads; not retried.
     TooLarge,
+    /// The reply was cut off after part of its text had reached the caller
+    /// (a streamed text call): an attempt, and not retried, since the
+    /// caller already has that text.
+    Interrupted,
     /// The request never reached the provider: the connection could not be
     /// made (refused, DNS, TLS) before any byte of it was written. Not an
     /// attempt; retried under the same backoff as a transient failure, at
@@ -177,6 +181,44 @@ pub trait Provider: Send + Sync {
         &'a self,
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>>;
+
+    /// Sends one request of a text call whose caller streams, handing the
+    /// reply's text to `deltas` as it arrives, and returns the whole reply
+    /// (its usage and stop reason) at the end. By default the reply is
+    /// fetched with [`Provider::complete`] and handed over as one delta.
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        deltas: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
+        Box::pin(async move {
+            let reply = self.complete(request).await?;
+            deltas(&reply.content);
+            Ok(reply)
+        })
+    }
+}
+
+/// Where a streamed text call's text goes as the provider sends it.
+#[derive(Clone)]
+pub struct DeltaSink(Arc<dyn Fn(&str) + Send + Sync>);
+
+impl DeltaSink {
+    /// A sink that hands each piece of text to `f`.
+    pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
+        Self(Arc::new(f))
+    }
+
+    /// The sink as the function it calls.
+    pub fn as_fn(&self) -> &(dyn Fn(&str) + Send + Sync) {
+        &*self.0
+    }
+}
+
+impl fmt::Debug for DeltaSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("DeltaSink")
+    }
 }
 
 /// The providers a host may call, by name.

@@ -1,6 +1,7 @@
 //! An HTTP provider: one wire format (OpenAI-compatible, Anthropic) behind
 //! the common [`Provider`] plumbing.
 
+use super::events::{StreamRedaction, Streamed};
 use super::http::{ApiKey, HttpClient};
 use callai_engine::{BoxFuture, Provider, ProviderFailure, ProviderReply, ProviderRequest};
 use serde_json::Value;
@@ -19,6 +20,13 @@ pub trait WireFormat: Send + Sync + 'static {
     fn body(model: &str, request: &ProviderRequest) -> Value;
     /// Reads a success response.
     fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure>;
+    /// Asks `body` for a streamed answer.
+    fn stream_request(body: &mut Value);
+    /// A response as [`WireFormat::reply`] reads it, before any event.
+    fn stream_start() -> Value;
+    /// Folds one streamed event into the response `acc` builds up; the text
+    /// it adds, if any.
+    fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure>;
 }
 
 /// A provider speaking wire format `W`.
@@ -75,6 +83,55 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
             self.http
                 .attempt(&url, &headers, &body, request, W::NATIVE_TERMS, W::reply)
                 .await
+        })
+    }
+
+    fn complete_streaming<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+        deltas: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
+        Box::pin(async move {
+            let url = format!("{}{}", self.base_url, W::PATH);
+            let headers = W::headers(self.http.key());
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            let mut body = W::body(&self.model, request);
+            W::stream_request(&mut body);
+            let mut acc = W::stream_start();
+            let mut redaction = StreamRedaction::new(self.http.redactor());
+            let streamed = {
+                let mut on_event = |event: &Value| {
+                    if let Some(text) = W::fold_event(&mut acc, event)?
+                        && let Some(out) = redaction.push(&text)
+                    {
+                        deltas(&out);
+                    }
+                    Ok(())
+                };
+                self.http
+                    .post_events(&url, &headers, &body, &mut on_event)
+                    .await?
+            };
+            let (status, response, streamed_text) = match streamed {
+                Streamed::Events(status) => (status, acc, true),
+                // The server did not stream: its whole answer is one piece.
+                Streamed::Whole(status, whole) => (status, whole, false),
+            };
+            let mut reply = W::reply(&response).map_err(|mut f| {
+                f.status = f.status.or(Some(status));
+                f
+            })?;
+            reply.status = Some(status);
+            if let std::borrow::Cow::Owned(clean) = self.http.redact(&reply.content) {
+                reply.content = clean;
+            }
+            match redaction.finish() {
+                Some(rest) if streamed_text => deltas(&rest),
+                _ if !streamed_text => deltas(&reply.content),
+                _ => {}
+            }
+            Ok(reply)
         })
     }
 }

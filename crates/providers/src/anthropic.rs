@@ -119,4 +119,63 @@ impl WireFormat for AnthropicWire {
             status: None,
         })
     }
+
+    fn stream_request(body: &mut Value) {
+        body["stream"] = true.into();
+    }
+
+    fn stream_start() -> Value {
+        json!({"content": [], "usage": {}})
+    }
+
+    /// One Messages API event: the message's start (model, input usage),
+    /// its blocks and their text, its end (stop reason, output usage).
+    fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure> {
+        let merge_usage = |acc: &mut Value, usage: Option<&Value>| {
+            if let Some(Value::Object(usage)) = usage {
+                for (k, v) in usage {
+                    acc["usage"][k] = v.clone();
+                }
+            }
+        };
+        match event["type"].as_str() {
+            Some("message_start") => {
+                acc["model"] = event["message"]["model"].clone();
+                merge_usage(acc, event["message"].get("usage"));
+            }
+            Some("content_block_start") => {
+                if let Some(blocks) = acc["content"].as_array_mut() {
+                    blocks.push(event["content_block"].clone());
+                }
+            }
+            Some("content_block_delta") => {
+                let index = event["index"].as_u64().unwrap_or(0) as usize;
+                let delta = &event["delta"];
+                if delta["type"] == "text_delta"
+                    && let Some(text) = delta["text"].as_str()
+                {
+                    let block = &mut acc["content"][index];
+                    let before = block["text"].as_str().unwrap_or_default();
+                    block["text"] = format!("{before}{text}").into();
+                    return Ok(Some(text.to_owned()));
+                }
+            }
+            Some("message_delta") => {
+                acc["stop_reason"] = event["delta"]["stop_reason"].clone();
+                merge_usage(acc, event.get("usage"));
+            }
+            Some("error") => {
+                let message = event["error"]["message"]
+                    .as_str()
+                    .unwrap_or("an error in the stream");
+                return Err(ProviderFailure::new(
+                    FailureKind::Transient,
+                    None,
+                    format!("the provider's stream failed: {message}"),
+                ));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
 }

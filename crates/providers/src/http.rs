@@ -116,18 +116,15 @@ impl HttpClient {
         short
     }
 
-    /// POSTs `body` as JSON and returns the status and the parsed JSON
-    /// response, or the
-    /// failure: timeouts, connection errors, 408, 429 (with its
-    /// `retry-after`) and 5xx are transient; a redirect is not followed; any
-    /// other status is a rejection; a 2xx body over the cap is not read, and
-    /// one that is not JSON (or is cut short) is transient.
-    pub async fn post_json(
+    /// POSTs `body` as JSON; a 2xx response is returned to be read, any
+    /// other is the failure it means (a redirect refused, a 4xx rejected, a
+    /// 408, 429 or 5xx transient with its `retry-after`).
+    pub(crate) async fn post(
         &self,
         url: &str,
         headers: &[(&str, &str)],
         body: &Value,
-    ) -> Result<(u16, Value), ProviderFailure> {
+    ) -> Result<reqwest::Response, ProviderFailure> {
         let mut request = self
             .client
             .post(url)
@@ -156,6 +153,41 @@ impl HttpClient {
             failure.retry_after = retry_after;
             return Err(failure);
         }
+        Ok(response)
+    }
+
+    /// The most of a success body read.
+    pub(crate) fn max_body(&self) -> u64 {
+        self.max_body
+    }
+
+    /// The key's redactor.
+    pub(crate) fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    /// POSTs `body` as JSON and returns the status and the parsed JSON
+    /// response, or the
+    /// failure: timeouts, connection errors, 408, 429 (with its
+    /// `retry-after`) and 5xx are transient; a redirect is not followed; any
+    /// other status is a rejection; a 2xx body over the cap is not read, and
+    /// one that is not JSON (or is cut short) is transient.
+    pub async fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Result<(u16, Value), ProviderFailure> {
+        let response = self.post(url, headers, body).await?;
+        self.read_json(response).await
+    }
+
+    /// Reads a success response's JSON body, up to the cap.
+    pub(crate) async fn read_json(
+        &self,
+        response: reqwest::Response,
+    ) -> Result<(u16, Value), ProviderFailure> {
+        let status = response.status().as_u16();
         let text = match read_capped(response, self.max_body, false).await {
             Ok(text) => text,
             Err(Read::Failed(e)) => return Err(self.transport(&e)),
@@ -217,7 +249,7 @@ impl HttpClient {
         }
     }
 
-    fn transport(&self, e: &reqwest::Error) -> ProviderFailure {
+    pub(crate) fn transport(&self, e: &reqwest::Error) -> ProviderFailure {
         let what = if e.is_connect() {
             "could not connect".to_owned()
         } else if e.is_timeout() {

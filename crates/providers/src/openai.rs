@@ -88,4 +88,51 @@ impl WireFormat for OpenAiWire {
             status: None,
         })
     }
+
+    fn stream_request(body: &mut Value) {
+        body["stream"] = true.into();
+        body["stream_options"] = json!({"include_usage": true});
+    }
+
+    fn stream_start() -> Value {
+        json!({"choices": [{"message": {"content": ""}, "finish_reason": null}]})
+    }
+
+    /// A `chat.completion.chunk`: its delta's text, finish reason, model,
+    /// and (in the last chunk, asked for with `include_usage`) usage.
+    fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure> {
+        if let Some(error) = event.get("error") {
+            let message = error["message"]
+                .as_str()
+                .unwrap_or("an error in the stream");
+            return Err(ProviderFailure::new(
+                FailureKind::Transient,
+                None,
+                format!("the provider's stream failed: {message}"),
+            ));
+        }
+        if let Some(model) = event.get("model").filter(|m| m.is_string()) {
+            acc["model"] = model.clone();
+        }
+        if let Some(usage) = event.get("usage").filter(|u| u.is_object()) {
+            acc["usage"] = usage.clone();
+        }
+        let Some(choice) = event.pointer("/choices/0") else {
+            return Ok(None);
+        };
+        let slot = &mut acc["choices"][0];
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            slot["finish_reason"] = reason.into();
+        }
+        if let Some(refusal) = choice.pointer("/delta/refusal").and_then(Value::as_str) {
+            let before = slot["message"]["refusal"].as_str().unwrap_or_default();
+            slot["message"]["refusal"] = format!("{before}{refusal}").into();
+        }
+        let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str) else {
+            return Ok(None);
+        };
+        let before = slot["message"]["content"].as_str().unwrap_or_default();
+        slot["message"]["content"] = format!("{before}{text}").into();
+        Ok(Some(text.to_owned()))
+    }
 }

@@ -9,7 +9,7 @@ use crate::error::{ApiCode, ApiError};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
 use callai_engine::wire::{CallError, CallResult};
-use callai_engine::{CallInput, EventLog, Journal, RunError, RunSession};
+use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ pub struct Settled {
 
 /// Serves one call: `POST /v1/call`'s answer.
 pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiError> {
-    let settled = settle(state, call).await?;
+    let settled = settle(state, call, None).await?;
     let events = settled.events;
     match settled.outcome {
         Ok(result) => Ok(axum::Json(CallAnswer { result, events }).into_response()),
@@ -47,8 +47,13 @@ pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiErro
 /// endpoints do: admitted (or refused, overloaded), observed (metrics,
 /// traces), bounded by the run's limits. What is not the call's own
 /// outcome (the host full or shutting down, a limit, a host fault) is the
-/// error.
-pub async fn settle(state: &AppState, call: CallBody) -> Result<Settled, ApiError> {
+/// error. A text call's text goes to `deltas` as its provider streams it,
+/// when there is a sink.
+pub async fn settle(
+    state: &AppState,
+    call: CallBody,
+    deltas: Option<DeltaSink>,
+) -> Result<Settled, ApiError> {
     if call.script.is_some() {
         let provider = call
             .provider
@@ -85,6 +90,9 @@ pub async fn settle(state: &AppState, call: CallBody) -> Result<Settled, ApiErro
     let mut session = RunSession::new(state.host_with(call.script), node_id, Journal::live())
         .with_observer(Arc::new(observers))
         .with_events(events.clone());
+    if let Some(deltas) = deltas {
+        session = session.with_deltas(deltas);
+    }
     let limits = state.config().limits;
     session = session.with_deadline(
         tokio::time::Instant::now() + std::time::Duration::from_millis(limits.wall_ms),

@@ -136,7 +136,9 @@ impl Metrics {
         for status in ["ok", "failed"] {
             let _ = runs.get_or_create(&StatusLabel { status });
         }
-        let outcomes = std::iter::once("ok").chain(ErrorCode::ALL.iter().map(|c| c.as_str()));
+        let outcomes = ["ok", "cancelled"]
+            .into_iter()
+            .chain(ErrorCode::ALL.iter().map(|c| c.as_str()));
         for outcome in outcomes {
             let _ = calls.get_or_create(&OutcomeLabel { outcome });
         }
@@ -220,6 +222,8 @@ impl CallObserver for MetricsObserver {
                 provider: call.provider.to_owned(),
             }),
             provider: call.provider.to_owned(),
+            in_flight: None,
+            ended: false,
         })
     }
 
@@ -233,12 +237,37 @@ struct CallCount {
     requests: Family<RequestLabels, Counter>,
     tokens: Counter,
     provider: String,
+    /// The reason of the request sent and not yet answered.
+    in_flight: Option<&'static str>,
+    ended: bool,
+}
+
+impl Drop for CallCount {
+    /// A call dropped before its end (its client went away mid-stream): the
+    /// request in flight was sent, so it is counted, and the call is
+    /// `cancelled`.
+    fn drop(&mut self) {
+        if let Some(reason) = self.in_flight.take() {
+            self.requests
+                .get_or_create(&RequestLabels {
+                    provider: self.provider.clone(),
+                    reason,
+                })
+                .inc();
+        }
+        if !self.ended {
+            self.metrics.call_ended("cancelled");
+        }
+    }
 }
 
 impl CallWatch for CallCount {
-    fn request_started(&mut self, _request: &RequestStart<'_>) {}
+    fn request_started(&mut self, request: &RequestStart<'_>) {
+        self.in_flight = Some(request.reason.as_str());
+    }
 
     fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+        self.in_flight = None;
         // A request that never reached a provider is no request.
         if end.is_err_and(|f| !f.was_sent()) {
             return;
@@ -256,11 +285,12 @@ impl CallWatch for CallCount {
         }
     }
 
-    fn call_finished(self: Box<Self>, result: Result<&CallResult, &CallError>) {
+    fn call_finished(mut self: Box<Self>, result: Result<&CallResult, &CallError>) {
         let outcome = match result {
             Ok(_) => "ok",
             Err(e) => e.code.as_str(),
         };
+        self.ended = true;
         self.metrics.call_ended(outcome);
     }
 }

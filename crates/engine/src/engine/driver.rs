@@ -7,7 +7,9 @@ use super::machine::{CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
-use crate::provider::{BoxFuture, Provider, ProviderReply};
+use crate::provider::{
+    BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
+};
 use callai_wire::{CallError, CallResult};
 use std::fmt;
 use std::sync::Arc;
@@ -128,19 +130,62 @@ async fn judge(
     }
 }
 
+/// How [`drive`] runs a call, beyond the call itself.
+#[derive(Clone, Copy)]
+pub(crate) struct DriveOptions<'a> {
+    /// The run's deadline: a wait that would pass it ends the call.
+    pub deadline: Option<Instant>,
+    /// The largest reply text.
+    pub max_response_bytes: u64,
+    /// Where a streamed text call's text goes as it arrives.
+    pub deltas: Option<&'a (dyn Fn(&str) + Send + Sync)>,
+}
+
+/// Sends `request`: streamed to `deltas` when the call is a text call whose
+/// caller streams. A failure after some text went out is `Interrupted`:
+/// the caller has that text, so the request is not sent again.
+async fn send(
+    provider: &dyn Provider,
+    request: &ProviderRequest,
+    deltas: Option<&(dyn Fn(&str) + Send + Sync)>,
+    text_call: bool,
+) -> Result<ProviderReply, ProviderFailure> {
+    let Some(deltas) = deltas.filter(|_| text_call) else {
+        return provider.complete(request).await;
+    };
+    let forwarded = std::sync::atomic::AtomicBool::new(false);
+    let forward = |text: &str| {
+        if !text.is_empty() {
+            forwarded.store(true, std::sync::atomic::Ordering::Relaxed);
+            deltas(text);
+        }
+    };
+    match provider.complete_streaming(request, &forward).await {
+        Err(mut f) if forwarded.load(std::sync::atomic::Ordering::Relaxed) && f.was_sent() => {
+            f.kind = FailureKind::Interrupted;
+            f.message = format!("{} (after part of the reply was streamed)", f.message);
+            Err(f)
+        }
+        other => other,
+    }
+}
+
 /// Runs one call to its end: sends what the machine asks for, classifies
 /// each reply, waits when told to, and passes every event to `sink` as it
-/// happens, and each request to `watch`. `deadline` is the run's: a wait
-/// that would pass it ends the call.
+/// happens, and each request to `watch`.
 pub(crate) async fn drive(
     mut machine: CallMachine<'_>,
     provider: &dyn Provider,
     effects: &Effects,
     sink: &dyn EventSink,
-    deadline: Option<Instant>,
-    max_response_bytes: u64,
+    options: DriveOptions<'_>,
     mut watch: Option<&mut dyn CallWatch>,
 ) -> Result<CallResult, CallError> {
+    let DriveOptions {
+        deadline,
+        max_response_bytes,
+        deltas,
+    } = options;
     let mut step = machine.start();
     loop {
         step = match step {
@@ -155,7 +200,8 @@ pub(crate) async fn drive(
                 if let Some(w) = watch.as_deref_mut() {
                     w.request_started(&seen);
                 }
-                let outcome = match provider.complete(&attempt.request).await {
+                let text_call = machine.schema().is_none();
+                let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Ok(&reply));

@@ -335,6 +335,11 @@ impl<'a> CallMachine<'a> {
             FailureKind::TooLarge => {
                 Failure::terminal(ErrorCode::LimitExceeded, "x-host-callai-limit", message)
             }
+            FailureKind::Interrupted => Failure::terminal(
+                ErrorCode::ProviderUnavailable,
+                "x-host-callai-interrupted",
+                message,
+            ),
             _ => Failure::terminal(
                 ErrorCode::ProviderRejected,
                 "x-host-callai-rejected",

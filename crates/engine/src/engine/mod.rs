@@ -15,7 +15,7 @@ pub(crate) mod recovery;
 pub(crate) mod schema;
 
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};
-pub(crate) use driver::{Effects, drive};
+pub(crate) use driver::{DriveOptions, Effects, drive};
 pub(crate) use machine::{CallMachine, CallSpec};
 pub use reason::RequestReason;
 pub(crate) use schema::SchemaCache;

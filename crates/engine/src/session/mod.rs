@@ -154,6 +154,7 @@ pub struct RunSession {
     log: LogBudget,
     observer: Option<SharedObserver>,
     shared_events: bool,
+    deltas: Option<crate::provider::DeltaSink>,
 }
 
 /// What a run has logged, against `limits.maxLogBytes` and `maxLogLines`.
@@ -179,7 +180,16 @@ impl RunSession {
             log: LogBudget::default(),
             observer: None,
             shared_events: false,
+            deltas: None,
         }
+    }
+
+    /// Streams the text of the session's text calls to `deltas` as their
+    /// providers send it (a caller that relays it, as `serve`'s drop-in
+    /// endpoints do); a call that has streamed some text is not retried.
+    pub fn with_deltas(mut self, deltas: crate::provider::DeltaSink) -> Self {
+        self.deltas = Some(deltas);
+        self
     }
 
     /// Collects the run's events in `events` (a log the caller keeps a
@@ -311,6 +321,7 @@ impl RunSession {
                 let options = CallOptions {
                     deadline: self.deadline,
                     observer: self.observer.clone(),
+                    deltas: self.deltas.clone(),
                 };
                 let call = (self.host).call_with(&self.node_id, &request, &self.events, options);
                 // The run's wall time ends the call even while a reply is

@@ -217,6 +217,15 @@ pub async fn messages(
     let request: MessagesRequest = crate::body::parse_naming(&bytes, Naming::FullPath)
         .map_err(|e| DropinError::from_api(api, e))?;
     let mut mapped = map(request)?;
+    if mapped.streaming != Streaming::Off && !mapped.wire.contains_key("responseSchema") {
+        // A text call streams as its provider does.
+        let call = super::prepare(&state, api, &headers, &mut mapped)?;
+        let framer = MessageFramer {
+            id: answer_id("msg_"),
+            model: answer_model(&state, &mapped.wire, &CallResult::default()),
+        };
+        return super::streaming::relay(state.clone(), api, call, framer).await;
+    }
     let result = super::settle(&state, api, &headers, &mut mapped).await?;
     let model = answer_model(&state, &mapped.wire, &result);
     let id = answer_id("msg_");
@@ -273,4 +282,55 @@ pub async fn messages(
         "callai": extension,
     });
     Ok((headers, axum::Json(answer)).into_response())
+}
+
+/// The events of a streamed text call.
+struct MessageFramer {
+    id: String,
+    model: String,
+}
+
+impl super::streaming::Framer for MessageFramer {
+    fn start(&mut self) -> Vec<sse::Frame> {
+        let start = json!({"type": "message_start", "message": {
+            "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+            "content": [], "stop_reason": null, "stop_sequence": null,
+            "usage": {"input_tokens": 0, "output_tokens": 0}}});
+        let block = json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}});
+        vec![
+            (Some("message_start"), start.to_string()),
+            (Some("content_block_start"), block.to_string()),
+        ]
+    }
+
+    fn text(&mut self, text: &str) -> Vec<sse::Frame> {
+        let delta = json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": text}});
+        vec![(Some("content_block_delta"), delta.to_string())]
+    }
+
+    fn end(&mut self, result: &CallResult) -> Vec<sse::Frame> {
+        let extension = AnswerExtension {
+            attempts: result.attempts,
+        };
+        let delta = json!({"type": "message_delta",
+            "delta": {"stop_reason": stop_reason(result.finish_reason), "stop_sequence": null},
+            "usage": usage(result), "callai": extension});
+        vec![
+            (
+                Some("content_block_stop"),
+                json!({"type": "content_block_stop", "index": 0}).to_string(),
+            ),
+            (Some("message_delta"), delta.to_string()),
+            (
+                Some("message_stop"),
+                json!({"type": "message_stop"}).to_string(),
+            ),
+        ]
+    }
+
+    fn error(&mut self, error: &DropinError) -> Vec<sse::Frame> {
+        vec![(Some("error"), error.body().to_string())]
+    }
 }

@@ -12,6 +12,7 @@ pub mod anthropic;
 mod error;
 pub mod openai;
 mod sse;
+mod streaming;
 
 pub use error::DropinError;
 
@@ -20,8 +21,8 @@ use crate::body::CallBody;
 use crate::call::{self, Settled};
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::IntoResponse;
-use callai_engine::MockScript;
 use callai_engine::wire::{Attempts, CallResult, FinishReason, StructuredOutput};
+use callai_engine::{DeltaSink, MockScript};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -147,13 +148,14 @@ fn retry_policy(
     Ok((!policy.is_empty()).then_some(policy))
 }
 
-/// Runs a mapped call through the engine, counting a client's own retry.
-pub async fn settle(
+/// A mapped call ready for the engine: the `/v1/call` body it makes,
+/// after counting a client's own retry and resolving its model and policy.
+pub fn prepare(
     state: &AppState,
     api: Api,
     headers: &HeaderMap,
     mapped: &mut Mapped,
-) -> Result<CallResult, DropinError> {
+) -> Result<CallBody, DropinError> {
     let resent = headers
         .get("x-stainless-retry-count")
         .and_then(|v| v.to_str().ok())
@@ -198,17 +200,38 @@ pub async fn settle(
             crate::body::NODE_ID_RULE,
         ));
     }
-    let call = CallBody {
+    Ok(CallBody {
         request: Value::Object(mapped.wire.clone()).to_string(),
         provider: Some(provider),
         script,
         node_id: extension.node_id,
         events: false,
-    };
-    let Settled { outcome, .. } = call::settle(state, call)
+    })
+}
+
+/// Runs a prepared call through the engine, its text streamed to `deltas`
+/// when given.
+pub async fn run(
+    state: &AppState,
+    api: Api,
+    call: CallBody,
+    deltas: Option<DeltaSink>,
+) -> Result<CallResult, DropinError> {
+    let Settled { outcome, .. } = call::settle(state, call, deltas)
         .await
         .map_err(|e| DropinError::from_api(api, e))?;
     outcome.map_err(|e| DropinError::from_call(api, &e))
+}
+
+/// Runs a mapped call to its end.
+pub async fn settle(
+    state: &AppState,
+    api: Api,
+    headers: &HeaderMap,
+    mapped: &mut Mapped,
+) -> Result<CallResult, DropinError> {
+    let call = prepare(state, api, headers, mapped)?;
+    run(state, api, call, None).await
 }
 
 /// The `callai` extension of an answer: `{"attempts": {...}}`.

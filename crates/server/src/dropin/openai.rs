@@ -308,6 +308,19 @@ pub async fn chat(
     let request: ChatRequest = crate::body::parse_naming(&bytes, Naming::FullPath)
         .map_err(|e| DropinError::from_api(api, e))?;
     let mut mapped = map(request)?;
+    if let Streaming::On { include_usage } = mapped.streaming
+        && !mapped.wire.contains_key("responseSchema")
+    {
+        // A text call streams as its provider does.
+        let call = super::prepare(&state, api, &headers, &mut mapped)?;
+        let model = answer_model(&state, &mapped.wire, &CallResult::default());
+        let framer = ChatFramer {
+            base: json!({"id": answer_id("chatcmpl-"), "object": "chat.completion.chunk",
+                         "created": unix_now(), "model": model}),
+            include_usage,
+        };
+        return super::streaming::relay(state.clone(), api, call, framer).await;
+    }
     let result = super::settle(&state, api, &headers, &mut mapped).await?;
     let model = answer_model(&state, &mapped.wire, &result);
     let id = answer_id("chatcmpl-");
@@ -360,4 +373,53 @@ pub async fn chat(
         "callai": extension,
     });
     Ok((headers, axum::Json(answer)).into_response())
+}
+
+/// The chunks of a streamed text call.
+struct ChatFramer {
+    base: Value,
+    include_usage: bool,
+}
+
+impl ChatFramer {
+    fn chunk(&self, choices: Value) -> Value {
+        let mut c = self.base.clone();
+        c["choices"] = choices;
+        c
+    }
+}
+
+impl super::streaming::Framer for ChatFramer {
+    fn start(&mut self) -> Vec<sse::Frame> {
+        let c = self.chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]));
+        vec![(None, c.to_string())]
+    }
+
+    fn text(&mut self, text: &str) -> Vec<sse::Frame> {
+        let c =
+            self.chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]));
+        vec![(None, c.to_string())]
+    }
+
+    fn end(&mut self, result: &CallResult) -> Vec<sse::Frame> {
+        let extension = json!(AnswerExtension {
+            attempts: result.attempts,
+        });
+        let mut finish = self.chunk(json!([{"index": 0, "delta": {}, "finish_reason": openai_finish(result.finish_reason)}]));
+        let mut frames = Vec::new();
+        if self.include_usage {
+            frames.push((None, finish.to_string()));
+            finish = self.chunk(json!([]));
+            finish["usage"] = json!(usage(result));
+        }
+        finish["callai"] = extension;
+        frames.push((None, finish.to_string()));
+        frames.push((None, "[DONE]".to_owned()));
+        frames
+    }
+
+    fn error(&mut self, error: &DropinError) -> Vec<sse::Frame> {
+        // The SDKs raise an API error on a chunk carrying `error`.
+        vec![(None, error.body().to_string())]
+    }
 }

@@ -1,18 +1,19 @@
 //! Server-sent events of a settled call, in the frames each API's SDK
 //! parses (`event:` when named, one `data:` line, a blank line).
 //!
-//! The frames of one answer are known before the first is sent (the call
-//! settles first: retries happen before the first byte), so they are
-//! written as one body; no SSE crate is needed to encode a handful of
-//! lines whose data is JSON without newlines.
+//! Encoding is a few lines whose data is JSON without newlines, written
+//! here; parsing a provider's stream is the `eventsource-stream` crate's.
 
 use axum::body::Body;
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 
-/// A `text/event-stream` answer of `frames`: each an optional event name and
-/// its data (a line of JSON, or `[DONE]`).
-pub fn body(frames: impl IntoIterator<Item = (Option<&'static str>, String)>) -> Response {
+/// One frame: an optional event name, and its data (a line of JSON, or
+/// `[DONE]`).
+pub type Frame = (Option<&'static str>, String);
+
+/// `frames` as the text of an event stream.
+pub fn encode(frames: impl IntoIterator<Item = Frame>) -> String {
     let mut text = String::new();
     for (event, data) in frames {
         if let Some(event) = event {
@@ -25,7 +26,17 @@ pub fn body(frames: impl IntoIterator<Item = (Option<&'static str>, String)>) ->
         text.push_str(&data);
         text.push_str("\n\n");
     }
-    let mut response = Body::from(text).into_response();
+    text
+}
+
+/// A `text/event-stream` answer of `frames`, all known now.
+pub fn body(frames: impl IntoIterator<Item = Frame>) -> Response {
+    streaming(Body::from(encode(frames)))
+}
+
+/// A `text/event-stream` answer whose frames `body` streams.
+pub fn streaming(body: Body) -> Response {
+    let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_TYPE,
