@@ -214,6 +214,24 @@ async fn what_the_host_cannot_honour_is_refused_naming_its_param() {
         assert_eq!(e["error"]["param"], param, "{body}: {e}");
         assert_eq!(e["error"]["type"], "invalid_request_error");
     }
+    // A schema past limits.maxSchemaWork is named in the API's own words.
+    let doubling = callai_tests::schemas::doubling_in_form("pointer", 31);
+    let costly = json!({"model": "mock", "messages": hi,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": doubling}}});
+    let r = post(&server, "/v1/chat/completions", &costly, &[]).await;
+    assert_eq!(r.status(), 400);
+    let e = json_of(r).await;
+    assert_eq!(
+        e["error"]["param"], "response_format.json_schema.schema",
+        "{e}"
+    );
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("maxSchemaWork"),
+        "{e}"
+    );
     let r = post(
         &server,
         "/v1/chat/completions",

@@ -49,9 +49,13 @@ impl DropinError {
         Self { api, error, param }
     }
 
-    /// A failed call.
+    /// A failed call; a field of the ctx.callAI request it names is named
+    /// as the API calls it (`responseSchema` is OpenAI's
+    /// `response_format.json_schema.schema`).
     pub fn from_call(api: Api, error: &CallError) -> Self {
-        Self::from_api(api, ApiError::from_call(error))
+        let mut e = Self::from_api(api, ApiError::from_call(error));
+        e.param = e.param.map(|field| api_param(api, &field));
+        e
     }
 
     /// The status: the host's, except that an exhausted envelope is 422.
@@ -133,6 +137,22 @@ impl IntoResponse for DropinError {
     }
 }
 
+/// A ctx.callAI request field in the words of `api`'s request.
+fn api_param(api: Api, field: &str) -> String {
+    let name = match (api, field) {
+        (Api::OpenAi, "responseSchema") => "response_format.json_schema.schema",
+        (Api::Anthropic, "responseSchema") => "output_config.format.schema",
+        (Api::OpenAi, "maxTokens") => "max_completion_tokens",
+        (Api::Anthropic, "maxTokens") => "max_tokens",
+        (Api::OpenAi, "stopSequences") => "stop",
+        (Api::Anthropic, "stopSequences") => "stop_sequences",
+        (_, "systemPrompt") => "system",
+        (_, "provider" | "model") => "model",
+        (_, other) => other,
+    };
+    name.to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +185,12 @@ mod tests {
                 .as_str()
                 .unwrap()
                 .starts_with("model:")
+        );
+        let schema = CallError::validation("responseSchema", "is refused: too costly");
+        let e = DropinError::from_call(Api::OpenAi, &schema);
+        assert_eq!(
+            e.body()["error"]["param"],
+            "response_format.json_schema.schema"
         );
         let full = DropinError::from_api(
             Api::Anthropic,
