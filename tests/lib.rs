@@ -7,6 +7,7 @@ pub mod clients;
 pub mod components;
 pub mod fake_server;
 pub mod otlp;
+pub mod paced;
 pub mod pg;
 pub mod runlog_backends;
 pub mod schemas;

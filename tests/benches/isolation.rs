@@ -9,10 +9,11 @@
 use callai_engine::{Host, HostConfig, MockProvider, MockScript};
 use callai_host::{Pack, PackRuntime, RuntimeOptions};
 use callai_tests::fake_server::{FakeServer, Reply};
+use callai_tests::paced::{self, percentile};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const VICTIMS: usize = 200;
 const PACE: Duration = Duration::from_millis(5);
@@ -62,36 +63,19 @@ async fn victims(rt: &PackRuntime, attack: Option<&Attack>, concurrency: usize) 
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
-    let mut runs = Vec::new();
-    for _ in 0..VICTIMS {
+    let victim = || {
         let host = mock_host(
             HostConfig::default(),
             json!([{"content": "{\"a\": 1}", "outputTokens": 3}]),
             WAIT,
         );
         let echo = echo.clone();
-        runs.push(tokio::spawn(async move {
-            let start = Instant::now();
+        async move {
             let out = echo.run(&host, "victim", request).await;
             assert!(out.result.is_ok(), "{:?}", out.result);
-            start.elapsed()
-        }));
-        tokio::time::sleep(PACE).await;
-    }
-    let mut latencies = Vec::new();
-    for r in runs {
-        latencies.push(r.await.unwrap());
-    }
-    stop.store(true, Ordering::Relaxed);
-    for a in attackers {
-        let _ = tokio::time::timeout(Duration::from_secs(30), a).await;
-    }
-    latencies.sort();
-    latencies
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+        }
+    };
+    paced::victims(VICTIMS, PACE, victim, &stop, attackers).await
 }
 
 fn main() {

@@ -11,12 +11,13 @@
 //! `cargo bench -p callai-tests --bench serve_isolation`
 
 use callai_tests::components::component_with_function;
+use callai_tests::paced::{self, percentile};
 use callai_tests::schemas::{FORMS, doubling_in_form};
 use callai_tests::serve::TestServer;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 
@@ -128,31 +129,14 @@ async fn victims(server: &Arc<TestServer>, attack: Option<Attack>) -> Vec<Durati
                     "responseSchema": {"type": "object", "required": ["a"]}},
         "script": [{"content": "{\"a\": 1}", "outputTokens": 3}]
     });
-    let mut runs = Vec::new();
-    for _ in 0..VICTIMS {
+    let victim = || {
         let (server, body) = (server.clone(), body.clone());
-        runs.push(tokio::spawn(async move {
-            let start = Instant::now();
+        async move {
             let answer = server.post("/v1/call", &body).await;
             assert_eq!(answer.status, 200, "{}", answer.body);
-            start.elapsed()
-        }));
-        tokio::time::sleep(PACE).await;
-    }
-    let mut latencies = Vec::new();
-    for r in runs {
-        latencies.push(r.await.unwrap());
-    }
-    stop.store(true, Ordering::Relaxed);
-    for a in attackers {
-        let _ = tokio::time::timeout(Duration::from_secs(30), a).await;
-    }
-    latencies.sort();
-    latencies
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
+        }
+    };
+    paced::victims(VICTIMS, PACE, victim, &stop, attackers).await
 }
 
 fn main() {

@@ -51,6 +51,16 @@ impl<W: WireFormat> HttpProvider<W> {
     }
 }
 
+impl<W: WireFormat> HttpProvider<W> {
+    /// The endpoint's URL and the headers every request carries.
+    fn endpoint(&self) -> (String, Vec<(&'static str, String)>) {
+        (
+            format!("{}{}", self.base_url, W::PATH),
+            W::headers(self.http.key()),
+        )
+    }
+}
+
 impl<W> fmt::Debug for HttpProvider<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpProvider")
@@ -75,8 +85,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let url = format!("{}{}", self.base_url, W::PATH);
-            let headers = W::headers(self.http.key());
+            let (url, headers) = self.endpoint();
             let headers: Vec<(&str, &str)> =
                 headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let body = W::body(&self.model, request);
@@ -92,8 +101,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         deltas: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let url = format!("{}{}", self.base_url, W::PATH);
-            let headers = W::headers(self.http.key());
+            let (url, headers) = self.endpoint();
             let headers: Vec<(&str, &str)> =
                 headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
             let mut body = W::body(&self.model, request);

@@ -10,7 +10,6 @@ use super::{
     answer_text, attempts_headers, sse,
 };
 use crate::app::AppState;
-use crate::body::Naming;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -212,10 +211,7 @@ pub async fn messages(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, DropinError> {
     let api = Api::Anthropic;
-    let bytes = crate::body::bytes(body, "server.maxBodyBytes")
-        .map_err(|e| DropinError::from_api(api, e))?;
-    let request: MessagesRequest = crate::body::parse_naming(&bytes, Naming::FullPath)
-        .map_err(|e| DropinError::from_api(api, e))?;
+    let request: MessagesRequest = super::read_body(api, body)?;
     let mut mapped = map(request)?;
     if mapped.streaming != Streaming::Off && !mapped.wire.contains_key("responseSchema") {
         // A text call streams as its provider does.

@@ -84,6 +84,19 @@ pub struct Mapped {
     pub model: String,
 }
 
+/// The body of a drop-in request as `T`, refused in `api`'s shape (over
+/// `[server] maxBodyBytes`, not JSON, a field that does not fit, named by
+/// its whole path).
+pub fn read_body<T: serde::de::DeserializeOwned>(
+    api: Api,
+    body: Result<axum::body::Bytes, axum::extract::rejection::BytesRejection>,
+) -> Result<T, DropinError> {
+    let bytes = crate::body::bytes(body, "server.maxBodyBytes")
+        .map_err(|e| DropinError::from_api(api, e))?;
+    crate::body::parse_naming(&bytes, crate::body::Naming::FullPath)
+        .map_err(|e| DropinError::from_api(api, e))
+}
+
 /// The provider and model a drop-in `model` names: `PROVIDER/MODEL`, or a
 /// provider alone (its configured model).
 pub fn resolve_model(

@@ -9,7 +9,6 @@ use super::{
     answer_text, attempts_headers, openai_finish, sse, unix_now,
 };
 use crate::app::AppState;
-use crate::body::Naming;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -303,10 +302,7 @@ pub async fn chat(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, DropinError> {
     let api = Api::OpenAi;
-    let bytes = crate::body::bytes(body, "server.maxBodyBytes")
-        .map_err(|e| DropinError::from_api(api, e))?;
-    let request: ChatRequest = crate::body::parse_naming(&bytes, Naming::FullPath)
-        .map_err(|e| DropinError::from_api(api, e))?;
+    let request: ChatRequest = super::read_body(api, body)?;
     let mut mapped = map(request)?;
     if let Streaming::On { include_usage } = mapped.streaming
         && !mapped.wire.contains_key("responseSchema")
