@@ -214,65 +214,41 @@ pub async fn messages(
     let request: MessagesRequest = super::read_body(api, body)?;
     let mut mapped = map(request)?;
     if mapped.streaming != Streaming::Off && !mapped.wire.contains_key("responseSchema") {
-        // A text call streams as its provider does.
+        // A text call streams as its provider does: its usage is not known
+        // at the start.
         let call = super::prepare(&state, api, &headers, &mut mapped)?;
         let framer = MessageFramer {
             id: answer_id("msg_"),
             model: answer_model(&state, &mapped.wire, &CallResult::default()),
+            start_usage: json!({"input_tokens": 0, "output_tokens": 0}),
         };
         return super::streaming::relay(state.clone(), api, call, framer).await;
     }
     let result = super::settle(&state, api, &headers, &mut mapped).await?;
     let model = answer_model(&state, &mapped.wire, &result);
     let id = answer_id("msg_");
+    let headers = attempts_headers(&result);
+    if mapped.streaming != Streaming::Off {
+        let mut start_usage = usage(&result);
+        start_usage["output_tokens"] = json!(0);
+        let framer = MessageFramer {
+            id,
+            model,
+            start_usage,
+        };
+        let frames = super::streaming::settled(framer, &result);
+        return Ok((headers, sse::body(frames)).into_response());
+    }
     let extension = AnswerExtension {
         attempts: result.attempts,
     };
-    let headers = attempts_headers(&result);
-    let text = answer_text(&result);
-    let stop = stop_reason(result.finish_reason);
-    if let Streaming::On { .. } = mapped.streaming {
-        let mut start_usage = usage(&result);
-        start_usage["output_tokens"] = json!(0);
-        let frames = [
-            (
-                "message_start",
-                json!({"type": "message_start", "message": {
-                "id": id, "type": "message", "role": "assistant", "model": model,
-                "content": [], "stop_reason": null, "stop_sequence": null, "usage": start_usage}}),
-            ),
-            (
-                "content_block_start",
-                json!({"type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}}),
-            ),
-            (
-                "content_block_delta",
-                json!({"type": "content_block_delta", "index": 0,
-                "delta": {"type": "text_delta", "text": text}}),
-            ),
-            (
-                "content_block_stop",
-                json!({"type": "content_block_stop", "index": 0}),
-            ),
-            (
-                "message_delta",
-                json!({"type": "message_delta",
-                "delta": {"stop_reason": stop, "stop_sequence": null},
-                "usage": usage(&result), "callai": extension}),
-            ),
-            ("message_stop", json!({"type": "message_stop"})),
-        ];
-        let frames = frames.map(|(event, data)| (Some(event), data.to_string()));
-        return Ok((headers, sse::body(frames)).into_response());
-    }
     let answer = json!({
         "id": id,
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": [{"type": "text", "text": text}],
-        "stop_reason": stop,
+        "content": [{"type": "text", "text": answer_text(&result)}],
+        "stop_reason": stop_reason(result.finish_reason),
         "stop_sequence": null,
         "usage": usage(&result),
         "callai": extension,
@@ -284,6 +260,8 @@ pub async fn messages(
 struct MessageFramer {
     id: String,
     model: String,
+    /// `usage` in `message_start`.
+    start_usage: Value,
 }
 
 impl super::streaming::Framer for MessageFramer {
@@ -291,7 +269,7 @@ impl super::streaming::Framer for MessageFramer {
         let start = json!({"type": "message_start", "message": {
             "id": self.id, "type": "message", "role": "assistant", "model": self.model,
             "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": {"input_tokens": 0, "output_tokens": 0}}});
+            "usage": self.start_usage}});
         let block = json!({"type": "content_block_start", "index": 0,
             "content_block": {"type": "text", "text": ""}});
         vec![

@@ -304,60 +304,34 @@ pub async fn chat(
     let api = Api::OpenAi;
     let request: ChatRequest = super::read_body(api, body)?;
     let mut mapped = map(request)?;
+    let framer = |model: String, include_usage| ChatFramer {
+        base: json!({"id": answer_id("chatcmpl-"), "object": "chat.completion.chunk",
+                     "created": unix_now(), "model": model}),
+        include_usage,
+    };
     if let Streaming::On { include_usage } = mapped.streaming
         && !mapped.wire.contains_key("responseSchema")
     {
         // A text call streams as its provider does.
         let call = super::prepare(&state, api, &headers, &mut mapped)?;
         let model = answer_model(&state, &mapped.wire, &CallResult::default());
-        let framer = ChatFramer {
-            base: json!({"id": answer_id("chatcmpl-"), "object": "chat.completion.chunk",
-                         "created": unix_now(), "model": model}),
-            include_usage,
-        };
+        let framer = framer(model, include_usage);
         return super::streaming::relay(state.clone(), api, call, framer).await;
     }
     let result = super::settle(&state, api, &headers, &mut mapped).await?;
     let model = answer_model(&state, &mapped.wire, &result);
-    let id = answer_id("chatcmpl-");
+    let headers = attempts_headers(&result);
+    if let Streaming::On { include_usage } = mapped.streaming {
+        let frames = super::streaming::settled(framer(model, include_usage), &result);
+        return Ok((headers, sse::body(frames)).into_response());
+    }
     let extension = AnswerExtension {
         attempts: result.attempts,
     };
-    let headers = attempts_headers(&result);
-    let created = unix_now();
-    if let Streaming::On { include_usage } = mapped.streaming {
-        let base = json!({"id": id, "object": "chat.completion.chunk", "created": created, "model": model});
-        let chunk = |choices: Value| {
-            let mut c = base.clone();
-            c["choices"] = choices;
-            c
-        };
-        let mut events = vec![
-            chunk(
-                json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]),
-            ),
-            chunk(
-                json!([{"index": 0, "delta": {"content": answer_text(&result)}, "finish_reason": null}]),
-            ),
-        ];
-        let mut last = chunk(
-            json!([{"index": 0, "delta": {}, "finish_reason": openai_finish(result.finish_reason)}]),
-        );
-        if include_usage {
-            events.push(last);
-            last = chunk(json!([]));
-            last["usage"] = json!(usage(&result));
-        }
-        last["callai"] = json!(extension);
-        events.push(last);
-        let frames = events.iter().map(|e| (None, e.to_string()));
-        let done = std::iter::once((None, "[DONE]".to_owned()));
-        return Ok((headers, sse::body(frames.chain(done))).into_response());
-    }
     let answer = json!({
-        "id": id,
+        "id": answer_id("chatcmpl-"),
         "object": "chat.completion",
-        "created": created,
+        "created": unix_now(),
         "model": model,
         "choices": [{
             "index": 0,

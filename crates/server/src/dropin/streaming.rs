@@ -91,6 +91,15 @@ pub async fn relay(
     Ok(sse::streaming(Body::from_stream(stream)))
 }
 
+/// The frames of a call that has settled (a structured call): those a live
+/// stream would give, its whole text as one piece.
+pub fn settled(mut framer: impl Framer, result: &CallResult) -> Vec<Frame> {
+    let mut frames = framer.start();
+    frames.extend(framer.text(&super::answer_text(result)));
+    frames.extend(framer.end(result));
+    frames
+}
+
 /// Adds `piece`'s frames; whether the stream is over.
 fn frame_piece(framer: &mut impl Framer, piece: Piece, frames: &mut Vec<Frame>) -> bool {
     match piece {
