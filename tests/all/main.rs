@@ -28,6 +28,7 @@ mod providers;
 mod readme_pack;
 mod replay_typed;
 mod runlog;
+mod runlog_growth;
 mod sandbox;
 mod sdk_declarations;
 mod serve_api;

@@ -18,7 +18,7 @@ const SEED: RunSeed = RunSeed {
     clock_ms: 1_800_000_000_000,
 };
 
-fn begin<'a>(
+pub(crate) fn begin<'a>(
     run_id: &'a str,
     existing: ExistingRun,
     spec: Option<&'a RunSpec>,
@@ -34,7 +34,7 @@ fn begin<'a>(
     }
 }
 
-fn call(index: u32) -> RecordedCall {
+pub(crate) fn call(index: u32) -> RecordedCall {
     RecordedCall {
         node_id: "n".into(),
         index,
@@ -54,7 +54,7 @@ fn call(index: u32) -> RecordedCall {
     }
 }
 
-fn event(i: u32) -> Event {
+pub(crate) fn event(i: u32) -> Event {
     Event::RecoveryApplied {
         node_id: "n".into(),
         path: format!("direct-{i}"),
@@ -487,121 +487,4 @@ async fn a_foreign_or_newer_postgres_database_is_refused_and_untouched() {
         .await
         .unwrap_err();
     assert!(bad.to_string().contains("cannot connect"), "{bad}");
-}
-
-/// Call `index` of a structured request whose `responseSchema` carries
-/// `pad` bytes of description.
-fn call_with_schema(index: u32, pad: usize, tag: &str) -> RecordedCall {
-    let mut c = call(index);
-    c.request = serde_json::json!({
-        "messages": [{"role": "user", "content": "hi"}],
-        "responseSchema": {"type": "object", "description": format!("{tag}{}", "x".repeat(pad))}
-    });
-    c
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_schema_is_stored_once_and_read_back_whole() {
-    // Issue 22, item 6: 250 calls with one 1 MB schema wrote 249.5 MB.
-    for b in Backend::all() {
-        let log = b.open().await;
-        let f = log
-            .begin(&begin("big", ExistingRun::Refuse, None, None))
-            .await
-            .unwrap();
-        for i in 0..40 {
-            log.commit_call("big", f, &call_with_schema(i, 100_000, "one"), &[])
-                .await
-                .unwrap();
-        }
-        log.finish("big", f, &[], RunStatus::Ok, "1").await.unwrap();
-        let run = log.load("big").await.unwrap();
-        assert_eq!(run.calls.len(), 40);
-        assert_eq!(
-            run.calls[39].request,
-            call_with_schema(39, 100_000, "one").request,
-            "{}: the schema comes back as it went in",
-            b.name()
-        );
-        assert_eq!(b.number("SELECT COUNT(*) FROM schemas"), 1, "{}", b.name());
-        let recorded = b.number("SELECT bytes FROM runs WHERE run_id = 'big'");
-        assert!(
-            (100_000..200_000).contains(&recorded),
-            "{}: {recorded} bytes recorded for 40 calls of one 100 kB schema",
-            b.name()
-        );
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_run_is_bounded_by_max_run_bytes_and_what_it_committed_stays() {
-    for b in Backend::all() {
-        let log = b.open_with_max_run_bytes(250_000).await;
-        let f = log
-            .begin(&begin("grows", ExistingRun::Refuse, None, None))
-            .await
-            .unwrap();
-        // Distinct 100 kB schemas: the third passes 250 kB.
-        for i in 0..2 {
-            let c = call_with_schema(i, 100_000, &format!("s{i}"));
-            log.commit_call("grows", f, &c, &[]).await.unwrap();
-        }
-        let third = call_with_schema(2, 100_000, "s2");
-        let refused = log.commit_call("grows", f, &third, &[]).await.unwrap_err();
-        assert!(
-            matches!(refused, RunLogError::RunTooLarge { limit: 250_000, .. }),
-            "{}: {refused:?}",
-            b.name()
-        );
-        assert!(
-            refused.to_string().contains("runlog.maxRunBytes"),
-            "{refused}"
-        );
-        // The same schema again costs only its row.
-        let again = call_with_schema(2, 100_000, "s1");
-        log.commit_call("grows", f, &again, &[]).await.unwrap();
-        assert_eq!(log.load("grows").await.unwrap().calls.len(), 3);
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn prune_deletes_finished_runs_before_a_time_and_keeps_running_ones() {
-    for b in Backend::all() {
-        let log = b.open().await;
-        for run_id in ["old", "live"] {
-            let f = log
-                .begin(&begin(run_id, ExistingRun::Refuse, None, None))
-                .await
-                .unwrap();
-            let c = call_with_schema(0, 1000, run_id);
-            log.commit_call(run_id, f, &c, &[event(0)]).await.unwrap();
-            if run_id == "old" {
-                log.finish(run_id, f, &[], RunStatus::Ok, "1")
-                    .await
-                    .unwrap();
-            }
-        }
-        let now = callai_engine::events::now_ms();
-        let nothing = log.prune(now - 60_000).await.unwrap();
-        assert_eq!(
-            nothing.runs,
-            0,
-            "{}: it ended within the last minute",
-            b.name()
-        );
-        let pruned = log.prune(now + 60_000).await.unwrap();
-        assert_eq!((pruned.runs, pruned.schemas), (1, 1), "{}", b.name());
-        assert!(matches!(
-            log.load("old").await,
-            Err(RunLogError::NoSuchRun(_))
-        ));
-        assert_eq!(log.load("live").await.unwrap().calls.len(), 1);
-        assert_eq!(b.number("SELECT COUNT(*) FROM schemas"), 1, "{}", b.name());
-        assert_eq!(
-            b.number("SELECT COUNT(*) FROM events WHERE run_id = 'old'"),
-            0,
-            "{}",
-            b.name()
-        );
-    }
 }

@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+mod growth;
 mod pool;
 mod schema;
 mod store;

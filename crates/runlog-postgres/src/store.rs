@@ -5,7 +5,7 @@
 use crate::PostgresRunLog;
 use crate::pool::Conn;
 use callai_engine::events::Event;
-use callai_engine::runlog::decode::{RawCall, RawRun, SchemaRow, call_row, to_text};
+use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
 use callai_engine::runlog::{
     BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunLog, RunStatus,
 };
@@ -14,11 +14,11 @@ use std::time::Duration;
 use tokio_postgres::GenericClient;
 
 impl PostgresRunLog {
-    fn storage(&self) -> impl Fn(tokio_postgres::Error) -> RunLogError + '_ {
+    pub(crate) fn storage(&self) -> impl Fn(tokio_postgres::Error) -> RunLogError + '_ {
         move |e| RunLogError::Storage(format!("{}: {e}", self.shown))
     }
 
-    async fn conn(&self) -> Result<Conn, RunLogError> {
+    pub(crate) async fn conn(&self) -> Result<Conn, RunLogError> {
         self.pool.get().await.map(Conn).map_err(|e| {
             RunLogError::Storage(format!(
                 "cannot get a connection to {} (at most {} at once): {e}",
@@ -55,63 +55,6 @@ impl PostgresRunLog {
             (f, _) if f == fence.0 => Ok(()),
             _ => Err(RunLogError::Fenced(run_id.into())),
         }
-    }
-
-    /// Adds `bytes` to what the run recorded, refused past the limit. The
-    /// run's row is locked (by the fence check) for the transaction.
-    async fn charge(
-        &self,
-        tx: &impl GenericClient,
-        run_id: &str,
-        bytes: u64,
-    ) -> Result<(), RunLogError> {
-        let row = tx
-            .query_one(
-                "SELECT bytes FROM callai_runs WHERE run_id = $1",
-                &[&run_id],
-            )
-            .await
-            .map_err(self.storage())?;
-        let recorded: i64 = row.get(0);
-        let total = (recorded.max(0) as u64).saturating_add(bytes);
-        if let Some(limit) = self.max_run_bytes.filter(|l| total > *l) {
-            return Err(RunLogError::RunTooLarge {
-                run_id: run_id.into(),
-                limit,
-            });
-        }
-        tx.execute(
-            "UPDATE callai_runs SET bytes = $2 WHERE run_id = $1",
-            &[&run_id, &(total as i64)],
-        )
-        .await
-        .map_err(self.storage())?;
-        Ok(())
-    }
-
-    /// Stores `schema` once; its size when the run had not named it before.
-    async fn store_schema(
-        &self,
-        tx: &impl GenericClient,
-        run_id: &str,
-        schema: &SchemaRow,
-    ) -> Result<u64, RunLogError> {
-        let named: bool = tx
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM callai_calls WHERE run_id = $1 AND schema_sha256 = $2)",
-                &[&run_id, &schema.sha256],
-            )
-            .await
-            .map_err(self.storage())?
-            .get(0);
-        tx.execute(
-            "INSERT INTO callai_response_schemas (sha256, text) VALUES ($1, $2)
-             ON CONFLICT DO NOTHING",
-            &[&schema.sha256, &schema.text],
-        )
-        .await
-        .map_err(self.storage())?;
-        Ok(if named { 0 } else { schema.text.len() as u64 })
     }
 
     async fn append_events(
@@ -518,29 +461,6 @@ impl RunLog for PostgresRunLog {
         })
     }
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
-        Box::pin(async move {
-            let mut conn = self.conn().await?;
-            let tx = conn.transaction().await.map_err(self.storage())?;
-            let before = before_ms as i64;
-            // Calls and events go with their runs (ON DELETE CASCADE).
-            let runs = tx
-                .execute(
-                    "DELETE FROM callai_runs WHERE status <> 'running'
-                     AND ended_at < to_timestamp($1::bigint / 1000.0)",
-                    &[&before],
-                )
-                .await
-                .map_err(self.storage())?;
-            let schemas = tx
-                .execute(
-                    "DELETE FROM callai_response_schemas s WHERE NOT EXISTS
-                     (SELECT 1 FROM callai_calls c WHERE c.schema_sha256 = s.sha256)",
-                    &[],
-                )
-                .await
-                .map_err(self.storage())?;
-            tx.commit().await.map_err(self.storage())?;
-            Ok(Pruned { runs, schemas })
-        })
+        Box::pin(self.prune_before(before_ms))
     }
 }

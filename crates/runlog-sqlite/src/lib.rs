@@ -313,6 +313,7 @@ fn read_header(path: &Path, shown: &str) -> Result<Header, RunLogError> {
     Ok(Header::RunLog)
 }
 
+mod growth;
 mod store;
 
 #[cfg(test)]

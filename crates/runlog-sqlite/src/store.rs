@@ -2,10 +2,11 @@
 //! fence checked inside it; leases in ms of this machine's clock (an SQLite
 //! file is shared by the processes of one machine).
 
+use super::growth::{charge, prune, store_schema};
 use super::{SqliteRunLog, storage};
 use callai_engine::BoxFuture;
 use callai_engine::events::{Event, now_ms};
-use callai_engine::runlog::decode::{RawCall, RawRun, SchemaRow, call_row, to_text};
+use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
 use callai_engine::runlog::{
     BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunLog, RunLogError,
     RunStatus,
@@ -41,54 +42,6 @@ fn check_fence(tx: &Transaction<'_>, run_id: &str, fence: Fence) -> Result<(), R
         (f, _) if f == fence.0 => Ok(()),
         _ => Err(RunLogError::Fenced(run_id.into())),
     }
-}
-
-/// Adds `bytes` to what the run recorded, refused past `limit`.
-fn charge(
-    tx: &Transaction<'_>,
-    run_id: &str,
-    bytes: u64,
-    limit: Option<u64>,
-) -> Result<(), RunLogError> {
-    let recorded: i64 = tx
-        .query_row("SELECT bytes FROM runs WHERE run_id = ?1", [run_id], |r| {
-            r.get(0)
-        })
-        .map_err(storage)?;
-    let total = (recorded.max(0) as u64).saturating_add(bytes);
-    if let Some(limit) = limit.filter(|l| total > *l) {
-        return Err(RunLogError::RunTooLarge {
-            run_id: run_id.into(),
-            limit,
-        });
-    }
-    tx.execute(
-        "UPDATE runs SET bytes = ?2 WHERE run_id = ?1",
-        params![run_id, total as i64],
-    )
-    .map_err(storage)?;
-    Ok(())
-}
-
-/// Stores `schema` once; its size when the run had not named it before.
-fn store_schema(
-    tx: &Transaction<'_>,
-    run_id: &str,
-    schema: &SchemaRow,
-) -> Result<u64, RunLogError> {
-    let named: bool = tx
-        .query_row(
-            "SELECT EXISTS (SELECT 1 FROM calls WHERE run_id = ?1 AND schema_sha256 = ?2)",
-            params![run_id, schema.sha256],
-            |r| r.get(0),
-        )
-        .map_err(storage)?;
-    tx.execute(
-        "INSERT INTO schemas (sha256, text) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
-        params![schema.sha256, schema.text],
-    )
-    .map_err(storage)?;
-    Ok(if named { 0 } else { schema.text.len() as u64 })
 }
 
 /// Appends `events` (as JSON text) after the run's last sequence number.
@@ -475,34 +428,6 @@ impl RunLog for SqliteRunLog {
     }
 
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
-        self.blocking(move |conn, _| {
-            let tx = immediate(conn)?;
-            let ended = "status <> 'running' AND ended_ms < ?1";
-            let before = before_ms as i64;
-            for table in ["calls", "events"] {
-                tx.execute(
-                    &format!(
-                        "DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs WHERE {ended})"
-                    ),
-                    [before],
-                )
-                .map_err(storage)?;
-            }
-            let runs = tx
-                .execute(&format!("DELETE FROM runs WHERE {ended}"), [before])
-                .map_err(storage)?;
-            let schemas = tx
-                .execute(
-                    "DELETE FROM schemas WHERE sha256 NOT IN
-                     (SELECT schema_sha256 FROM calls WHERE schema_sha256 IS NOT NULL)",
-                    [],
-                )
-                .map_err(storage)?;
-            tx.commit().map_err(storage)?;
-            Ok(Pruned {
-                runs: runs as u64,
-                schemas: schemas as u64,
-            })
-        })
+        self.blocking(move |conn, _| prune(conn, before_ms))
     }
 }
