@@ -140,6 +140,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         sha256: callai_server::sha256_hex(&bytes),
         input: input.clone(),
         script: Some(script_text.clone()),
+        tenant: None,
     };
     let journal = rt.block_on(journal(&args, &node_id, &spec, &config.runlog))?;
     if !runtime.is_cached(&bytes) && std::io::stderr().is_terminal() && bytes.len() > 4 << 20 {
@@ -166,6 +167,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         journal,
         observer: trace.as_ref().map(|t| t.observer() as SharedObserver),
         events: None,
+        budget: None,
     };
     let output: RunOutput = rt.block_on(pack.run_with(&host, &node_id, &input, options));
     if let (Some(telemetry), Some(trace)) = (&telemetry, &trace) {

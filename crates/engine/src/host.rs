@@ -1,6 +1,7 @@
 //! [`Host`]: the retry engine of one host with its config and providers, and
 //! the routing and policy decided before any request is sent.
 
+use crate::budget::{self, Held, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{
@@ -57,6 +58,9 @@ pub struct CallOptions {
     /// For a text call whose caller streams: where its text goes as the
     /// provider sends it. Once some has gone, the call is not retried.
     pub deltas: Option<DeltaSink>,
+    /// The budget the call is held to: its worst case is reserved before
+    /// any request, and what it spent is charged when it ends.
+    pub budget: Option<SharedBudget>,
 }
 
 /// Builds a [`Host`]: the built-in mock and the providers registered with
@@ -200,6 +204,25 @@ impl Host {
         }
     }
 
+    /// The same host with its policy narrowed to `allowed` (a caller's own
+    /// list, as `callai serve`'s tenants have): a request may name a
+    /// provider only if both this host's policy and `allowed` let it.
+    pub fn narrowed_to(&self, allowed: &[String]) -> Self {
+        let mut config = (*self.config).clone();
+        let narrowed = allowed
+            .iter()
+            .filter(|p| config.provider_allowed(p))
+            .cloned()
+            .collect();
+        config.policy.allowed_providers = Some(narrowed);
+        Self {
+            config: Arc::new(config),
+            providers: self.providers.clone(),
+            effects: self.effects.clone(),
+            schemas: self.schemas.clone(),
+        }
+    }
+
     /// The host config.
     pub fn config(&self) -> &HostConfig {
         &self.config
@@ -275,6 +298,22 @@ impl Host {
             },
             None => None,
         };
+        let schema_bytes = schema.as_ref().map(|s| s.text_bytes());
+        let held = match &options.budget {
+            Some(budget) => {
+                let worst = budget::worst_case(&self.config, request, schema_bytes);
+                match Held::reserve(budget, worst).await {
+                    Ok(held) => Some(held),
+                    Err(e) => {
+                        if let Some(w) = watch {
+                            w.call_finished(Err(&e));
+                        }
+                        return Err(e);
+                    }
+                }
+            }
+            None => None,
+        };
         let machine = CallMachine::new(CallSpec {
             config: &self.config,
             node_id,
@@ -289,6 +328,9 @@ impl Host {
             deadline: options.deadline,
             max_response_bytes,
             deltas: options.deltas.as_ref().map(DeltaSink::as_fn),
+            tally: held
+                .as_ref()
+                .map(|h| (&*h.tally, schema_bytes.unwrap_or(0))),
         };
         let result = drive(
             machine,
@@ -299,6 +341,9 @@ impl Host {
             watch.as_deref_mut().map(|w| w as &mut dyn CallWatch),
         )
         .await;
+        if let Some(held) = held {
+            held.settle().await;
+        }
         if let Some(w) = watch {
             w.call_finished(result.as_ref());
         }

@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod config;
 mod engine;
 pub mod events;

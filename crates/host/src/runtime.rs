@@ -66,6 +66,9 @@ pub struct RunOptions {
     /// Where the run's events go, for a caller that watches them as the run
     /// goes on; a fresh log when absent.
     pub events: Option<EventLog>,
+    /// The budget every ctx.callAI of the run is held to: each reserves its
+    /// worst case before it sends anything and is charged what it spent.
+    pub budget: Option<callai_engine::budget::SharedBudget>,
 }
 
 /// How a [`PackRuntime`] is set up.
@@ -318,6 +321,7 @@ impl Pack {
             journal,
             observer,
             events,
+            budget,
         } = options;
         let mut session = RunSession::new(host.clone(), node_id, journal)
             .with_deadline(tokio::time::Instant::now() + Duration::from_millis(limits.wall_ms));
@@ -326,6 +330,9 @@ impl Pack {
         }
         if let Some(events) = events {
             session = session.with_events(events);
+        }
+        if let Some(budget) = budget {
+            session = session.with_budget(budget);
         }
         // Wait for an instance slot rather than fail when the pool is full.
         let _slot = self

@@ -5,6 +5,7 @@
 use super::classify::{Verdict, classify};
 use super::machine::{CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
+use crate::budget::{Tally, request_bound};
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
 use crate::provider::{
@@ -139,6 +140,9 @@ pub(crate) struct DriveOptions<'a> {
     pub max_response_bytes: u64,
     /// Where a streamed text call's text goes as it arrives.
     pub deltas: Option<&'a (dyn Fn(&str) + Send + Sync)>,
+    /// What the call's attempts spent, kept for its budget, with the
+    /// length of its schema's text.
+    pub tally: Option<(&'a Tally, u64)>,
 }
 
 /// Sends `request`: streamed to `deltas` when the call is a text call whose
@@ -185,6 +189,7 @@ pub(crate) async fn drive(
         deadline,
         max_response_bytes,
         deltas,
+        tally,
     } = options;
     let mut step = machine.start();
     loop {
@@ -201,8 +206,17 @@ pub(crate) async fn drive(
                     w.request_started(&seen);
                 }
                 let text_call = machine.schema().is_none();
+                let max_tokens = attempt.request.max_tokens;
+                let bound = tally.map_or(0, |(t, schema_bytes)| {
+                    let bound = request_bound(&attempt.request, schema_bytes);
+                    t.sent(max_tokens, bound);
+                    bound
+                });
                 let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
+                        if let Some((t, _)) = tally {
+                            t.reported(max_tokens, bound, reply.input_tokens, reply.output_tokens);
+                        }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Ok(&reply));
                         }
@@ -211,6 +225,11 @@ pub(crate) async fn drive(
                         Outcome::Reply(reply, verdict)
                     }
                     Err(failure) => {
+                        if let Some((t, _)) = tally
+                            && (failure.kind == FailureKind::Unreached || !failure.was_sent())
+                        {
+                            t.unsent(max_tokens, bound);
+                        }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Err(&failure));
                         }

@@ -433,8 +433,13 @@ impl<'a> CallMachine<'a> {
             Verdict::ParseError(complaint) => {
                 // One request left and the model keeps answering in prose:
                 // spend it on the natural-language fallback.
+                // The fallback quotes the reply, so its size is bounded
+                // before the call starts (a budget reserves it): a reply
+                // longer than that gets a corrective retry instead.
                 let last = self.ledger.count() + 1 == self.cap;
-                let (extra, next) = match last && self.config.retry.nl_fallback {
+                let quotable = reply.content.len() as u64
+                    <= u64::from(self.budget) * crate::budget::FALLBACK_BYTES_PER_TOKEN;
+                let (extra, next) = match last && quotable && self.config.retry.nl_fallback {
                     true => (Extra::Fallback(reply.content), RequestReason::Fallback),
                     false => (
                         Extra::Corrective(complaint.clone()),

@@ -2,6 +2,7 @@
 //! corrective instruction of a schema retry, the fallback's conversion
 //! prompt, or the schema written into the prompt in prompt mode.
 
+use crate::budget::MAX_COMPLAINT_BYTES;
 use crate::provider::{ProviderRequest, StructuredRequest};
 use callai_wire::{CallRequest, Message, StructuredOutput};
 use serde_json::Value;
@@ -18,6 +19,20 @@ pub(super) enum Extra {
     Corrective(String),
     /// The natural-language fallback, turning this prose into JSON.
     Fallback(String),
+}
+
+/// At most [`MAX_COMPLAINT_BYTES`] of a complaint, cut at a character
+/// boundary: what a corrective retry quotes is bounded before the call
+/// starts, so that a budget can reserve it.
+fn quoted(complaint: &str) -> &str {
+    if complaint.len() <= MAX_COMPLAINT_BYTES {
+        return complaint;
+    }
+    let cut = (0..=MAX_COMPLAINT_BYTES)
+        .rev()
+        .find(|i| complaint.is_char_boundary(*i))
+        .unwrap_or(0);
+    &complaint[..cut]
 }
 
 /// Builds one attempt's request; `structured` is the mode and the compiled
@@ -38,8 +53,9 @@ pub(super) fn build(
     match extra {
         Extra::Nothing => {}
         Extra::Corrective(complaint) => messages.push(Message::user(format!(
-            "Your previous reply could not be used: {complaint}. Reply again with only \
-             a JSON value that satisfies the required JSON Schema, and nothing else."
+            "Your previous reply could not be used: {}. Reply again with only \
+             a JSON value that satisfies the required JSON Schema, and nothing else.",
+            quoted(complaint)
         ))),
         Extra::Fallback(prose) => {
             system_prompt =
@@ -74,5 +90,46 @@ pub(super) fn build(
             mode,
             schema: schema.clone(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::budget::request_bound;
+    use callai_wire::RetryField;
+
+    /// Every fixed text a retry carries fits the bound a budget reserves
+    /// for it, whatever it quotes.
+    #[test]
+    fn retries_carry_no_more_than_the_worst_case_reserves() {
+        let r = CallRequest::from_json(
+            r#"{"messages": [{"role": "user", "content": "a scene"}], "systemPrompt": "be brief"}"#,
+            RetryField::Honoured,
+        )
+        .unwrap();
+        let schema = Arc::new(serde_json::json!({"type": "object", "required": ["scene"]}));
+        let schema_bytes = schema.to_string().len() as u64;
+        let bare = request_bound(&build(&r, "m", 10, None, &Extra::Nothing), 0);
+        let fixed = crate::budget::worst_case::FIXED_TEXT_BYTES;
+        for mode in [StructuredOutput::Native, StructuredOutput::Prompt] {
+            let s = Some((mode, &schema));
+            let first = request_bound(&build(&r, "m", 10, s, &Extra::Nothing), schema_bytes);
+            assert!(first <= bare + 2 * schema_bytes + fixed, "{mode:?}");
+            let long = "é".repeat(5000);
+            let corrective = build(&r, "m", 10, s, &Extra::Corrective(long));
+            let bound = request_bound(&corrective, schema_bytes);
+            assert!(
+                bound <= bare + 2 * schema_bytes + 2 * fixed + MAX_COMPLAINT_BYTES as u64 + 16,
+                "{mode:?}: {bound}"
+            );
+            let prose = "p".repeat(80);
+            let fallback = build(&r, "m", 10, s, &Extra::Fallback(prose));
+            let bound = request_bound(&fallback, schema_bytes);
+            assert!(
+                bound <= 80 + 3 * schema_bytes + 2 * fixed + 16 + 64,
+                "{mode:?}: {bound}"
+            );
+        }
     }
 }

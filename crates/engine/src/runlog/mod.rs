@@ -206,6 +206,10 @@ pub struct RunSpec {
     /// The mock script (JSON text) the run was given, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
+    /// The tenant whose budget the run's calls are held to (`callai
+    /// serve`), so that a host taking the run over holds them to it too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
 }
 
 /// A lease on a durable run: its holder renews it; when it lapses, another
@@ -399,6 +403,12 @@ pub trait RunLog: Send + Sync {
     /// the Unix epoch), with its calls and events, and every schema no call
     /// names any more. A run still running is never deleted.
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>>;
+
+    /// The budgets and idempotency keys kept in the same database, when
+    /// this log keeps them.
+    fn ledger(&self) -> Option<&dyn crate::budget::Ledger> {
+        None
+    }
 }
 
 /// What [`RunLog::prune`] deleted.

@@ -155,6 +155,7 @@ pub struct RunSession {
     observer: Option<SharedObserver>,
     shared_events: bool,
     deltas: Option<crate::provider::DeltaSink>,
+    budget: Option<crate::budget::SharedBudget>,
 }
 
 /// What a run has logged, against `limits.maxLogBytes` and `maxLogLines`.
@@ -181,7 +182,15 @@ impl RunSession {
             observer: None,
             shared_events: false,
             deltas: None,
+            budget: None,
         }
+    }
+
+    /// Holds every call served live to `budget`: each reserves its worst
+    /// case before it sends anything and is charged what it spent.
+    pub fn with_budget(mut self, budget: crate::budget::SharedBudget) -> Self {
+        self.budget = Some(budget);
+        self
     }
 
     /// Streams the text of the session's text calls to `deltas` as their
@@ -322,6 +331,7 @@ impl RunSession {
                     deadline: self.deadline,
                     observer: self.observer.clone(),
                     deltas: self.deltas.clone(),
+                    budget: self.budget.clone(),
                 };
                 let call = (self.host).call_with(&self.node_id, &request, &self.events, options);
                 // The run's wall time ends the call even while a reply is

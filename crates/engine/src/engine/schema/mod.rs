@@ -29,6 +29,8 @@ pub struct CompiledSchema {
     /// Rule applications one value costs, at most (from [`cost::check`]):
     /// with the reply's size, how long a check can take.
     cost: u64,
+    /// The length of the schema's JSON text, as a request carries it.
+    text_bytes: u64,
 }
 
 impl std::fmt::Debug for CompiledSchema {
@@ -56,6 +58,7 @@ impl CompiledSchema {
             .map_err(|e| refuse(format!("is not a usable JSON Schema: {}", e.masked())))?;
         Ok(Self {
             validator: Arc::new(validator),
+            text_bytes: schema.to_string().len() as u64,
             schema: Arc::new(schema.clone()),
             cost,
         })
@@ -64,6 +67,11 @@ impl CompiledSchema {
     /// The schema as the caller sent it.
     pub fn schema(&self) -> &Arc<Value> {
         &self.schema
+    }
+
+    /// The length of the schema's JSON text.
+    pub fn text_bytes(&self) -> u64 {
+        self.text_bytes
     }
 
     /// An estimate of the rule applications checking `bytes` of reply takes.

@@ -1,0 +1,313 @@
+//! Where budgets and idempotency keys are kept: a run log's database
+//! (SQLite for one machine, PostgreSQL for many), so that every host on it
+//! shares one budget and one set of keys. Each operation is atomic in the
+//! database: concurrent reservations never take a window past its limits.
+
+use super::{Reservation, Spend};
+use crate::provider::BoxFuture;
+use crate::runlog::RunLogError;
+use std::time::Duration;
+
+/// A budget's window: spend counts from its start, aligned to the Unix
+/// epoch, and starts again at the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Window {
+    /// One hour.
+    Hour,
+    /// One day (UTC).
+    #[default]
+    Day,
+    /// Thirty days.
+    Days30,
+    /// No window: a lifetime budget.
+    Lifetime,
+}
+
+impl Window {
+    /// The window of a config's `window` (`"1h"`, `"1d"`, `"30d"`, `"none"`).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "1h" => Some(Self::Hour),
+            "1d" => Some(Self::Day),
+            "30d" => Some(Self::Days30),
+            "none" => Some(Self::Lifetime),
+            _ => None,
+        }
+    }
+
+    /// The config's spelling of it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Hour => "1h",
+            Self::Day => "1d",
+            Self::Days30 => "30d",
+            Self::Lifetime => "none",
+        }
+    }
+
+    /// Its length, none for a lifetime budget.
+    pub fn length(self) -> Option<Duration> {
+        const HOUR: u64 = 3600;
+        match self {
+            Self::Hour => Some(Duration::from_secs(HOUR)),
+            Self::Day => Some(Duration::from_secs(24 * HOUR)),
+            Self::Days30 => Some(Duration::from_secs(30 * 24 * HOUR)),
+            Self::Lifetime => None,
+        }
+    }
+
+    /// The start of the window `now_ms` falls in (0 for a lifetime budget).
+    pub fn start_ms(self, now_ms: u64) -> u64 {
+        match self.length() {
+            Some(length) => {
+                let length = length.as_millis() as u64;
+                now_ms - now_ms % length
+            }
+            None => 0,
+        }
+    }
+}
+
+/// A budget's limits per window: `None` is unlimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Limits {
+    /// Provider requests.
+    pub requests: Option<u64>,
+    /// Output tokens.
+    pub output_tokens: Option<u64>,
+    /// Input tokens.
+    pub input_tokens: Option<u64>,
+}
+
+impl Limits {
+    /// The limits with their budget keys, in [`Spend::by_key`]'s order.
+    pub fn by_key(&self) -> [(&'static str, Option<u64>); 3] {
+        [
+            ("requests", self.requests),
+            ("outputTokens", self.output_tokens),
+            ("inputTokens", self.input_tokens),
+        ]
+    }
+
+    /// What is left of each limit in `state` (`None`: unlimited).
+    pub fn left(&self, state: &WindowState) -> [Option<u64>; 3] {
+        let used = state.used().by_key();
+        let limits = self.by_key();
+        std::array::from_fn(|i| limits[i].1.map(|l| l.saturating_sub(used[i].1)))
+    }
+}
+
+/// One window of one tenant: what its settled calls spent, and what the
+/// calls still going on have reserved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WindowState {
+    /// The window's start (ms since the Unix epoch; 0 for a lifetime one).
+    pub window_ms: u64,
+    /// Charged by settled calls.
+    pub spent: Spend,
+    /// Held by calls not yet settled.
+    pub reserved: Spend,
+}
+
+impl WindowState {
+    /// Spent and reserved together: what a new reservation must fit beside.
+    pub fn used(&self) -> Spend {
+        Spend {
+            requests: self.spent.requests + self.reserved.requests,
+            output_tokens: self.spent.output_tokens + self.reserved.output_tokens,
+            input_tokens: self.spent.input_tokens + self.reserved.input_tokens,
+        }
+    }
+}
+
+/// A reservation asked of the ledger.
+#[derive(Debug, Clone, Copy)]
+pub struct ReserveRequest<'a> {
+    /// Whose budget.
+    pub tenant: &'a str,
+    /// Its window.
+    pub window: Window,
+    /// Its limits.
+    pub limits: Limits,
+    /// The call's worst case.
+    pub need: Spend,
+    /// The host that holds it (for the operator reading the table).
+    pub owner: &'a str,
+    /// How long it holds before it lapses on its own (a host killed while
+    /// holding it does not keep the budget).
+    pub ttl: Duration,
+}
+
+/// What came of a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reserved {
+    /// It fits: the budget holds it until it is settled or lapses.
+    Admitted(Reservation, WindowState),
+    /// It does not fit: `key` is the first budget key it would pass.
+    Refused {
+        /// The budget key (`requests`, `outputTokens`, `inputTokens`).
+        key: &'static str,
+        /// What is left of it.
+        left: u64,
+        /// What the call needs of it.
+        needed: u64,
+    },
+}
+
+/// The first limit `need` does not fit beside `state`, with what is left of
+/// it; `None` when it fits.
+pub fn first_misfit(limits: &Limits, state: &WindowState, need: &Spend) -> Option<Reserved> {
+    let left = limits.left(state);
+    need.by_key()
+        .iter()
+        .zip(left)
+        .find_map(|(&(key, needed), left)| match left {
+            Some(left) if needed > left => Some(Reserved::Refused { key, left, needed }),
+            _ => None,
+        })
+}
+
+/// An idempotency key asked for by a request.
+#[derive(Debug, Clone, Copy)]
+pub struct KeyClaim<'a> {
+    /// Whose key (keys of different tenants never meet).
+    pub tenant: &'a str,
+    /// The `Idempotency-Key` header.
+    pub key: &'a str,
+    /// The SHA-256 (hex) of the endpoint and the body: a repeat must match.
+    pub request_sha256: &'a str,
+    /// The host that runs it.
+    pub owner: &'a str,
+    /// How long its first request may run before a repeat may take it over.
+    pub ttl: Duration,
+    /// How long a settled key answers repeats (`runlog.idempotencyHours`).
+    pub keep: Duration,
+}
+
+/// A recorded answer: what a repeat of a settled key gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredAnswer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The headers worth repeating (content type, `x-callai-*`).
+    pub headers: Vec<(String, String)>,
+    /// The body, byte for byte.
+    pub body: Vec<u8>,
+}
+
+/// Where a key stands when a request claims it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyState {
+    /// New (or lapsed): this request runs it.
+    Claimed,
+    /// Settled: answer this.
+    Answered(StoredAnswer),
+    /// Another request with it is running: wait and ask again.
+    Running,
+    /// Used with another request body.
+    Mismatch,
+}
+
+/// Budgets and idempotency keys in a run log's database.
+pub trait Ledger: Send + Sync {
+    /// Reserves `request.need` in the tenant's current window if it fits
+    /// beside what is spent and reserved there, atomically; releases the
+    /// tenant's lapsed reservations first.
+    fn reserve<'a>(
+        &'a self,
+        request: &'a ReserveRequest<'a>,
+    ) -> BoxFuture<'a, Result<Reserved, RunLogError>>;
+
+    /// Charges `spent` to the reservation's window and releases the
+    /// reservation (already lapsed: the charge alone).
+    fn settle<'a>(
+        &'a self,
+        tenant: &'a str,
+        reservation: Reservation,
+        spent: Spend,
+    ) -> BoxFuture<'a, Result<WindowState, RunLogError>>;
+
+    /// The tenant's current window, lapsed reservations released.
+    fn window<'a>(
+        &'a self,
+        tenant: &'a str,
+        window: Window,
+    ) -> BoxFuture<'a, Result<WindowState, RunLogError>>;
+
+    /// Claims an idempotency key, or says where it stands.
+    fn claim_key<'a>(
+        &'a self,
+        claim: &'a KeyClaim<'a>,
+    ) -> BoxFuture<'a, Result<KeyState, RunLogError>>;
+
+    /// Records the answer of a claimed key.
+    fn answer_key<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+        answer: &'a StoredAnswer,
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+
+    /// Gives a claimed key up unanswered (its request failed before it had
+    /// an answer to keep): a repeat runs it again.
+    fn release_key<'a>(
+        &'a self,
+        tenant: &'a str,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<(), RunLogError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn windows_align_to_the_epoch() {
+        let hour = 3_600_000;
+        assert_eq!(Window::Hour.start_ms(5 * hour + 7), 5 * hour);
+        assert_eq!(Window::Day.start_ms(25 * hour), 24 * hour);
+        assert_eq!(Window::Lifetime.start_ms(25 * hour), 0);
+        assert_eq!(Window::parse("30d"), Some(Window::Days30));
+        assert_eq!(Window::parse("2d"), None);
+    }
+
+    #[test]
+    fn the_first_limit_passed_is_named() {
+        let limits = Limits {
+            requests: Some(10),
+            output_tokens: Some(1000),
+            input_tokens: None,
+        };
+        let state = WindowState {
+            window_ms: 0,
+            spent: Spend {
+                requests: 4,
+                output_tokens: 500,
+                input_tokens: 1 << 40,
+            },
+            reserved: Spend {
+                requests: 3,
+                output_tokens: 100,
+                input_tokens: 0,
+            },
+        };
+        let fits = Spend {
+            requests: 3,
+            output_tokens: 400,
+            input_tokens: 1 << 40,
+        };
+        assert_eq!(first_misfit(&limits, &state, &fits), None);
+        let too_many = Spend {
+            output_tokens: 401,
+            ..fits
+        };
+        assert_eq!(
+            first_misfit(&limits, &state, &too_many),
+            Some(Reserved::Refused {
+                key: "outputTokens",
+                left: 400,
+                needed: 401
+            })
+        );
+    }
+}

@@ -1,0 +1,191 @@
+//! The most a call can spend, known before it sends anything: its retry
+//! policy bounds the requests, the budget growth bounds the output tokens,
+//! and the bytes of what each attempt would send bound the input tokens (no
+//! token covers less than a byte, so no tokenizer is needed).
+
+use super::Spend;
+use crate::config::HostConfig;
+use callai_wire::{CallRequest, RetryPolicy};
+
+/// Tokens a provider adds around each message (role markers, separators)
+/// that are not in its text: more than any chat format in use adds.
+pub(crate) const MESSAGE_OVERHEAD: u64 = 16;
+/// Tokens a provider adds to each request (reply priming, the schema's
+/// wrapping in native mode).
+pub(crate) const REQUEST_OVERHEAD: u64 = 64;
+/// The most bytes of fixed text the engine writes into a retry (the
+/// corrective instruction, the fallback's and prompt mode's instructions),
+/// beyond what they quote. `prompts.rs` tests that each fits.
+pub(crate) const FIXED_TEXT_BYTES: u64 = 512;
+/// The most bytes of a validator's complaint a corrective retry quotes.
+pub const MAX_COMPLAINT_BYTES: usize = 2048;
+/// The most bytes per token of budget that a reply the fallback converts
+/// may have: the fallback quotes the reply, and what it quotes is bounded
+/// before the call starts. A longer reply gets a corrective retry instead.
+pub const FALLBACK_BYTES_PER_TOKEN: u64 = 8;
+
+/// The requests a call may make and the output budget of each, in order:
+/// the caller's `maxTokens` (or the default), multiplied after each
+/// truncation and clamped to `providerMaxTokens`; no growth with
+/// `growMaxTokens: false`, nor for a text call (`structured` false), whose
+/// truncation is reported, not retried. The retry engine follows the same
+/// rules.
+pub fn attempt_budgets(config: &HostConfig, request: &CallRequest, structured: bool) -> Vec<u32> {
+    let retry = &config.retry;
+    let policy = match config.call_accounting.retry_policy {
+        true => request.retry.unwrap_or_default(),
+        false => RetryPolicy::default(),
+    };
+    let cap = policy.max_attempts.map_or(retry.max_retry_attempts, |n| {
+        n.min(retry.max_retry_attempts)
+    });
+    let grow = structured && policy.grow_max_tokens.unwrap_or(true);
+    let mut budget = request
+        .max_tokens
+        .unwrap_or(retry.default_max_tokens)
+        .min(retry.provider_max_tokens);
+    let mut budgets = Vec::with_capacity(cap as usize);
+    for _ in 0..cap {
+        budgets.push(budget);
+        if grow {
+            budget = budget
+                .saturating_mul(retry.truncation_budget_multiplier)
+                .min(retry.provider_max_tokens);
+        }
+    }
+    budgets
+}
+
+/// The worst case of one call: every request its policy allows, each at
+/// its largest output budget and with the most text it could carry.
+/// `schema_bytes` is the length of the `responseSchema`'s text for a
+/// structured call.
+pub fn worst_case(config: &HostConfig, request: &CallRequest, schema_bytes: Option<u64>) -> Spend {
+    let budgets = attempt_budgets(config, request, schema_bytes.is_some());
+    let text: u64 = request
+        .messages
+        .iter()
+        .map(|m| m.content.len() as u64 + MESSAGE_OVERHEAD)
+        .sum::<u64>()
+        + request.system_prompt.as_ref().map_or(0, |s| s.len() as u64)
+        + REQUEST_OVERHEAD;
+    let mut input = 0u64;
+    for i in 0..budgets.len() {
+        input = input.saturating_add(match (i, schema_bytes) {
+            // A text call is never retried with other text.
+            (_, None) => text,
+            // The schema travels twice at most: in the request's
+            // structured-output field, and in the prompt (prompt mode).
+            (0, Some(schema)) => text + 2 * schema + FIXED_TEXT_BYTES,
+            (_, Some(schema)) => {
+                // A corrective retry adds one message; the fallback sends
+                // the previous reply (bounded by its budget) and the schema
+                // once more instead of the caller's messages.
+                let corrective =
+                    text + 2 * schema + 2 * FIXED_TEXT_BYTES + MAX_COMPLAINT_BYTES as u64;
+                let previous = u64::from(budgets[i - 1]);
+                let fallback = previous * FALLBACK_BYTES_PER_TOKEN
+                    + 3 * schema
+                    + 2 * FIXED_TEXT_BYTES
+                    + MESSAGE_OVERHEAD
+                    + REQUEST_OVERHEAD;
+                corrective.max(fallback)
+            }
+        });
+    }
+    Spend {
+        requests: budgets.len() as u64,
+        output_tokens: budgets.iter().map(|b| u64::from(*b)).sum(),
+        input_tokens: input,
+    }
+}
+
+/// The bytes bound of what one request sends: its text, its schema (of
+/// `schema_bytes`, in its structured-output field), and the overheads
+/// above. An attempt that reported no input usage is charged this.
+pub(crate) fn request_bound(request: &crate::provider::ProviderRequest, schema_bytes: u64) -> u64 {
+    request
+        .messages
+        .iter()
+        .map(|m| m.content.len() as u64 + MESSAGE_OVERHEAD)
+        .sum::<u64>()
+        + request.system_prompt.as_ref().map_or(0, |s| s.len() as u64)
+        + request.structured.as_ref().map_or(0, |_| schema_bytes)
+        + REQUEST_OVERHEAD
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use callai_wire::RetryField;
+
+    fn request(json: &str) -> CallRequest {
+        CallRequest::from_json(json, RetryField::Honoured).unwrap()
+    }
+
+    fn config(toml: &str) -> HostConfig {
+        HostConfig::from_toml(toml).unwrap()
+    }
+
+    #[test]
+    fn the_worked_example_reserves_fourteen_thousand_output_tokens() {
+        // maxAttempts 3, maxTokens 2000, multiplier 2, ceiling 64000.
+        let c = config("[retry]\ntruncationBudgetMultiplier = 2\nproviderMaxTokens = 64000\n");
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 2000, "retry": {"maxAttempts": 3}}"#,
+        );
+        assert_eq!(attempt_budgets(&c, &r, true), vec![2000, 4000, 8000]);
+        let w = worst_case(&c, &r, Some(20));
+        assert_eq!((w.requests, w.output_tokens), (3, 14000));
+        // A text call's truncation is not retried: no growth.
+        let w = worst_case(&c, &r, None);
+        assert_eq!((w.requests, w.output_tokens), (3, 6000));
+        assert_eq!(
+            w.input_tokens,
+            3 * (2 + MESSAGE_OVERHEAD + REQUEST_OVERHEAD)
+        );
+    }
+
+    #[test]
+    fn growth_clamps_at_the_ceiling_and_stops_when_turned_off() {
+        let c = config("[retry]\nmaxRetryAttempts = 4\nproviderMaxTokens = 5000\n");
+        let r = request(r#"{"messages": [{"role": "user", "content": "x"}], "maxTokens": 2000}"#);
+        assert_eq!(attempt_budgets(&c, &r, true), vec![2000, 4000, 5000, 5000]);
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "x"}], "maxTokens": 9000, "retry": {"maxAttempts": 9}}"#,
+        );
+        assert_eq!(
+            attempt_budgets(&c, &r, true),
+            vec![5000; 4],
+            "clamped to the ceiling"
+        );
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "x"}], "maxTokens": 2000, "retry": {"maxAttempts": 2, "growMaxTokens": false}}"#,
+        );
+        assert_eq!(attempt_budgets(&c, &r, true), vec![2000, 2000]);
+        let r = request(r#"{"messages": [{"role": "user", "content": "x"}]}"#);
+        assert_eq!(
+            attempt_budgets(&c, &r, true),
+            vec![4000, 5000, 5000, 5000],
+            "default 4000"
+        );
+    }
+
+    #[test]
+    fn a_host_without_retry_policy_reads_no_narrowing() {
+        let c = config("[callAccounting]\nretryPolicy = false\n");
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "x"}], "maxTokens": 10, "retry": {"maxAttempts": 1}}"#,
+        );
+        assert_eq!(attempt_budgets(&c, &r, true).len(), 3);
+    }
+
+    #[test]
+    fn a_structured_call_reserves_its_schema_and_its_retries_text() {
+        let c = config("");
+        let r = request(r#"{"messages": [{"role": "user", "content": "abcd"}], "maxTokens": 100}"#);
+        let text = worst_case(&c, &r, None).input_tokens;
+        let structured = worst_case(&c, &r, Some(50)).input_tokens;
+        assert!(structured > text + 3 * 50 + 2 * MAX_COMPLAINT_BYTES as u64);
+    }
+}
