@@ -89,6 +89,24 @@ impl PostgresRunLog {
             )
             .await
             .map_err(self.storage())?;
+        // Idempotency keys past their keeping, and budget windows that
+        // ended before `before_ms` (even the longest, 30 days) with nothing
+        // reserved.
+        tx.execute(
+            "DELETE FROM callai_idempotency_keys
+             WHERE until_ms < (extract(epoch FROM clock_timestamp()) * 1000)::bigint",
+            &[],
+        )
+        .await
+        .map_err(self.storage())?;
+        tx.execute(
+            "DELETE FROM callai_budget_windows WHERE window_ms > 0
+                 AND window_ms + 2592000000 < $1 AND reserved_requests = 0
+                 AND reserved_output = 0 AND reserved_input = 0",
+            &[&before],
+        )
+        .await
+        .map_err(self.storage())?;
         tx.commit().await.map_err(self.storage())?;
         Ok(Pruned { runs, schemas })
     }

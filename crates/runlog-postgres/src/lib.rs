@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 mod growth;
+mod ledger;
 mod pool;
 mod schema;
 mod store;

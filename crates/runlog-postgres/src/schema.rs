@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 2] = [
+pub(crate) const MIGRATIONS: [&str; 3] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -61,6 +61,47 @@ pub(crate) const MIGRATIONS: [&str; 2] = [
     ALTER TABLE callai_runs ADD COLUMN ended_at TIMESTAMPTZ;
     UPDATE callai_runs SET ended_at = now() WHERE status <> 'running';
     CREATE INDEX callai_runs_ended ON callai_runs (ended_at) WHERE status <> 'running';
+",
+    // Tenants' budgets (each window's spend and what calls in flight hold)
+    // and idempotency keys with the answers they repeat.
+    "
+    CREATE TABLE callai_budget_windows (
+        tenant            TEXT NOT NULL,
+        window_ms         BIGINT NOT NULL,
+        spent_requests    BIGINT NOT NULL DEFAULT 0,
+        spent_output      BIGINT NOT NULL DEFAULT 0,
+        spent_input       BIGINT NOT NULL DEFAULT 0,
+        reserved_requests BIGINT NOT NULL DEFAULT 0,
+        reserved_output   BIGINT NOT NULL DEFAULT 0,
+        reserved_input    BIGINT NOT NULL DEFAULT 0,
+        PRIMARY KEY (tenant, window_ms)
+    );
+    CREATE TABLE callai_budget_reservations (
+        id         BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        tenant     TEXT NOT NULL,
+        window_ms  BIGINT NOT NULL,
+        requests   BIGINT NOT NULL,
+        output     BIGINT NOT NULL,
+        input      BIGINT NOT NULL,
+        owner      TEXT NOT NULL,
+        expires_ms BIGINT NOT NULL
+    );
+    CREATE INDEX callai_budget_reservations_lapse
+        ON callai_budget_reservations (tenant, expires_ms);
+    CREATE TABLE callai_idempotency_keys (
+        tenant         TEXT NOT NULL,
+        key            TEXT NOT NULL,
+        request_sha256 TEXT NOT NULL,
+        state          TEXT NOT NULL,
+        owner          TEXT NOT NULL,
+        until_ms       BIGINT NOT NULL,
+        keep_ms        BIGINT NOT NULL,
+        status         INTEGER,
+        headers        TEXT,
+        body           BYTEA,
+        PRIMARY KEY (tenant, key)
+    );
+    CREATE INDEX callai_idempotency_keys_until ON callai_idempotency_keys (until_ms);
 ",
 ];
 

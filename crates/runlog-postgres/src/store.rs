@@ -463,4 +463,8 @@ impl RunLog for PostgresRunLog {
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
         Box::pin(self.prune_before(before_ms))
     }
+
+    fn ledger(&self) -> Option<&dyn callai_engine::budget::Ledger> {
+        Some(self)
+    }
 }

@@ -77,6 +77,19 @@ pub(crate) fn prune(conn: &mut Connection, before_ms: u64) -> Result<Pruned, Run
             [],
         )
         .map_err(storage)?;
+    // Idempotency keys past their keeping, and budget windows that ended
+    // before `before_ms` (even the longest, 30 days) with nothing reserved.
+    tx.execute(
+        "DELETE FROM idempotency_keys WHERE until_ms < ?1",
+        [callai_engine::events::now_ms() as i64],
+    )
+    .map_err(storage)?;
+    tx.execute(
+        "DELETE FROM budget_windows WHERE window_ms > 0 AND window_ms + 2592000000 < ?1
+             AND reserved_requests = 0 AND reserved_output = 0 AND reserved_input = 0",
+        [before],
+    )
+    .map_err(storage)?;
     tx.commit().map_err(storage)?;
     Ok(Pruned {
         runs: runs as u64,

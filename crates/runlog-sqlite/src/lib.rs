@@ -19,7 +19,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 6] = [
+const MIGRATIONS: [&str; 7] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -75,6 +75,44 @@ const MIGRATIONS: [&str; 6] = [
      UPDATE runs SET ended_ms = CAST(strftime('%s', 'now') AS INTEGER) * 1000
          WHERE status <> 'running';
      CREATE INDEX runs_ended ON runs (ended_ms) WHERE status <> 'running';",
+    // Tenants' budgets (each window's spend and what calls in flight hold)
+    // and idempotency keys with the answers they repeat.
+    "CREATE TABLE budget_windows (
+         tenant            TEXT NOT NULL,
+         window_ms         INTEGER NOT NULL,
+         spent_requests    INTEGER NOT NULL DEFAULT 0,
+         spent_output      INTEGER NOT NULL DEFAULT 0,
+         spent_input       INTEGER NOT NULL DEFAULT 0,
+         reserved_requests INTEGER NOT NULL DEFAULT 0,
+         reserved_output   INTEGER NOT NULL DEFAULT 0,
+         reserved_input    INTEGER NOT NULL DEFAULT 0,
+         PRIMARY KEY (tenant, window_ms)
+     );
+     CREATE TABLE budget_reservations (
+         id         INTEGER PRIMARY KEY AUTOINCREMENT,
+         tenant     TEXT NOT NULL,
+         window_ms  INTEGER NOT NULL,
+         requests   INTEGER NOT NULL,
+         output     INTEGER NOT NULL,
+         input      INTEGER NOT NULL,
+         owner      TEXT NOT NULL,
+         expires_ms INTEGER NOT NULL
+     );
+     CREATE INDEX budget_reservations_lapse ON budget_reservations (tenant, expires_ms);
+     CREATE TABLE idempotency_keys (
+         tenant         TEXT NOT NULL,
+         key            TEXT NOT NULL,
+         request_sha256 TEXT NOT NULL,
+         state          TEXT NOT NULL,
+         owner          TEXT NOT NULL,
+         until_ms       INTEGER NOT NULL,
+         keep_ms        INTEGER NOT NULL,
+         status         INTEGER,
+         headers        TEXT,
+         body           BLOB,
+         PRIMARY KEY (tenant, key)
+     );
+     CREATE INDEX idempotency_keys_until ON idempotency_keys (until_ms);",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -314,6 +352,7 @@ fn read_header(path: &Path, shown: &str) -> Result<Header, RunLogError> {
 }
 
 mod growth;
+mod ledger;
 mod store;
 
 #[cfg(test)]

@@ -430,4 +430,8 @@ impl RunLog for SqliteRunLog {
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
         self.blocking(move |conn, _| prune(conn, before_ms))
     }
+
+    fn ledger(&self) -> Option<&dyn callai_engine::budget::Ledger> {
+        Some(self)
+    }
 }
