@@ -89,6 +89,7 @@ pub struct Received {
 #[derive(Debug)]
 pub struct FakeServer {
     url: String,
+    port: u16,
     received: Arc<Mutex<Vec<Received>>>,
     sent: Arc<AtomicU64>,
 }
@@ -97,7 +98,17 @@ impl FakeServer {
     /// Starts serving `replies` in order on a loopback port; a request past
     /// the end gets a 599.
     pub async fn start(replies: Vec<Reply>) -> Self {
+        Self::serving(replies, Past::Exhausted).await
+    }
+
+    /// Answers every request with `reply`, however many come.
+    pub async fn repeating(reply: Reply) -> Self {
+        Self::serving(vec![reply], Past::Last).await
+    }
+
+    async fn serving(replies: Vec<Reply>, past: Past) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         let received = Arc::new(Mutex::new(Vec::new()));
         let sent = Arc::new(AtomicU64::new(0));
@@ -110,15 +121,26 @@ impl FakeServer {
                 };
                 let (replies, log, counter) = (replies.clone(), log.clone(), counter.clone());
                 tokio::spawn(async move {
-                    let _ = serve(stream, &replies, &log, &counter).await;
+                    let _ = serve(stream, &replies, past, &log, &counter).await;
                 });
             }
         });
         Self {
             url,
+            port,
             received,
             sent,
         }
+    }
+
+    /// Its port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// How many requests it has received.
+    pub fn count(&self) -> usize {
+        self.received.lock().unwrap().len()
     }
 
     /// Body bytes the fake has written so far, over every response.
@@ -137,9 +159,19 @@ impl FakeServer {
     }
 }
 
+/// What a request past the script gets.
+#[derive(Debug, Clone, Copy)]
+enum Past {
+    /// A 599.
+    Exhausted,
+    /// The last reply again.
+    Last,
+}
+
 async fn serve(
     mut stream: TcpStream,
     replies: &[Reply],
+    past: Past,
     log: &Mutex<Vec<Received>>,
     sent: &AtomicU64,
 ) -> std::io::Result<()> {
@@ -188,6 +220,10 @@ async fn serve(
             body,
         });
         log.len() - 1
+    };
+    let index = match past {
+        Past::Last => index.min(replies.len().saturating_sub(1)),
+        Past::Exhausted => index,
     };
     let mut reply = replies
         .get(index)

@@ -76,8 +76,23 @@ impl Backend {
                     .replace(" schemas", " callai_response_schemas")
                     .replace(" runs", " callai_runs")
                     .replace(" calls", " callai_calls")
-                    .replace(" events", " callai_events");
+                    .replace(" events", " callai_events")
+                    .replace(" budget_", " callai_budget_");
                 cluster.psql(url, &sql).trim().parse().unwrap()
+            }
+        }
+    }
+
+    /// Runs `sql` (tables named as in SQLite; `callai_` is put before the
+    /// budget tables on PostgreSQL).
+    pub fn execute(&self, sql: &str) {
+        match self {
+            Self::Sqlite(dir) => {
+                let conn = rusqlite::Connection::open(dir.path().join("runs.db")).unwrap();
+                conn.execute_batch(sql).unwrap();
+            }
+            Self::Postgres(cluster, url) => {
+                cluster.psql(url, &sql.replace(" budget_", " callai_budget_"));
             }
         }
     }

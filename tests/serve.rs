@@ -36,6 +36,13 @@ pub struct Answer {
     pub body: Value,
 }
 
+/// An HTTP client for tests that talk to servers of their own making (a
+/// `callai serve` process): TLS through rustls, as the host's.
+pub fn http_client() -> reqwest::Client {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::new()
+}
+
 /// A folder holding the test programs `names` as `NAME.wasm`.
 pub fn packs_dir(names: &[&str]) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

@@ -77,6 +77,7 @@ async fn a_run_round_trips_with_its_spec_seed_and_event_times() {
             sha256: "ab".repeat(32),
             input: "{\"x\": \"é\"}".into(),
             script: Some("[]".into()),
+            tenant: None,
         };
         let f = log
             .begin(&begin("r", ExistingRun::Refuse, Some(&spec), None))
@@ -204,6 +205,7 @@ async fn a_lapsed_lease_is_taken_over_once_and_the_old_owner_is_fenced() {
             sha256: "00".repeat(32),
             input: "1".into(),
             script: None,
+            tenant: None,
         };
         let a = log
             .begin(&begin(
@@ -382,6 +384,7 @@ async fn a_lapsed_run_that_cannot_be_read_is_failed_once_and_the_others_go_on() 
             sha256: "00".repeat(32),
             input: "1".into(),
             script: None,
+            tenant: None,
         };
         for (run_id, ms) in [("sick", 100), ("well", 300)] {
             let f = log

@@ -1,6 +1,6 @@
 """Drives the official `openai` Python client against a callai serve.
 
-argv: BASE_URL PLAN_JSON. The plan is {"max_retries": N, "calls": [{"args":
+argv: BASE_URL PLAN_JSON. The plan is {"max_retries": N, "api_key": TOKEN?, "calls": [{"args":
 {...}, "stream": bool}]}; each call's args go to
 client.chat.completions.create unchanged. Prints, as one JSON array, what the
 client itself parsed: the completion (or the stream's chunks) with the
@@ -17,7 +17,7 @@ def main() -> None:
     base, plan = sys.argv[1], json.loads(sys.argv[2])
     client = openai.OpenAI(
         base_url=base + "/v1",
-        api_key="unused",
+        api_key=plan.get("api_key", "unused"),
         max_retries=plan.get("max_retries", 0),
     )
     out = []
@@ -33,6 +33,8 @@ def main() -> None:
                 out.append({"completion": completion.model_dump(), "headers": headers})
         except openai.APIStatusError as e:
             out.append({"error": type(e).__name__, "status": e.status_code, "body": e.body})
+        except openai.APIConnectionError as e:
+            out.append({"error": type(e).__name__})
     print(json.dumps(out))
 
 

@@ -9,11 +9,12 @@ use crate::error::{ApiCode, ApiError};
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
 use crate::runs::{self, RunTable};
+use crate::tenants::{Caller, Tenant, Tenants};
 use crate::{discovery, runner};
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Path, Query, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
@@ -49,6 +50,8 @@ pub struct AppState {
     pub server: ServerConfig,
     /// `[runlog]`
     pub runlog_config: RunLogConfig,
+    /// The callers, by token.
+    pub tenants: Arc<Tenants>,
 }
 
 type Shared = State<Arc<AppState>>;
@@ -59,14 +62,14 @@ impl AppState {
         self.host.config()
     }
 
-    /// The host for one run or call: its mock serves `script` (the run's,
-    /// or its pack's own), or, with none, the default reply `callai run`
-    /// gives a component without a script.
-    pub fn host_with(&self, script: Option<MockScript>) -> Host {
+    /// The host for one run or call of `tenant`: its policy, and its mock
+    /// serving `script` (the run's, or its pack's own), or, with none, the
+    /// default reply `callai run` gives a component without a script.
+    pub fn host_for(&self, tenant: &Tenant, script: Option<MockScript>) -> Host {
         let script = script.unwrap_or_else(MockScript::default_reply);
         let mock = &self.config().mock;
         let mock = MockProvider::new(script, mock.structured_output()).with_latency(mock.latency());
-        self.host.with_provider("mock", Arc::new(mock))
+        tenant.host.with_provider("mock", Arc::new(mock))
     }
 
     /// The observers every call gets: metrics, and then whatever is passed.
@@ -93,6 +96,9 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
     let server = &state.server;
     let pack_limit = usize::try_from(server.max_pack_bytes).unwrap_or(usize::MAX);
     let body_limit = usize::try_from(server.max_body_bytes).unwrap_or(usize::MAX);
+    // Idempotency-Key reads the body before the handler does, so the body
+    // limit goes outside it.
+    let keyed = || axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::keyed);
     Router::new()
         .route("/healthz", get(healthz))
         .route("/v1/facet", get(facet))
@@ -104,22 +110,31 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
         )
         .route(
             "/v1/runs",
-            post(post_run).layer(DefaultBodyLimit::max(body_limit)),
+            post(post_run)
+                .layer::<_, std::convert::Infallible>(keyed())
+                .layer(DefaultBodyLimit::max(body_limit)),
         )
         .route("/v1/runs/{run_id}", get(get_run))
         .route("/v1/runs/{run_id}/events", get(get_events))
         .route(
             "/v1/call",
-            post(post_call).layer(DefaultBodyLimit::max(body_limit)),
+            post(post_call)
+                .layer::<_, std::convert::Infallible>(keyed())
+                .layer(DefaultBodyLimit::max(body_limit)),
         )
         .route(
             "/v1/chat/completions",
-            post(crate::dropin::openai::chat).layer(DefaultBodyLimit::max(body_limit)),
+            post(crate::dropin::openai::chat)
+                .layer::<_, std::convert::Infallible>(keyed())
+                .layer(DefaultBodyLimit::max(body_limit)),
         )
         .route(
             "/v1/messages",
-            post(crate::dropin::anthropic::messages).layer(DefaultBodyLimit::max(body_limit)),
+            post(crate::dropin::anthropic::messages)
+                .layer::<_, std::convert::Infallible>(keyed())
+                .layer(DefaultBodyLimit::max(body_limit)),
         )
+        .route("/v1/budget", get(budget))
         .route("/v1/models", get(crate::dropin::models))
         .route("/metrics", get(metrics))
         .fallback(not_found)
@@ -173,9 +188,18 @@ async fn put_pack(
 
 async fn post_run(
     State(state): Shared,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<RunBody>,
 ) -> Result<Response, ApiError> {
-    runner::start(state, RunRequest::try_from(body)?).await
+    runner::start(state, caller, RunRequest::try_from(body)?).await
+}
+
+async fn budget(
+    State(state): Shared,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    let answer = crate::tenants::budget_answer(&state, &caller).await?;
+    Ok(axum::Json(answer).into_response())
 }
 
 async fn get_run(State(state): Shared, Path(run_id): Path<String>) -> Result<Response, ApiError> {
@@ -220,9 +244,10 @@ pub(crate) async fn load(
 
 async fn post_call(
     State(state): Shared,
+    Extension(caller): Extension<Caller>,
     ApiJson(body): ApiJson<CallBodyJson>,
 ) -> Result<Response, ApiError> {
-    crate::call::serve(&state, CallBody::try_from(body)?).await
+    crate::call::serve(&state, &caller, CallBody::try_from(body)?).await
 }
 
 async fn metrics(State(state): Shared) -> impl IntoResponse {

@@ -1,114 +1,97 @@
-//! The bearer token of `[server] tokenEnv`, and the rule that keeps a
-//! server without one on the loopback interface.
+//! The bearer tokens: `[server] tokenEnv`'s (the admin) and each tenant's,
+//! resolved to the [`Caller`] of every request, and the rule that keeps a
+//! server without any token on the loopback interface.
 
 use crate::dropin::{Api, DropinError};
 use crate::error::{ApiCode, ApiError};
+use crate::tenants::{Caller, Tenant, Tenants};
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
-use subtle::ConstantTimeEq;
 
 /// The paths anyone may read: liveness and discovery.
 const OPEN_PATHS: [&str; 2] = ["/healthz", "/.well-known/openwop"];
 
-/// The token requests must carry, if any.
-#[derive(Clone)]
+/// Who may call: every caller's token, checked on each request.
+#[derive(Debug, Clone)]
 pub struct Auth {
-    token: Option<Arc<str>>,
+    tenants: Arc<Tenants>,
 }
 
-impl std::fmt::Debug for Auth {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Never the token itself.
-        f.debug_struct("Auth")
-            .field("token", &self.token.as_ref().map(|_| "<set>"))
-            .finish()
+/// The admin's token (`[server] tokenEnv`, a variable name; empty for none),
+/// read through `env`, for a server listening on `listen`. A server with no
+/// token at all (no admin's, no tenant's) listens on loopback only.
+pub fn admin_token(
+    token_env: &str,
+    listen: SocketAddr,
+    tenants: usize,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    if token_env.is_empty() {
+        if tenants == 0 && !listen.ip().is_loopback() {
+            return Err(format!(
+                "server.tokenEnv: refusing to listen on {listen} without a bearer token; \
+                 set [server] tokenEnv to a variable holding one, or listen on 127.0.0.1 / [::1]"
+            ));
+        }
+        return Ok(None);
+    }
+    match env(token_env) {
+        Some(token) if !token.trim().is_empty() => Ok(Some(token.trim().to_owned())),
+        _ => Err(format!(
+            "server.tokenEnv: the variable {token_env} holds no token"
+        )),
     }
 }
 
 impl Auth {
-    /// No token: anyone who can connect may call.
-    pub fn open() -> Self {
-        Self { token: None }
+    /// The auth of `tenants`.
+    pub fn new(tenants: Arc<Tenants>) -> Self {
+        Self { tenants }
     }
 
-    /// Requests must carry `Authorization: Bearer <token>`.
-    pub fn bearer(token: &str) -> Self {
-        Self {
-            token: Some(token.into()),
-        }
-    }
-
-    /// The auth of `token_env` (a variable name; empty for none), read
-    /// through `env`, for a server listening on `listen`. Without a token a
-    /// server listens on loopback only.
-    pub fn from_env(
-        token_env: &str,
-        listen: SocketAddr,
-        env: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, String> {
-        if token_env.is_empty() {
-            if !listen.ip().is_loopback() {
-                return Err(format!(
-                    "server.tokenEnv: refusing to listen on {listen} without a bearer token; \
-                     set [server] tokenEnv to a variable holding one, or listen on 127.0.0.1 / [::1]"
-                ));
-            }
-            return Ok(Self::open());
-        }
-        match env(token_env) {
-            Some(token) if !token.trim().is_empty() => Ok(Self::bearer(token.trim())),
-            _ => Err(format!(
-                "server.tokenEnv: the variable {token_env} holds no token"
-            )),
-        }
-    }
-
-    /// Whether `header` (the `Authorization` value) carries the token.
-    fn admits(&self, header: Option<&[u8]>) -> bool {
+    /// The caller whose token `header` (the `Authorization` value) carries.
+    fn bearer(&self, header: Option<&[u8]>) -> Option<&Arc<Tenant>> {
         // The scheme is case-insensitive (RFC 9110 §11.1), the token is not.
         let given = header.and_then(|h| {
             let (scheme, token) = h.split_at_checked(7)?;
             scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
-        });
-        self.admits_token(given)
-    }
-
-    /// Whether `given` (a bare token, as the Anthropic clients send it in
-    /// `x-api-key`) is the token.
-    fn admits_token(&self, given: Option<&[u8]>) -> bool {
-        let Some(token) = &self.token else {
-            return true;
-        };
-        let Some(given) = given else {
-            return false;
-        };
-        // Compared in constant time, so the time taken does not tell how
-        // much of a guess was right.
-        bool::from(given.ct_eq(token.as_bytes()))
+        })?;
+        self.tenants.resolve(given)
     }
 }
 
-/// The middleware: 401 with a JSON error when the token is missing or wrong,
-/// in the shape of the API the path belongs to. `/v1/messages` also takes
-/// the token in `x-api-key`, where the Anthropic clients send it.
+/// The middleware: puts the [`Caller`] on the request, or answers 401 with
+/// a JSON error in the shape of the API the path belongs to when the token
+/// is missing or is nobody's. `/v1/messages` also takes the token in
+/// `x-api-key`, where the Anthropic clients send it.
 pub async fn require_token(
     State(auth): State<Auth>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Result<Response, Response> {
     let path = request.uri().path();
+    if OPEN_PATHS.contains(&path) {
+        return Ok(next.run(request).await);
+    }
     let headers = request.headers();
     let header = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     let api_key = match path {
         "/v1/messages" => headers.get("x-api-key").map(|v| v.as_bytes()),
         _ => None,
     };
-    let admitted = auth.admits(header) || (api_key.is_some() && auth.admits_token(api_key));
-    if OPEN_PATHS.contains(&path) || admitted {
+    let caller = if auth.tenants.open() {
+        Some(auth.tenants.admin())
+    } else {
+        auth.bearer(header)
+            .or_else(|| api_key.and_then(|k| auth.tenants.resolve(k)))
+    };
+    if let Some(caller) = caller {
+        let caller = Caller(caller.clone());
+        request.extensions_mut().insert(caller);
         return Ok(next.run(request).await);
     }
     let mut error = ApiError::new(
@@ -118,18 +101,24 @@ pub async fn require_token(
     if header.is_some() || api_key.is_some() {
         error.message = "the bearer token is not this server's".into();
     }
-    Err(match path {
+    Err(answer_for_path(path, error))
+}
+
+/// `error` in the shape of the API `path` belongs to.
+pub fn answer_for_path(path: &str, error: ApiError) -> Response {
+    match path {
         "/v1/chat/completions" | "/v1/models" => {
             DropinError::from_api(Api::OpenAi, error).into_response()
         }
         "/v1/messages" => DropinError::from_api(Api::Anthropic, error).into_response(),
         _ => error.into_response(),
-    })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use callai_engine::{Host, HostConfig};
 
     fn addr(text: &str) -> SocketAddr {
         text.parse().unwrap()
@@ -138,26 +127,33 @@ mod tests {
     #[test]
     fn without_a_token_only_loopback() {
         let none = |_: &str| None;
-        assert!(Auth::from_env("", addr("127.0.0.1:0"), none).is_ok());
-        assert!(Auth::from_env("", addr("[::1]:0"), none).is_ok());
-        let e = Auth::from_env("", addr("0.0.0.0:8080"), none).unwrap_err();
+        assert_eq!(admin_token("", addr("127.0.0.1:0"), 0, none), Ok(None));
+        assert_eq!(admin_token("", addr("[::1]:0"), 0, none), Ok(None));
+        let e = admin_token("", addr("0.0.0.0:8080"), 0, none).unwrap_err();
         assert!(
             e.contains("server.tokenEnv") && e.contains("0.0.0.0:8080"),
             "{e}"
         );
-        let e = Auth::from_env("TOKEN", addr("127.0.0.1:0"), none).unwrap_err();
+        // Tenants carry tokens of their own: every request needs one.
+        assert_eq!(admin_token("", addr("0.0.0.0:8080"), 1, none), Ok(None));
+        let e = admin_token("TOKEN", addr("127.0.0.1:0"), 0, none).unwrap_err();
         assert!(e.contains("TOKEN"), "{e}");
         let some = |_: &str| Some("s3cret".to_owned());
-        assert!(Auth::from_env("TOKEN", addr("0.0.0.0:8080"), some).is_ok());
+        assert_eq!(
+            admin_token("TOKEN", addr("0.0.0.0:8080"), 0, some),
+            Ok(Some("s3cret".into()))
+        );
     }
 
     #[test]
     fn the_token_must_match_exactly() {
-        let auth = Auth::bearer("s3cret");
+        let host = Host::builder(HostConfig::default()).build().unwrap();
+        let tenants = Tenants::new(&host, Some("s3cret"), &Default::default(), &|_| None).unwrap();
+        let auth = Auth::new(Arc::new(tenants));
         // Issue 22 #17: the scheme in any case.
         for right in [&b"Bearer s3cret"[..], b"bearer s3cret", b"BEARER s3cret"] {
             assert!(
-                auth.admits(Some(right)),
+                auth.bearer(Some(right)).is_some(),
                 "{:?}",
                 String::from_utf8_lossy(right)
             );
@@ -172,13 +168,12 @@ mod tests {
             b"",
         ] {
             assert!(
-                !auth.admits(Some(wrong)),
+                auth.bearer(Some(wrong)).is_none(),
                 "{:?}",
                 String::from_utf8_lossy(wrong)
             );
         }
-        assert!(!auth.admits(None));
-        assert!(Auth::open().admits(None));
+        assert!(auth.bearer(None).is_none());
         assert!(!format!("{auth:?}").contains("s3cret"));
     }
 }

@@ -6,6 +6,7 @@ use crate::answer::CallAnswer;
 use crate::app::AppState;
 use crate::body::CallBody;
 use crate::error::{ApiCode, ApiError};
+use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
 use callai_engine::wire::{CallError, CallResult};
@@ -24,21 +25,38 @@ pub struct Settled {
     pub outcome: Result<CallResult, CallError>,
     /// The call's events, when asked for.
     pub events: Option<Vec<Event>>,
+    /// The caller's budget as the call left it, when it has one.
+    pub budget: Option<Arc<TenantBudget>>,
+}
+
+impl Settled {
+    /// The `x-callai-budget-remaining-*` headers, when the caller has a budget.
+    pub fn budget_headers(&self) -> axum::http::HeaderMap {
+        self.budget
+            .as_ref()
+            .map(|b| b.headers())
+            .unwrap_or_default()
+    }
 }
 
 /// Serves one call: `POST /v1/call`'s answer.
-pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiError> {
-    let settled = settle(state, call, None).await?;
+pub async fn serve(
+    state: &AppState,
+    caller: &Caller,
+    call: CallBody,
+) -> Result<Response, ApiError> {
+    let settled = settle(state, caller, call, None).await?;
+    let headers = settled.budget_headers();
     let events = settled.events;
     match settled.outcome {
-        Ok(result) => Ok(axum::Json(CallAnswer { result, events }).into_response()),
+        Ok(result) => Ok((headers, axum::Json(CallAnswer { result, events })).into_response()),
         Err(error) => {
             let e = ApiError::from_call(&error);
             let mut body = e.body();
             if let Some(events) = events {
                 body["events"] = json!(events);
             }
-            Ok((e.status(), axum::Json(body)).into_response())
+            Ok((e.status(), headers, axum::Json(body)).into_response())
         }
     }
 }
@@ -51,9 +69,11 @@ pub async fn serve(state: &AppState, call: CallBody) -> Result<Response, ApiErro
 /// when there is a sink.
 pub async fn settle(
     state: &AppState,
+    caller: &Caller,
     call: CallBody,
     deltas: Option<DeltaSink>,
 ) -> Result<Settled, ApiError> {
+    let host = &caller.0.host;
     if call.script.is_some() {
         let provider = call
             .provider
@@ -62,7 +82,7 @@ pub async fn settle(
         // A provider the host does not have, or its policy refuses, is the
         // engine's to refuse (validation_error on provider, policy_denied),
         // as `callai run` does; a script is refused only for one it calls.
-        if provider != "mock" && state.host.allowed_providers().contains(&provider) {
+        if provider != "mock" && host.allowed_providers().contains(&provider) {
             return Err(ApiError::invalid(
                 "script",
                 format!("a script is for the mock provider; this call goes to {provider:?}"),
@@ -87,9 +107,17 @@ pub async fn settle(
     }
     let events = EventLog::new();
     let node_id = call.node_id.as_deref().unwrap_or(DEFAULT_NODE_ID);
-    let mut session = RunSession::new(state.host_with(call.script), node_id, Journal::live())
-        .with_observer(Arc::new(observers))
-        .with_events(events.clone());
+    let mut session = RunSession::new(
+        state.host_for(&caller.0, call.script),
+        node_id,
+        Journal::live(),
+    )
+    .with_observer(Arc::new(observers))
+    .with_events(events.clone());
+    let budget = TenantBudget::of(state, caller);
+    if let Some(budget) = &budget {
+        session = session.with_budget(budget.clone());
+    }
     if let Some(deltas) = deltas {
         session = session.with_deltas(deltas);
     }
@@ -105,7 +133,11 @@ pub async fn settle(
     state.report_load();
     let events = call.events.then(|| events.snapshot());
     match outcome {
-        Some(Ok(outcome)) => Ok(Settled { outcome, events }),
+        Some(Ok(outcome)) => Ok(Settled {
+            outcome,
+            events,
+            budget,
+        }),
         Some(Err(RunError::Limit { key, message })) => Err(ApiError::over_limit(
             ApiCode::LimitExceeded,
             key,

@@ -6,6 +6,7 @@ use crate::admission::Ticket;
 use crate::app::AppState;
 use crate::runner::Work;
 use crate::runs::RunEntry;
+use crate::tenants::Caller;
 use callai_engine::events::Event;
 use callai_engine::runlog::{Fence, Lease, RecordedRun, RunStatus};
 use callai_engine::{Journal, MockScript, RunLogError};
@@ -108,6 +109,20 @@ async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: Recorde
         Ok(pack) => pack,
         Err(e) => return fail(e.message).await,
     };
+    // The run's calls stay held to its tenant's budget; a tenant this host
+    // does not know any more fails the run rather than run it unbudgeted.
+    let tenant = match spec.tenant.as_deref() {
+        None => state.tenants.admin().clone(),
+        Some(name) => match state.tenants.by_name(name) {
+            Some(tenant) => tenant.clone(),
+            None => {
+                return fail(format!(
+                    "its tenant {name:?} is not configured on this host"
+                ))
+                .await;
+            }
+        },
+    };
     let entry = Arc::new(RunEntry::new(
         run_id.clone(),
         spec.pack.clone(),
@@ -119,6 +134,7 @@ async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: Recorde
     let work = Work {
         state: state.clone(),
         entry,
+        caller: Caller(tenant),
         pack,
         input: spec.input,
         script,

@@ -33,6 +33,14 @@ pub enum ApiCode {
     ShuttingDown,
     /// The server holds as many uploaded packs as it keeps.
     TooManyPacks,
+    /// The call's worst case does not fit what is left of the caller's
+    /// budget: refused before any request.
+    BudgetExceeded,
+    /// The caller's budget could not be checked (its database failed):
+    /// refused before any request, try again.
+    BudgetUnavailable,
+    /// An `Idempotency-Key` sent again with another body.
+    IdempotencyMismatch,
     /// A fault of this host, never of the request.
     Internal,
 }
@@ -52,6 +60,9 @@ impl ApiCode {
             Self::Overloaded => "overloaded",
             Self::ShuttingDown => "shutting_down",
             Self::TooManyPacks => "too_many_packs",
+            Self::BudgetExceeded => "budget_exceeded",
+            Self::BudgetUnavailable => "budget_unavailable",
+            Self::IdempotencyMismatch => "idempotency_mismatch",
             Self::Internal => "internal",
         }
     }
@@ -71,6 +82,9 @@ impl ApiCode {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Overloaded | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyPacks => StatusCode::INSUFFICIENT_STORAGE,
+            Self::BudgetExceeded => StatusCode::TOO_MANY_REQUESTS,
+            Self::BudgetUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::IdempotencyMismatch => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -166,10 +180,26 @@ impl ApiError {
         self
     }
 
-    /// A failed ctx.callAI call, as `/v1/call` answers it.
+    /// A failed ctx.callAI call, as `/v1/call` answers it. A refusal of
+    /// the caller's budget (`policy_denied` with `details.reason`, as a
+    /// pack sees it) is `budget_exceeded` (429), or `budget_unavailable`
+    /// (503) when the budget could not be checked.
     pub fn from_call(error: &CallError) -> Self {
-        let mut e = Self::new(ApiCode::Call(error.code), error.message.clone());
+        let reason = error
+            .details
+            .as_ref()
+            .and_then(|d| d.get("reason"))
+            .and_then(Value::as_str);
+        let code = match (error.code, reason) {
+            (ErrorCode::PolicyDenied, Some("budget_exceeded")) => ApiCode::BudgetExceeded,
+            (ErrorCode::PolicyDenied, Some("budget_unavailable")) => ApiCode::BudgetUnavailable,
+            (code, _) => ApiCode::Call(code),
+        };
+        let mut e = Self::new(code, error.message.clone());
         e.details = error.details.clone();
+        if code == ApiCode::BudgetUnavailable {
+            e.retry_after = Some(1);
+        }
         e
     }
 
@@ -230,6 +260,10 @@ mod tests {
         }
         let e = ApiError::from_call(&CallError::validation("retry.maxAttempts", "bad"));
         assert_eq!(e.body()["error"]["details"]["field"], "retry.maxAttempts");
+        let e = ApiError::from_call(&callai_engine::budget::budget_exceeded("requests", 1, 3));
+        assert_eq!(e.status().as_u16(), 429);
+        assert_eq!(e.body()["error"]["code"], "budget_exceeded");
+        assert_eq!(e.body()["error"]["details"]["budget"], "requests");
     }
 
     #[test]

@@ -36,6 +36,7 @@ mod discovery;
 mod dropin;
 mod durable;
 mod error;
+mod idempotency;
 mod listen;
 mod metrics;
 mod open_log;
@@ -43,6 +44,7 @@ mod packs;
 mod retention;
 mod runner;
 mod runs;
+mod tenants;
 
 pub use config::Config;
 pub use durable::remaining_script;
@@ -64,6 +66,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tenants::Tenants;
 use tokio_util::task::TaskTracker;
 
 /// Where the environment is read (the token, API keys, OTLP variables).
@@ -163,7 +166,11 @@ impl Server {
                 .map_err(|m| setup(format!("server.listen: {m}")))?,
         };
         let env = options.env.clone();
-        let auth = Auth::from_env(&config.server.token_env, addr, |k| env(k)).map_err(setup)?;
+        let admin_token =
+            auth::admin_token(&config.server.token_env, addr, config.tenants.len(), |k| {
+                env(k)
+            })
+            .map_err(setup)?;
         let telemetry = Telemetry::from_config(&config.telemetry, |k| env(k))
             .map_err(|e| setup(e.to_string()))?;
         let runlog_url = options
@@ -200,8 +207,19 @@ impl Server {
         if let Some(dir) = &options.packs_dir {
             packs.add_dir(dir).await.map_err(setup)?;
         }
+        let tenants = Tenants::new(&host, admin_token.as_deref(), &config.tenants, &|k| env(k))
+            .map_err(|e| setup(e.to_string()))?;
+        if let Some(name) = tenants.budgeted().next()
+            && runlog.is_none()
+        {
+            return Err(setup(format!(
+                "tenants.{name}.budget: budgets are kept in the run log; set [runlog] url (or --runlog)"
+            )));
+        }
+        let tenants = Arc::new(tenants);
+        let auth = Auth::new(tenants.clone());
         let limits = &config.limits;
-        let metrics = Arc::new(Metrics::new(host.providers().names()));
+        let metrics = Arc::new(Metrics::new(host.providers().names(), tenants.names()));
         let state = Arc::new(AppState {
             host,
             packs,
@@ -217,6 +235,7 @@ impl Server {
             host_id: host_id(),
             server: config.server.clone(),
             runlog_config: config.runlog.clone(),
+            tenants,
         });
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -50,7 +50,23 @@ pub struct Metrics {
     compiles_waiting: Gauge,
     packs_compiled: Gauge,
     client_retries: Family<EndpointLabel, Counter>,
+    budget_spent: Family<SpendLabels, Counter>,
+    budget_refused: Family<TenantLabel, Counter>,
 }
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SpendLabels {
+    tenant: String,
+    kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TenantLabel {
+    tenant: String,
+}
+
+/// The `kind` label of `callai_budget_spent_total`, per budget key.
+const SPEND_KINDS: [&str; 3] = ["requests", "output_tokens", "input_tokens"];
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct EndpointLabel {
@@ -60,8 +76,13 @@ struct EndpointLabel {
 impl Metrics {
     /// Every family registered, and every series a dashboard looks for at
     /// zero: runs by status, calls by outcome, requests by provider (of
-    /// `providers`) and reason, output tokens by provider.
-    pub fn new<'a>(providers: impl IntoIterator<Item = &'a str>) -> Self {
+    /// `providers`) and reason, output tokens by provider, budgets spent
+    /// and refused by tenant (of `tenants`; they are configured, so the
+    /// label is bounded).
+    pub fn new<'a>(
+        providers: impl IntoIterator<Item = &'a str>,
+        tenants: impl IntoIterator<Item = &'a str>,
+    ) -> Self {
         let mut registry = Registry::default();
         let runs = Family::<StatusLabel, Counter>::default();
         let calls = Family::<OutcomeLabel, Counter>::default();
@@ -78,6 +99,29 @@ impl Metrics {
         let compiles_waiting = Gauge::default();
         let packs_compiled = Gauge::default();
         let client_retries = Family::<EndpointLabel, Counter>::default();
+        let budget_spent = Family::<SpendLabels, Counter>::default();
+        let budget_refused = Family::<TenantLabel, Counter>::default();
+        registry.register(
+            "callai_budget_spent",
+            "What tenants' settled calls were charged, by tenant and kind (requests, output_tokens, input_tokens)",
+            budget_spent.clone(),
+        );
+        registry.register(
+            "callai_budget_refused",
+            "Calls refused before any request because their worst case did not fit the tenant's budget",
+            budget_refused.clone(),
+        );
+        for tenant in tenants {
+            for kind in SPEND_KINDS {
+                let _ = budget_spent.get_or_create(&SpendLabels {
+                    tenant: tenant.to_owned(),
+                    kind,
+                });
+            }
+            let _ = budget_refused.get_or_create(&TenantLabel {
+                tenant: tenant.to_owned(),
+            });
+        }
         // prometheus-client adds `_total` to counters.
         registry.register("callai_runs", "Node runs, by how they ended", runs.clone());
         registry.register(
@@ -166,7 +210,31 @@ impl Metrics {
             compiles_waiting,
             packs_compiled,
             client_retries,
+            budget_spent,
+            budget_refused,
         }
+    }
+
+    /// A tenant's settled call was charged `spent`.
+    pub fn budget_spent(&self, tenant: &str, spent: &callai_engine::budget::Spend) {
+        let amounts = [spent.requests, spent.output_tokens, spent.input_tokens];
+        for (kind, amount) in SPEND_KINDS.into_iter().zip(amounts) {
+            self.budget_spent
+                .get_or_create(&SpendLabels {
+                    tenant: tenant.to_owned(),
+                    kind,
+                })
+                .inc_by(amount);
+        }
+    }
+
+    /// A tenant's call was refused: its worst case did not fit.
+    pub fn budget_refused(&self, tenant: &str) {
+        self.budget_refused
+            .get_or_create(&TenantLabel {
+                tenant: tenant.to_owned(),
+            })
+            .inc();
     }
 
     /// A client sent a request again on its own, to `endpoint`.
@@ -302,7 +370,7 @@ mod tests {
 
     #[test]
     fn requests_tokens_calls_and_runs_are_counted() {
-        let metrics = Arc::new(Metrics::new(["mock"]));
+        let metrics = Arc::new(Metrics::new(["mock"], ["admin"]));
         let observer = MetricsObserver(metrics.clone());
         let mut watch = observer.call_started(&CallStart {
             node_id: "n",

@@ -9,8 +9,10 @@ use crate::app::AppState;
 use crate::body::RunRequest;
 use crate::error::ApiError;
 use crate::runs::{self, CallCounter, RunEntry, run_error_json};
+use crate::tenants::{Caller, TenantBudget};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use callai_engine::budget::SharedBudget;
 use callai_engine::runlog::{Fence, Lease, RunSpec, RunStatus};
 use callai_engine::{Journal, MockScript, Recording, RunError, RunLogError};
 use callai_host::{Pack, RunOptions, RunOutput};
@@ -21,7 +23,11 @@ use tokio_util::sync::CancellationToken;
 
 /// Starts the run `request` asks for; answers when it ends, or at once
 /// (`202`) when the caller does not wait.
-pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response, ApiError> {
+pub async fn start(
+    state: Arc<AppState>,
+    caller: Caller,
+    request: RunRequest,
+) -> Result<Response, ApiError> {
     let info = state
         .packs
         .get(&request.pack)
@@ -32,7 +38,7 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
             "a durable run needs a run log ([runlog] url or --runlog)",
         ));
     }
-    if request.script.is_some() && !state.config().provider_allowed("mock") {
+    if request.script.is_some() && !caller.0.host.config().provider_allowed("mock") {
         return Err(ApiError::invalid(
             "script",
             "the mock provider is not allowed by this host's policy",
@@ -58,6 +64,7 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
         sha256: info.sha256.clone(),
         input: request.input.clone(),
         script: script_text.clone(),
+        tenant: (caller.0.name != crate::tenants::ADMIN).then(|| caller.0.name.clone()),
     };
     let begun = begin(&state, &entry, &spec, request.durable, &info.source).await;
     let (journal, lease) = match begun {
@@ -71,6 +78,7 @@ pub async fn start(state: Arc<AppState>, request: RunRequest) -> Result<Response
     let work = Work {
         state: state.clone(),
         entry: entry.clone(),
+        caller,
         pack,
         input: request.input.clone(),
         script,
@@ -154,6 +162,8 @@ fn new_run_id() -> String {
 pub(crate) struct Work {
     pub state: Arc<AppState>,
     pub entry: Arc<RunEntry>,
+    /// Whose run it is: its policy and budget.
+    pub caller: Caller,
     pub pack: Pack,
     pub input: String,
     pub script: Option<MockScript>,
@@ -201,8 +211,9 @@ impl Work {
             journal,
             observer: Some(Arc::new(observers)),
             events: Some(entry.events.clone()),
+            budget: TenantBudget::of(state, &self.caller).map(|b| b as SharedBudget),
         };
-        let host = state.host_with(self.script.clone());
+        let host = state.host_for(&self.caller.0, self.script.clone());
         let run = self
             .pack
             .run_with(&host, &entry.node_id, &self.input, options);

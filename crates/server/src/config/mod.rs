@@ -8,10 +8,12 @@
 //! | `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]`, `[limits]` | callai-engine ([`HostConfig`]) |
 //! | `[providers.NAME]` | callai-providers |
 //! | `[telemetry]` | callai-telemetry |
-//! | `[server]`, `[runlog]`, `[cache]` | this crate |
+//! | `[server]`, `[runlog]`, `[cache]`, `[tenants.NAME]` | this crate |
 
 mod sections;
 
+pub use crate::tenants::{BudgetConfig, TenantConfig, TenantsConfig};
+pub(crate) use sections::is_env_name;
 pub use sections::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
 
 use callai_engine::config::{
@@ -50,6 +52,8 @@ pub struct Config {
     pub runlog: RunLogConfig,
     /// `[cache]`
     pub cache: CacheConfig,
+    /// `[tenants.NAME]`, by name.
+    pub tenants: TenantsConfig,
 }
 
 impl Config {
@@ -70,6 +74,7 @@ impl Config {
         self.telemetry.validate()?;
         self.server.validate()?;
         self.cache.validate()?;
+        crate::tenants::validate(&self.tenants)?;
         self.runlog.validate()
     }
 

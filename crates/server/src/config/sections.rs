@@ -129,7 +129,7 @@ pub fn parse_listen(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
-fn is_env_name(name: &str) -> bool {
+pub(crate) fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
@@ -178,6 +178,8 @@ pub struct RunLogConfig {
     /// The most one run may record (its calls, events and each distinct
     /// schema once); a call that would pass it fails the run, naming it.
     pub max_run_bytes: u64,
+    /// How long a settled `Idempotency-Key` answers its repeats.
+    pub idempotency_hours: u32,
 }
 
 impl Default for RunLogConfig {
@@ -187,6 +189,7 @@ impl Default for RunLogConfig {
             lease_ms: 10_000,
             keep_days: 30,
             max_run_bytes: 64 << 20,
+            idempotency_hours: 24,
         }
     }
 }
@@ -207,6 +210,17 @@ impl RunLogConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
         in_range("runlog.leaseMs", self.lease_ms, 100, 3_600_000)?;
         in_range("runlog.keepDays", self.keep_days.into(), 0, 36_500)?;
-        in_range("runlog.maxRunBytes", self.max_run_bytes, 4096, 1 << 40)
+        in_range("runlog.maxRunBytes", self.max_run_bytes, 4096, 1 << 40)?;
+        in_range(
+            "runlog.idempotencyHours",
+            self.idempotency_hours.into(),
+            1,
+            8760,
+        )
+    }
+
+    /// `idempotencyHours` as a duration.
+    pub fn idempotency_keep(&self) -> Duration {
+        Duration::from_secs(u64::from(self.idempotency_hours) * 3600)
     }
 }

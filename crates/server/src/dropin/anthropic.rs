@@ -10,6 +10,7 @@ use super::{
     answer_text, attempts_headers, sse,
 };
 use crate::app::AppState;
+use crate::tenants::Caller;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -207,6 +208,7 @@ fn usage(result: &CallResult) -> Value {
 /// `POST /v1/messages`.
 pub async fn messages(
     State(state): State<Arc<AppState>>,
+    axum::Extension(caller): axum::Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, DropinError> {
@@ -222,12 +224,13 @@ pub async fn messages(
             model: answer_model(&state, &mapped.wire, &CallResult::default()),
             start_usage: json!({"input_tokens": 0, "output_tokens": 0}),
         };
-        return super::streaming::relay(state.clone(), api, call, framer).await;
+        return super::streaming::relay(state.clone(), caller, api, call, framer).await;
     }
-    let result = super::settle(&state, api, &headers, &mut mapped).await?;
+    let (result, budget) = super::settle(&state, &caller, api, &headers, &mut mapped).await?;
     let model = answer_model(&state, &mapped.wire, &result);
     let id = answer_id("msg_");
-    let headers = attempts_headers(&result);
+    let mut headers = attempts_headers(&result);
+    headers.extend(budget);
     if mapped.streaming != Streaming::Off {
         let mut start_usage = usage(&result);
         start_usage["output_tokens"] = json!(0);

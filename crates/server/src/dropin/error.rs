@@ -25,6 +25,9 @@ pub struct DropinError {
     /// The request field it names, in the API's own words (`model`,
     /// `messages[0].content`, `retry.maxAttempts`).
     pub param: Option<String>,
+    /// Headers the answer carries besides its own (the caller's budget);
+    /// boxed, as most errors have none.
+    pub extra: Option<Box<axum::http::HeaderMap>>,
 }
 
 impl DropinError {
@@ -35,6 +38,7 @@ impl DropinError {
             api,
             error: ApiError::invalid(&param, message),
             param: Some(param),
+            extra: None,
         }
     }
 
@@ -46,7 +50,12 @@ impl DropinError {
             .and_then(|d| d.get("field"))
             .and_then(Value::as_str)
             .map(str::to_owned);
-        Self { api, error, param }
+        Self {
+            api,
+            error,
+            param,
+            extra: None,
+        }
     }
 
     /// A failed call; a field of the ctx.callAI request it names is named
@@ -116,6 +125,9 @@ impl IntoResponse for DropinError {
         let status = self.status();
         let mut response = (status, axum::Json(self.body())).into_response();
         let headers = response.headers_mut();
+        if let Some(extra) = &self.extra {
+            headers.extend(extra.as_ref().clone());
+        }
         let retry = match status.as_u16() {
             503 => "true",
             _ => "false",

@@ -19,6 +19,7 @@ pub use error::DropinError;
 use crate::app::AppState;
 use crate::body::CallBody;
 use crate::call::{self, Settled};
+use crate::tenants::Caller;
 use axum::http::{HeaderMap, HeaderValue};
 use axum::response::IntoResponse;
 use callai_engine::wire::{Attempts, CallResult, FinishReason, StructuredOutput};
@@ -97,6 +98,30 @@ pub fn read_body<T: serde::de::DeserializeOwned>(
         .map_err(|e| DropinError::from_api(api, e))
 }
 
+/// Counts the request if it is a client's own retry (the OpenAI and
+/// Anthropic SDKs say so in `x-stainless-retry-count`), on top of the
+/// host's: so that nested retries show (the docs say to set
+/// `max_retries=0`).
+pub fn count_client_retry(state: &AppState, api: Api, headers: &HeaderMap) {
+    let resent = headers
+        .get("x-stainless-retry-count")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > 0);
+    if resent {
+        state.metrics.client_retry(api.endpoint());
+    }
+}
+
+/// The API of a drop-in path.
+pub fn api_of(path: &str) -> Option<Api> {
+    match path {
+        "/v1/chat/completions" => Some(Api::OpenAi),
+        "/v1/messages" => Some(Api::Anthropic),
+        _ => None,
+    }
+}
+
 /// The provider and model a drop-in `model` names: `PROVIDER/MODEL`, or a
 /// provider alone (its configured model).
 pub fn resolve_model(
@@ -169,16 +194,7 @@ pub fn prepare(
     headers: &HeaderMap,
     mapped: &mut Mapped,
 ) -> Result<CallBody, DropinError> {
-    let resent = headers
-        .get("x-stainless-retry-count")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .is_some_and(|n| n > 0);
-    if resent {
-        // The client's own retry, on top of the host's: counted, so that
-        // nested retries show (the docs say to set max_retries=0).
-        state.metrics.client_retry(api.endpoint());
-    }
+    count_client_retry(state, api, headers);
     let (provider, model) = resolve_model(state, api, &mapped.model)?;
     mapped
         .wire
@@ -223,28 +239,38 @@ pub fn prepare(
 }
 
 /// Runs a prepared call through the engine, its text streamed to `deltas`
-/// when given.
+/// when given; the result with the caller's budget headers.
 pub async fn run(
     state: &AppState,
+    caller: &Caller,
     api: Api,
     call: CallBody,
     deltas: Option<DeltaSink>,
-) -> Result<CallResult, DropinError> {
-    let Settled { outcome, .. } = call::settle(state, call, deltas)
+) -> Result<(CallResult, HeaderMap), DropinError> {
+    let settled: Settled = call::settle(state, caller, call, deltas)
         .await
         .map_err(|e| DropinError::from_api(api, e))?;
-    outcome.map_err(|e| DropinError::from_call(api, &e))
+    let budget = settled.budget_headers();
+    match settled.outcome {
+        Ok(result) => Ok((result, budget)),
+        Err(e) => {
+            let mut error = DropinError::from_call(api, &e);
+            error.extra = (!budget.is_empty()).then(|| Box::new(budget));
+            Err(error)
+        }
+    }
 }
 
 /// Runs a mapped call to its end.
 pub async fn settle(
     state: &AppState,
+    caller: &Caller,
     api: Api,
     headers: &HeaderMap,
     mapped: &mut Mapped,
-) -> Result<CallResult, DropinError> {
+) -> Result<(CallResult, HeaderMap), DropinError> {
     let call = prepare(state, api, headers, mapped)?;
-    run(state, api, call, None).await
+    run(state, caller, api, call, None).await
 }
 
 /// The `callai` extension of an answer: `{"attempts": {...}}`.

@@ -9,6 +9,7 @@ use super::{
     answer_text, attempts_headers, openai_finish, sse, unix_now,
 };
 use crate::app::AppState;
+use crate::tenants::Caller;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -298,6 +299,7 @@ fn usage(result: &CallResult) -> Option<ChatUsage> {
 /// `POST /v1/chat/completions`.
 pub async fn chat(
     State(state): State<Arc<AppState>>,
+    axum::Extension(caller): axum::Extension<Caller>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, DropinError> {
@@ -316,11 +318,12 @@ pub async fn chat(
         let call = super::prepare(&state, api, &headers, &mut mapped)?;
         let model = answer_model(&state, &mapped.wire, &CallResult::default());
         let framer = framer(model, include_usage);
-        return super::streaming::relay(state.clone(), api, call, framer).await;
+        return super::streaming::relay(state.clone(), caller, api, call, framer).await;
     }
-    let result = super::settle(&state, api, &headers, &mut mapped).await?;
+    let (result, budget) = super::settle(&state, &caller, api, &headers, &mut mapped).await?;
     let model = answer_model(&state, &mapped.wire, &result);
-    let headers = attempts_headers(&result);
+    let mut headers = attempts_headers(&result);
+    headers.extend(budget);
     if let Streaming::On { include_usage } = mapped.streaming {
         let frames = super::streaming::settled(framer(model, include_usage), &result);
         return Ok((headers, sse::body(frames)).into_response());

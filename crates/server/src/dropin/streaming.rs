@@ -10,6 +10,7 @@ use super::sse::{self, Frame};
 use super::{Api, DropinError, run};
 use crate::app::AppState;
 use crate::body::CallBody;
+use crate::tenants::Caller;
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use callai_engine::DeltaSink;
@@ -39,6 +40,7 @@ enum Piece {
 /// Runs `call` with its text relayed to the client by `framer`.
 pub async fn relay(
     state: Arc<AppState>,
+    caller: Caller,
     api: Api,
     call: CallBody,
     mut framer: impl Framer,
@@ -53,8 +55,8 @@ pub async fn relay(
     state.tasks.spawn(async move {
         let gone = tx.clone();
         tokio::select! {
-            end = run(&task_state, api, call, Some(sink)) => {
-                let _ = tx.send(Piece::End(end));
+            end = run(&task_state, &caller, api, call, Some(sink)) => {
+                let _ = tx.send(Piece::End(end.map(|(result, _)| result)));
             }
             // The client went away: dropping the call cancels its request.
             () = gone.closed() => {}

@@ -1,0 +1,280 @@
+//! `Idempotency-Key` on `/v1/call`, `/v1/chat/completions`, `/v1/messages`
+//! and `POST /v1/runs`: the first request with a key runs and its answer is
+//! kept in the run log (`[runlog] idempotencyHours`); a repeat of a settled
+//! key gets that answer byte for byte, with no provider request and no
+//! budget charge; a repeat while the first is in flight waits for it; the
+//! same key with another body is `422`. Keys are the caller's own: two
+//! tenants' keys never meet.
+
+use crate::app::AppState;
+use crate::auth::answer_for_path;
+use crate::error::{ApiCode, ApiError};
+use crate::tenants::Caller;
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::Response;
+use callai_engine::budget::{KeyClaim, KeyState, StoredAnswer};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The header.
+const HEADER: &str = "idempotency-key";
+/// Set on an answer served from the log.
+const REPLAYED: &str = "idempotent-replayed";
+/// The longest key (Stripe's and the IETF draft's practice).
+const MAX_KEY: usize = 255;
+/// The most of an answer kept for its repeats; a longer one is answered
+/// but not kept (its key is released).
+const MAX_KEPT: usize = 64 << 20;
+
+/// Answers that are not a settled outcome and must not be repeated: the
+/// body did not arrive, the budget was full, the host failed or was full.
+fn kept(status: StatusCode) -> bool {
+    !matches!(status.as_u16(), 408 | 429 | 500 | 503)
+}
+
+/// The middleware.
+pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+    let Some(value) = request.headers().get(HEADER) else {
+        return next.run(request).await;
+    };
+    let path = request.uri().path().to_owned();
+    let refuse =
+        |message: String| answer_for_path(&path, ApiError::invalid("Idempotency-Key", message));
+    let key = match value.to_str() {
+        Ok(key) if !key.is_empty() && key.len() <= MAX_KEY => key.to_owned(),
+        _ => return refuse(format!("must be 1 to {MAX_KEY} visible ASCII characters")),
+    };
+    let Some(log) = state.runlog.clone() else {
+        return refuse("this host keeps no run log ([runlog] url), so it keeps no keys".into());
+    };
+    if log.ledger().is_none() {
+        return refuse("this host's run log keeps no keys".into());
+    }
+    let caller = request
+        .extensions()
+        .get::<Caller>()
+        .cloned()
+        .unwrap_or_else(|| Caller(state.tenants.admin().clone()));
+    let (parts, body) = request.into_parts();
+    let probe = Request::from_parts(parts.clone(), body);
+    let bytes =
+        match crate::body::bytes(Bytes::from_request(probe, &()).await, "server.maxBodyBytes") {
+            Ok(bytes) => bytes,
+            Err(e) => return answer_for_path(&path, e),
+        };
+    let mut digest = Sha256::new();
+    digest.update(path.as_bytes());
+    digest.update([0]);
+    digest.update(&bytes);
+    let sha = hex::encode(digest.finalize());
+    let ttl = Duration::from_millis(state.config().limits.wall_ms) + state.runlog_config.lease();
+    let claim = KeyClaim {
+        tenant: &caller.0.name,
+        key: &key,
+        request_sha256: &sha,
+        owner: &state.host_id,
+        ttl,
+        keep: state.runlog_config.idempotency_keep(),
+    };
+    let ledger = log.ledger().expect("checked above");
+    let mut wait = Duration::from_millis(10);
+    loop {
+        match ledger.claim_key(&claim).await {
+            Ok(KeyState::Claimed) => break,
+            Ok(KeyState::Answered(answer)) => {
+                // A client's own retry answered here is still one.
+                if let Some(api) = crate::dropin::api_of(&path) {
+                    crate::dropin::count_client_retry(&state, api, &parts.headers);
+                }
+                return replay(answer);
+            }
+            Ok(KeyState::Mismatch) => {
+                let e = ApiError::new(
+                    ApiCode::IdempotencyMismatch,
+                    format!(
+                        "Idempotency-Key {key:?} was sent with another request; a key names one request"
+                    ),
+                )
+                .with_detail("field", "Idempotency-Key");
+                return answer_for_path(&path, e);
+            }
+            // The first request with the key is still going on: its answer
+            // is this one's. Its claim lapses if its host dies.
+            Ok(KeyState::Running) => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(250));
+            }
+            Err(e) => return answer_for_path(&path, ApiError::internal(e.to_string())),
+        }
+    }
+    let held = Held {
+        state: state.clone(),
+        tenant: caller.0.name.clone(),
+        key,
+        armed: true,
+    };
+    let response = next
+        .run(Request::from_parts(parts, Body::from(bytes)))
+        .await;
+    if !kept(response.status()) {
+        held.release();
+        return response;
+    }
+    let streamed = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let (parts, body) = response.into_parts();
+    let status = parts.status.as_u16();
+    let headers = kept_headers(&parts.headers);
+    if streamed {
+        return Response::from_parts(parts, tee(body, held, status, headers));
+    }
+    match axum::body::to_bytes(body, MAX_KEPT).await {
+        Ok(bytes) => {
+            held.keep(StoredAnswer {
+                status,
+                headers,
+                body: bytes.to_vec(),
+            })
+            .await;
+            Response::from_parts(parts, Body::from(bytes))
+        }
+        Err(e) => {
+            held.release();
+            answer_for_path(
+                &path,
+                ApiError::internal(format!("the answer could not be kept: {e}")),
+            )
+        }
+    }
+}
+
+/// The headers a repeat gets again: all but those of the connection and
+/// the framing.
+fn kept_headers(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| {
+            !matches!(
+                name.as_str(),
+                "content-length" | "transfer-encoding" | "connection" | "date" | "keep-alive"
+            )
+        })
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect()
+}
+
+/// A kept answer, sent again.
+fn replay(answer: StoredAnswer) -> Response {
+    let mut response = Response::new(Body::from(answer.body));
+    *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
+    let headers = response.headers_mut();
+    for (name, value) in answer.headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::try_from(value)) {
+            headers.append(name, value);
+        }
+    }
+    headers.insert(REPLAYED, HeaderValue::from_static("true"));
+    response
+}
+
+/// A claimed key: answered when its answer is kept, released when its
+/// request ends without one (dropped, refused, cut short).
+struct Held {
+    state: Arc<AppState>,
+    tenant: String,
+    key: String,
+    armed: bool,
+}
+
+impl Held {
+    async fn keep(mut self, answer: StoredAnswer) {
+        self.armed = false;
+        let Some(ledger) = self.state.runlog.as_ref().and_then(|l| l.ledger()) else {
+            return;
+        };
+        if let Err(e) = ledger.answer_key(&self.tenant, &self.key, &answer).await {
+            eprintln!(
+                "callai serve: cannot keep the answer of Idempotency-Key {:?}: {e}",
+                self.key
+            );
+            let _ = ledger.release_key(&self.tenant, &self.key).await;
+        }
+    }
+
+    fn release(self) {
+        // Drop does it.
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        if !self.armed {
+            return;
+        }
+        let (state, tenant, key) = (self.state.clone(), self.tenant.clone(), self.key.clone());
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Some(ledger) = state.runlog.as_ref().and_then(|l| l.ledger()) {
+                    let _ = ledger.release_key(&tenant, &key).await;
+                }
+            });
+        }
+    }
+}
+
+/// A streamed answer, passed on as it goes and kept once it has ended; a
+/// stream dropped before its end (the client went away) releases the key.
+fn tee(body: Body, held: Held, status: u16, headers: Vec<(String, String)>) -> Body {
+    struct Tee {
+        body: axum::body::BodyDataStream,
+        kept: Vec<u8>,
+        held: Option<Held>,
+        status: u16,
+        headers: Vec<(String, String)>,
+    }
+    let tee = Tee {
+        body: body.into_data_stream(),
+        kept: Vec::new(),
+        held: Some(held),
+        status,
+        headers,
+    };
+    let stream = futures_util::stream::unfold(tee, |mut tee| async move {
+        use futures_util::StreamExt;
+        match tee.body.next().await {
+            Some(Ok(chunk)) => {
+                if tee.kept.len() + chunk.len() <= MAX_KEPT {
+                    tee.kept.extend_from_slice(&chunk);
+                } else {
+                    // Too long to keep: answered, not repeated.
+                    tee.held.take();
+                }
+                Some((Ok::<_, axum::Error>(chunk), tee))
+            }
+            Some(Err(e)) => {
+                tee.held.take();
+                Some((Err(e), tee))
+            }
+            None => {
+                if let Some(held) = tee.held.take() {
+                    let answer = StoredAnswer {
+                        status: tee.status,
+                        headers: std::mem::take(&mut tee.headers),
+                        body: std::mem::take(&mut tee.kept),
+                    };
+                    held.keep(answer).await;
+                }
+                None
+            }
+        }
+    });
+    Body::from_stream(stream)
+}

@@ -1,0 +1,237 @@
+//! The budget ledger and the idempotency keys of each run-log backend
+//! (issue 24), under the `Ledger` trait: concurrent reservations never pass
+//! a limit, a charge goes to the window its reservation was made in, a
+//! lapsed reservation is released, and keys are claimed, waited on,
+//! answered, refused with another body and released.
+
+use callai_engine::RunLog;
+use callai_engine::budget::{
+    KeyClaim, KeyState, Ledger, Limits, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer,
+    Window,
+};
+use callai_tests::runlog_backends::Backend;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn spend(requests: u64, output_tokens: u64) -> Spend {
+    Spend {
+        requests,
+        output_tokens,
+        input_tokens: 0,
+    }
+}
+
+fn request<'a>(tenant: &'a str, need: Spend, ttl: Duration) -> ReserveRequest<'a> {
+    ReserveRequest {
+        tenant,
+        window: Window::Hour,
+        limits: Limits {
+            requests: Some(100),
+            output_tokens: Some(1_000_000),
+            input_tokens: None,
+        },
+        need,
+        owner: "test-host",
+        ttl,
+    }
+}
+
+fn ledger(log: &Arc<dyn RunLog>) -> &dyn Ledger {
+    log.ledger().expect("every backend keeps budgets")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_reservations_never_pass_a_limit() {
+    for backend in Backend::all() {
+        // Two handles, as two hosts have (PostgreSQL: two pools).
+        let logs = [backend.open().await, backend.open().await];
+        let tasks: Vec<_> = (0..200)
+            .map(|i| {
+                let log = logs[i % 2].clone();
+                tokio::spawn(async move {
+                    let r = request("t", spend(3, 10), Duration::from_secs(60));
+                    ledger(&log).reserve(&r).await.unwrap()
+                })
+            })
+            .collect();
+        let mut admitted = Vec::new();
+        for task in tasks {
+            match task.await.unwrap() {
+                Reserved::Admitted(reservation, state) => {
+                    assert!(
+                        state.used().requests <= 100,
+                        "{}: {state:?}",
+                        backend.name()
+                    );
+                    admitted.push(reservation);
+                }
+                Reserved::Refused { key, left, needed } => {
+                    assert_eq!((key, needed), ("requests", 3), "{}", backend.name());
+                    assert!(left < 3, "{}: refused with {left} left", backend.name());
+                }
+            }
+        }
+        assert_eq!(admitted.len(), 33, "{}: 33 × 3 fit in 100", backend.name());
+        let state = ledger(&logs[0]).window("t", Window::Hour).await.unwrap();
+        assert_eq!(state.reserved, spend(99, 330), "{}", backend.name());
+        for r in admitted {
+            ledger(&logs[1]).settle("t", r, spend(1, 4)).await.unwrap();
+        }
+        let state = ledger(&logs[0]).window("t", Window::Hour).await.unwrap();
+        assert_eq!(
+            (state.spent, state.reserved),
+            (spend(33, 132), Spend::default()),
+            "{}",
+            backend.name()
+        );
+        // Another tenant's window is its own.
+        let other = ledger(&logs[0]).window("u", Window::Hour).await.unwrap();
+        assert_eq!(other.spent, Spend::default());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_charge_goes_to_the_window_its_reservation_was_made_in() {
+    for backend in Backend::all() {
+        let log = backend.open().await;
+        let r = request("t", spend(2, 100), Duration::from_secs(60));
+        let Reserved::Admitted(reservation, _) = ledger(&log).reserve(&r).await.unwrap() else {
+            panic!("{}: a first reservation fits", backend.name());
+        };
+        // As if it had been made an hour ago, in the window before this one.
+        let before = reservation.window_ms - 3_600_000;
+        backend.execute(&format!(
+            "UPDATE budget_reservations SET window_ms = {before};
+             UPDATE budget_windows SET window_ms = {before};"
+        ));
+        ledger(&log)
+            .settle("t", reservation, spend(1, 40))
+            .await
+            .unwrap();
+        let now = ledger(&log).window("t", Window::Hour).await.unwrap();
+        assert_eq!(
+            (now.spent, now.reserved),
+            (Spend::default(), Spend::default()),
+            "{}",
+            backend.name()
+        );
+        let old = backend.number(&format!(
+            "SELECT spent_output * 1000 + reserved_output FROM budget_windows WHERE window_ms = {before}"
+        ));
+        assert_eq!(
+            old,
+            40_000,
+            "{}: charged to its own window, released there",
+            backend.name()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lapsed_reservation_is_released_and_its_late_charge_still_counts() {
+    for backend in Backend::all() {
+        let log = backend.open().await;
+        let r = request("t", spend(60, 100), Duration::ZERO);
+        let Reserved::Admitted(lapsed, _) = ledger(&log).reserve(&r).await.unwrap() else {
+            panic!("{}: fits", backend.name());
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        // 60 + 60 would not fit; the first lapsed (its host died).
+        let r = request("t", spend(60, 100), Duration::from_secs(60));
+        let Reserved::Admitted(live, state) = ledger(&log).reserve(&r).await.unwrap() else {
+            panic!("{}: the lapsed one was released", backend.name());
+        };
+        assert_eq!(state.reserved, spend(60, 100), "{}", backend.name());
+        // A late charge of the lapsed one releases nothing more.
+        let state = ledger(&log).settle("t", lapsed, spend(1, 5)).await.unwrap();
+        assert_eq!(
+            (state.spent, state.reserved),
+            (spend(1, 5), spend(60, 100)),
+            "{}",
+            backend.name()
+        );
+        let state = ledger(&log).settle("t", live, spend(2, 7)).await.unwrap();
+        assert_eq!(
+            (state.spent, state.reserved),
+            (spend(3, 12), Spend::default()),
+            "{}",
+            backend.name()
+        );
+        let _: Reservation = live;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_are_claimed_waited_on_answered_and_released() {
+    for backend in Backend::all() {
+        let log = backend.open().await;
+        let claim = |key: &'static str, sha: &'static str, ttl: u64| KeyClaim {
+            tenant: "t",
+            key,
+            request_sha256: sha,
+            owner: "test-host",
+            ttl: Duration::from_millis(ttl),
+            keep: Duration::from_secs(3600),
+        };
+        let keys = ledger(&log);
+        let name = backend.name();
+        assert_eq!(
+            keys.claim_key(&claim("k", "a", 60_000)).await.unwrap(),
+            KeyState::Claimed,
+            "{name}"
+        );
+        assert_eq!(
+            keys.claim_key(&claim("k", "a", 60_000)).await.unwrap(),
+            KeyState::Running,
+            "{name}"
+        );
+        assert_eq!(
+            keys.claim_key(&claim("k", "b", 60_000)).await.unwrap(),
+            KeyState::Mismatch,
+            "{name}"
+        );
+        let answer = StoredAnswer {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: b"{\"ok\": true}\n\x00\xff".to_vec(),
+        };
+        keys.answer_key("t", "k", &answer).await.unwrap();
+        assert_eq!(
+            keys.claim_key(&claim("k", "a", 60_000)).await.unwrap(),
+            KeyState::Answered(answer),
+            "{name}"
+        );
+        // Another tenant's key of the same name is another key.
+        let theirs = KeyClaim {
+            tenant: "u",
+            ..claim("k", "b", 60_000)
+        };
+        assert_eq!(
+            keys.claim_key(&theirs).await.unwrap(),
+            KeyState::Claimed,
+            "{name}"
+        );
+        // Released: the next request runs it.
+        assert_eq!(
+            keys.claim_key(&claim("r", "a", 60_000)).await.unwrap(),
+            KeyState::Claimed
+        );
+        keys.release_key("t", "r").await.unwrap();
+        assert_eq!(
+            keys.claim_key(&claim("r", "a", 60_000)).await.unwrap(),
+            KeyState::Claimed,
+            "{name}"
+        );
+        // A claim whose host died lapses, and is taken over.
+        assert_eq!(
+            keys.claim_key(&claim("d", "a", 0)).await.unwrap(),
+            KeyState::Claimed
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            keys.claim_key(&claim("d", "a", 60_000)).await.unwrap(),
+            KeyState::Claimed,
+            "{name}"
+        );
+    }
+}

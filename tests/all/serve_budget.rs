@@ -1,0 +1,287 @@
+//! Tenants and their budgets on `callai serve` (issue 24), in one process:
+//! the worst case reserved before any request and refused naming the key,
+//! what the attempts really were charged (an attempt without usage at its
+//! `maxTokens`), the remaining headers, `GET /v1/budget`, the metrics, a
+//! pack run's calls each held to the budget, tokens and providers per
+//! tenant.
+
+use callai_tests::serve::{TestServer, metric_in};
+use serde_json::{Value, json};
+
+const CONFIG: &str = r#"
+[retry]
+backoffBaseMs = 1
+backoffMaxMs = 2
+[tenants.bookai]
+tokenEnv = "BOOKAI_TOKEN"
+[tenants.bookai.budget]
+requests = 10
+outputTokens = 10000
+window = "1d"
+[tenants.free]
+tokenEnv = "FREE_TOKEN"
+allowedProviders = []
+"#;
+
+const BOOKAI: &str = "tok-bookai";
+
+async fn server(dir: &tempfile::TempDir) -> TestServer {
+    let log = dir.path().join("runs.db");
+    TestServer::start_with(CONFIG, Some(&log), |k| match k {
+        "BOOKAI_TOKEN" => Some(BOOKAI.into()),
+        "FREE_TOKEN" => Some("tok-free".into()),
+        _ => None,
+    })
+    .await
+}
+
+/// A response's status, its headers of interest and its body.
+struct Reply {
+    status: u16,
+    headers: reqwest::header::HeaderMap,
+    body: Value,
+}
+
+impl Reply {
+    fn header(&self, name: &str) -> Option<u64> {
+        self.headers
+            .get(name)
+            .map(|v| v.to_str().unwrap().parse().unwrap())
+    }
+}
+
+async fn send(
+    server: &TestServer,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    token: Option<&str>,
+) -> Reply {
+    let mut request = reqwest::Client::new().request(
+        reqwest::Method::from_bytes(method.as_bytes()).unwrap(),
+        format!("{}{path}", server.url),
+    );
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    if let Some(body) = body {
+        request = request
+            .header("content-type", "application/json")
+            .body(body.to_string());
+    }
+    let response = request.send().await.unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap();
+    Reply {
+        status,
+        headers,
+        body: serde_json::from_str(&text).unwrap_or(Value::String(text)),
+    }
+}
+
+fn request(max_tokens: u32, max_attempts: u32) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": "a scene"}],
+        "maxTokens": max_tokens,
+        "retry": {"maxAttempts": max_attempts},
+        "responseSchema": {"type": "object"},
+    })
+}
+
+fn call(max_tokens: u32, max_attempts: u32, script: Value) -> Value {
+    json!({"request": request(max_tokens, max_attempts), "script": script})
+}
+
+async fn mock_requests(server: &TestServer) -> f64 {
+    let metrics = send(server, "GET", "/metrics", None, Some(BOOKAI)).await;
+    let text = metrics.body.as_str().unwrap().to_owned();
+    callai_tests::serve::samples(&text, "callai_provider_requests_total")
+        .iter()
+        .filter(|(labels, _)| labels.contains("provider=\"mock\""))
+        .map(|(_, v)| v)
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_worst_case_is_reserved_and_what_was_spent_is_charged() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir).await;
+    // maxAttempts 3, maxTokens 2000, multiplier 2: 2000 + 4000 + 8000 =
+    // 14000 output tokens reserved, more than the 10000 of the budget.
+    let ok = json!([{"content": "{}", "outputTokens": 1500}]);
+    let r = send(
+        &server,
+        "POST",
+        "/v1/call",
+        Some(&call(2000, 3, ok.clone())),
+        Some(BOOKAI),
+    )
+    .await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    let error = &r.body["error"];
+    assert_eq!(error["code"], "budget_exceeded");
+    assert_eq!(error["details"]["budget"], "outputTokens");
+    assert_eq!(error["details"]["left"], 10000);
+    assert_eq!(error["details"]["needed"], 14000);
+    assert_eq!(
+        mock_requests(&server).await,
+        0.0,
+        "refused before any request"
+    );
+
+    // Two attempts (6000) fit; the call spends one request of 1500 tokens.
+    let r = send(
+        &server,
+        "POST",
+        "/v1/call",
+        Some(&call(2000, 2, ok)),
+        Some(BOOKAI),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        r.header("x-callai-budget-remaining-output-tokens"),
+        Some(8500)
+    );
+    assert_eq!(r.header("x-callai-budget-remaining-requests"), Some(9));
+    assert_eq!(
+        r.header("x-callai-budget-remaining-input-tokens"),
+        None,
+        "unlimited"
+    );
+
+    // A truncation that reported no usage is charged its maxTokens (1000),
+    // then the doubled retry what it reported.
+    let script = json!([{"content": "{\"cut", "finishReason": "length"},
+                        {"content": "{}", "outputTokens": 300}]);
+    let r = send(
+        &server,
+        "POST",
+        "/v1/call",
+        Some(&call(1000, 2, script)),
+        Some(BOOKAI),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["result"]["attempts"]["count"], 2);
+    assert_eq!(
+        r.header("x-callai-budget-remaining-output-tokens"),
+        Some(7200)
+    );
+
+    let b = send(&server, "GET", "/v1/budget", None, Some(BOOKAI)).await;
+    assert_eq!(b.status, 200, "{}", b.body);
+    let budget = &b.body["budget"];
+    assert_eq!(b.body["tenant"], "bookai");
+    assert_eq!(budget["window"], "1d");
+    assert_eq!(budget["spent"]["requests"], 3);
+    assert_eq!(budget["spent"]["outputTokens"], 2800);
+    assert_eq!(
+        budget["reserved"],
+        json!({"requests": 0, "outputTokens": 0, "inputTokens": 0})
+    );
+    assert_eq!(
+        budget["remaining"],
+        json!({"requests": 7, "outputTokens": 7200, "inputTokens": null})
+    );
+    assert_eq!(
+        budget["windowEndMs"].as_u64().unwrap() - budget["windowStartMs"].as_u64().unwrap(),
+        86_400_000
+    );
+
+    let text = send(&server, "GET", "/metrics", None, Some(BOOKAI))
+        .await
+        .body;
+    let text = text.as_str().unwrap();
+    let spent = |kind: &str| {
+        metric_in(
+            text,
+            &format!("callai_budget_spent_total{{tenant=\"bookai\",kind=\"{kind}\"}}"),
+        )
+    };
+    assert_eq!((spent("requests"), spent("output_tokens")), (3.0, 2800.0));
+    assert_eq!(
+        metric_in(text, "callai_budget_refused_total{tenant=\"bookai\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric_in(text, "callai_budget_refused_total{tenant=\"free\"}"),
+        0.0
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_are_known_by_their_tokens_and_held_to_their_providers() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir).await;
+    let ok = call(10, 1, json!([{"content": "{}", "outputTokens": 1}]));
+    for token in [None, Some("nope"), Some("TOK-BOOKAI"), Some("tok-bookai2")] {
+        let r = send(&server, "POST", "/v1/call", Some(&ok), token).await;
+        assert_eq!(r.status, 401, "{token:?}: {}", r.body);
+    }
+    let r = send(
+        &server,
+        "POST",
+        "/v1/chat/completions",
+        Some(&json!({})),
+        Some("nope"),
+    )
+    .await;
+    assert_eq!(r.status, 401);
+    assert_eq!(
+        r.body["error"]["type"], "authentication_error",
+        "the OpenAI shape"
+    );
+    // `free` may reach no provider, and has no budget.
+    let r = send(&server, "POST", "/v1/call", Some(&ok), Some("tok-free")).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    assert_eq!(r.body["error"]["code"], "policy_denied");
+    let b = send(&server, "GET", "/v1/budget", None, Some("tok-free")).await;
+    assert_eq!(b.body, json!({"tenant": "free", "budget": null}));
+    // The drop-in endpoints answer a refusal in their own shape, 429.
+    let chat = json!({"model": "mock", "max_tokens": 9000,
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let r = send(
+        &server,
+        "POST",
+        "/v1/chat/completions",
+        Some(&chat),
+        Some(BOOKAI),
+    )
+    .await;
+    assert_eq!(r.status, 429, "{}", r.body);
+    assert_eq!(r.body["error"]["type"], "rate_limit_error");
+    assert_eq!(r.body["error"]["code"], "budget_exceeded");
+    assert_eq!(r.headers["x-should-retry"], "false");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_of_a_pack_run_is_held_to_the_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&dir).await;
+    let script = json!([{"content": "{\"cut", "finishReason": "length", "outputTokens": 100},
+                        {"content": "{}", "outputTokens": 150}]);
+    let run = json!({"pack": "echo-attempts", "input": request(100, 2), "script": script});
+    let r = send(&server, "POST", "/v1/runs", Some(&run), Some(BOOKAI)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["status"], "ok", "{}", r.body);
+    let b = send(&server, "GET", "/v1/budget", None, Some(BOOKAI)).await;
+    assert_eq!(b.body["budget"]["spent"]["requests"], 2);
+    assert_eq!(b.body["budget"]["spent"]["outputTokens"], 250);
+    // A call past what is left: the pack sees policy_denied, naming the
+    // budget, before any request.
+    let run = json!({"pack": "echo-attempts", "input": request(9000, 2), "script": script});
+    let before = mock_requests(&server).await;
+    let r = send(&server, "POST", "/v1/runs", Some(&run), Some(BOOKAI)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let text = r.body.to_string();
+    assert!(
+        text.contains("policy_denied") && text.contains("budget_exceeded"),
+        "{text}"
+    );
+    assert_eq!(mock_requests(&server).await, before);
+    server.shutdown().await;
+}
