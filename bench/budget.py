@@ -167,30 +167,35 @@ def postgres(seconds):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--only", choices=["sqlite", "postgres"])
     args = parser.parse_args()
     calls, rounds, seconds = (2000, 2, 5) if args.quick else (10000, 3, 15)
     log("== building callai (release)")
     subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "callai"], cwd=ROOT, check=True)
     WORK.mkdir(parents=True, exist_ok=True)
-    log("== sqlite: a call with a budget against one without")
-    s = sqlite(calls, rounds)
-    log("== postgres: two hosts reserving on one database")
-    p = postgres(seconds)
-    (WORK / "results.json").write_text(json.dumps({"sqlite": s, "postgres": p}, indent=2))
-    report = "\n".join([
-        f"budgets, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores",
-        "",
-        "| SQLite, 16 in flight | host CPU per call |",
-        "|---|---|",
-        f"| without a budget | {s['open_us']:.0f} µs |",
-        f"| with a budget (reserve + charge) | {s['metered_us']:.0f} µs |",
-        f"| the budget's share | {100 * s['budget_share']:.1f}% |",
-        "",
-        "| PostgreSQL, two hosts, 32 in flight each | |",
-        "|---|---|",
-        f"| reservations (and charges) per second | {p['reservations_per_second']:.0f} |",
-        f"| host CPU per call | {', '.join(f'{c:.0f} µs' for c in p['cpu_us_per_call_per_host'])} |",
-    ])
+    results, lines = {}, [f"budgets, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores", ""]
+    if args.only in (None, "sqlite"):
+        log("== sqlite: a call with a budget against one without")
+        s = results["sqlite"] = sqlite(calls, rounds)
+        lines += [
+            "| SQLite, 16 in flight | host CPU per call |",
+            "|---|---|",
+            f"| without a budget | {s['open_us']:.0f} µs |",
+            f"| with a budget (reserve + charge) | {s['metered_us']:.0f} µs |",
+            f"| the budget's share | {100 * s['budget_share']:.1f}% |",
+            "",
+        ]
+    if args.only in (None, "postgres"):
+        log("== postgres: two hosts reserving on one database")
+        p = results["postgres"] = postgres(seconds)
+        lines += [
+            "| PostgreSQL, two hosts, 32 in flight each | |",
+            "|---|---|",
+            f"| reservations (and charges) per second | {p['reservations_per_second']:.0f} |",
+            f"| host CPU per call | {', '.join(f'{c:.0f} µs' for c in p['cpu_us_per_call_per_host'])} |",
+        ]
+    (WORK / "results.json").write_text(json.dumps(results, indent=2))
+    report = "\n".join(lines)
     (WORK / "report.md").write_text(report + "\n")
     print(report)
 

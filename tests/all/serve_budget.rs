@@ -285,3 +285,59 @@ async fn each_call_of_a_pack_run_is_held_to_the_budget() {
     assert_eq!(mock_requests(&server).await, before);
     server.shutdown().await;
 }
+
+#[test]
+fn a_bad_tenant_section_stops_start_up_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nrequests = -3\n",
+            "tenants.a.budget.requests",
+        ),
+        ("[tenants.a]\ntokenEnv = \"T\"\nbudgetz = 1\n", "budgetz"),
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nwindow = \"1w\"\n",
+            "tenants.a.budget.window",
+        ),
+        (
+            "[tenants.a]\ntokenEnv = \"UNSET_IN_THIS_TEST\"\n",
+            "tenants.a.tokenEnv",
+        ),
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\nallowedProviders = [\"nowhere\"]\n",
+            "tenants.a.allowedProviders[0]",
+        ),
+        // A budget with nowhere to keep it.
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nrequests = 3\n",
+            "tenants.a.budget",
+        ),
+    ];
+    for (i, (toml, key)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("bad{i}.toml"));
+        std::fs::write(&path, toml).unwrap();
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_callai"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+            .arg(&path)
+            .env("T", "tok")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("{toml}: serve started");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        let mut stderr = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+        assert!(!status.success(), "{toml}");
+        assert!(stderr.contains(key), "{toml}: {stderr}");
+    }
+}

@@ -13,9 +13,33 @@ use callai_engine::events::now_ms;
 use callai_engine::runlog::RunLogError;
 use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
 
-/// The columns of a window row, in [`window_of`]'s order.
-const WINDOW_COLUMNS: &str = "spent_requests, spent_output, spent_input, \
-     reserved_requests, reserved_output, reserved_input";
+/// Reads a window row, its columns in [`window_of`]'s order. Every
+/// statement here is a constant, prepared once per connection
+/// (`prepare_cached`): a reservation is on the path of every budgeted call.
+const READ_WINDOW: &str = "SELECT spent_requests, spent_output, spent_input,
+         reserved_requests, reserved_output, reserved_input
+     FROM budget_windows WHERE tenant = ?1 AND window_ms = ?2";
+
+/// Adds to a window's spent and reserved amounts (made if absent).
+const ADD_TO_WINDOW: &str = "INSERT INTO budget_windows (tenant, window_ms,
+         spent_requests, spent_output, spent_input, reserved_requests, reserved_output, reserved_input)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+     ON CONFLICT (tenant, window_ms) DO UPDATE SET
+         spent_requests = spent_requests + ?3, spent_output = spent_output + ?4,
+         spent_input = spent_input + ?5, reserved_requests = reserved_requests + ?6,
+         reserved_output = reserved_output + ?7, reserved_input = reserved_input + ?8
+     RETURNING spent_requests, spent_output, spent_input,
+         reserved_requests, reserved_output, reserved_input";
+
+const INSERT_RESERVATION: &str = "INSERT INTO budget_reservations
+         (tenant, window_ms, requests, output, input, owner, expires_ms)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
+
+const DELETE_RESERVATION: &str = "DELETE FROM budget_reservations WHERE id = ?1
+     RETURNING window_ms, requests, output, input";
+
+const RELEASE_LAPSED: &str = "DELETE FROM budget_reservations WHERE tenant = ?1 AND expires_ms < ?2
+     RETURNING window_ms, requests, output, input";
 
 fn window_of(window_ms: u64, row: &rusqlite::Row<'_>) -> rusqlite::Result<WindowState> {
     let n = |i: usize| row.get::<_, i64>(i).map(|v| v.max(0) as u64);
@@ -41,14 +65,13 @@ fn read_window(
     window_ms: u64,
 ) -> Result<WindowState, RunLogError> {
     let state = tx
-        .query_row(
-            &format!(
-                "SELECT {WINDOW_COLUMNS} FROM budget_windows WHERE tenant = ?1 AND window_ms = ?2"
-            ),
-            params![tenant, window_ms as i64],
-            |r| window_of(window_ms, r),
-        )
-        .optional()
+        .prepare_cached(READ_WINDOW)
+        .and_then(|mut s| {
+            s.query_row(params![tenant, window_ms as i64], |r| {
+                window_of(window_ms, r)
+            })
+            .optional()
+        })
         .map_err(storage)?;
     Ok(state.unwrap_or(WindowState {
         window_ms,
@@ -64,29 +87,23 @@ fn add_to_window(
     spent: [i64; 3],
     reserved: [i64; 3],
 ) -> Result<WindowState, RunLogError> {
-    tx.query_row(
-        &format!(
-            "INSERT INTO budget_windows (tenant, window_ms, {WINDOW_COLUMNS})
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
-             ON CONFLICT (tenant, window_ms) DO UPDATE SET
-                 spent_requests = spent_requests + ?3, spent_output = spent_output + ?4,
-                 spent_input = spent_input + ?5, reserved_requests = reserved_requests + ?6,
-                 reserved_output = reserved_output + ?7, reserved_input = reserved_input + ?8
-             RETURNING {WINDOW_COLUMNS}"
-        ),
-        params![
-            tenant,
-            window_ms as i64,
-            spent[0],
-            spent[1],
-            spent[2],
-            reserved[0],
-            reserved[1],
-            reserved[2]
-        ],
-        |r| window_of(window_ms, r),
-    )
-    .map_err(storage)
+    tx.prepare_cached(ADD_TO_WINDOW)
+        .and_then(|mut s| {
+            s.query_row(
+                params![
+                    tenant,
+                    window_ms as i64,
+                    spent[0],
+                    spent[1],
+                    spent[2],
+                    reserved[0],
+                    reserved[1],
+                    reserved[2]
+                ],
+                |r| window_of(window_ms, r),
+            )
+        })
+        .map_err(storage)
 }
 
 fn signed(s: &Spend) -> [i64; 3] {
@@ -96,12 +113,7 @@ fn signed(s: &Spend) -> [i64; 3] {
 /// Releases the tenant's reservations that lapsed before `now` (their hosts
 /// died or stalled past the call's wall time and a lease).
 fn release_lapsed(tx: &Transaction<'_>, tenant: &str, now: u64) -> Result<(), RunLogError> {
-    let mut gone = tx
-        .prepare_cached(
-            "DELETE FROM budget_reservations WHERE tenant = ?1 AND expires_ms < ?2
-             RETURNING window_ms, requests, output, input",
-        )
-        .map_err(storage)?;
+    let mut gone = tx.prepare_cached(RELEASE_LAPSED).map_err(storage)?;
     let lapsed: Vec<(i64, [i64; 3])> = gone
         .query_map(params![tenant, now as i64], |r| {
             Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?]))
@@ -140,21 +152,21 @@ impl Ledger for SqliteRunLog {
             let state = add_to_window(&tx, &tenant, window_ms, [0; 3], signed(&need))?;
             let [requests, output, input] = signed(&need);
             let id: i64 = tx
-                .query_row(
-                    "INSERT INTO budget_reservations
-                         (tenant, window_ms, requests, output, input, owner, expires_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id",
-                    params![
-                        tenant,
-                        window_ms as i64,
-                        requests,
-                        output,
-                        input,
-                        owner,
-                        (now + ttl.as_millis() as u64) as i64
-                    ],
-                    |r| r.get(0),
-                )
+                .prepare_cached(INSERT_RESERVATION)
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![
+                            tenant,
+                            window_ms as i64,
+                            requests,
+                            output,
+                            input,
+                            owner,
+                            (now + ttl.as_millis() as u64) as i64
+                        ],
+                        |r| r.get(0),
+                    )
+                })
                 .map_err(storage)?;
             tx.commit().map_err(storage)?;
             Ok(Reserved::Admitted(Reservation { id, window_ms }, state))
@@ -173,13 +185,13 @@ impl Ledger for SqliteRunLog {
             // The window the reservation was made in, as its row says; the
             // handle's copy when it has lapsed (and was released already).
             let held: Option<(i64, [i64; 3])> = tx
-                .query_row(
-                    "DELETE FROM budget_reservations WHERE id = ?1
-                     RETURNING window_ms, requests, output, input",
-                    [reservation.id],
-                    |r| Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?])),
-                )
-                .optional()
+                .prepare_cached(DELETE_RESERVATION)
+                .and_then(|mut s| {
+                    s.query_row([reservation.id], |r| {
+                        Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?]))
+                    })
+                    .optional()
+                })
                 .map_err(storage)?;
             let (window_ms, released) = match held {
                 Some((window_ms, held)) => (window_ms.max(0) as u64, held.map(|v| -v)),
