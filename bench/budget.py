@@ -9,13 +9,17 @@ file; and the reservations per second two hosts make on one PostgreSQL.
 
 - sqlite: one `callai serve` (release build) with an SQLite run log and two
   tenants, `metered` (a budget) and `open` (none). Rounds of CALLS
-  `/v1/call` calls on the built-in mock (no latency), 16 in flight,
-  alternating the two tenants, three rounds each; the server's CPU per call
-  from /proc. The budget's share is (metered - open) / metered.
-- postgres: a throwaway cluster (initdb; as root, as `postgres`), two
-  `callai serve` on one database, the `metered` tenant, 32 calls in flight
-  per host for SECONDS: each call is one reservation and one charge, so
-  calls per second is reservations per second; with each host's CPU per
+  `/v1/call` calls, 16 in flight, alternating the two tenants, three rounds
+  each; the server's CPU per call from /proc. Twice: through the
+  OpenAI-compatible provider to a loopback fake (a call as it is in front
+  of a provider), and on the built-in mock (no HTTP: the least a call
+  costs). The budget's share is (metered - open) / metered.
+- postgres: a throwaway cluster (initdb; as root, as `postgres`). First
+  the ledger alone: two processes (`reservations`, of crates/bench) of 16
+  tasks each reserving one call's worst case and charging it, one database
+  operation each, for SECONDS. Then two `callai serve` on one database,
+  the `metered` tenant, 32 calls in flight per host for SECONDS (their
+  allotments reserve a chunk of calls at a time), with each host's CPU per
   call.
 
 Network: 127.0.0.1 only. Prints a Markdown report; writes it, and the raw
@@ -43,11 +47,46 @@ sys.path.insert(0, str(HERE / "runlog"))
 from run import Cluster  # noqa: E402  (the run-log benchmark's throwaway cluster)
 
 TOKENS = {"metered": "tok-metered", "open": "tok-open"}
-BODY = json.dumps({
-    "request": {"messages": [{"role": "user", "content": "a scene"}], "maxTokens": 100,
-                "retry": {"maxAttempts": 2}},
-    "script": [{"content": "fine", "outputTokens": 40, "inputTokens": 10}],
-})
+REQUEST = {"messages": [{"role": "user", "content": "a scene"}], "maxTokens": 100,
+           "retry": {"maxAttempts": 2}}
+# On the built-in mock: a call with no HTTP to a provider, the least a call
+# costs the host.
+MOCK_BODY = json.dumps({"request": REQUEST,
+                        "script": [{"content": "fine", "outputTokens": 40, "inputTokens": 10}]})
+# Through the OpenAI-compatible provider to a loopback fake: a call as it
+# is in front of a real provider.
+FAKE_BODY = json.dumps({"request": dict(REQUEST, provider="fake")})
+
+
+class Fake:
+    """A loopback OpenAI-compatible provider (keep-alive), answering at once."""
+
+    def __init__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        answer = json.dumps({
+            "id": "c", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "fine"},
+                         "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 40},
+        }).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("content-length", 0)))
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(answer)))
+                self.end_headers()
+                self.wfile.write(answer)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
 
 def log(*a):
@@ -62,7 +101,8 @@ def cpu(pid):
 
 class Host:
     def __init__(self, config, name):
-        env = dict(os.environ, METERED_TOKEN=TOKENS["metered"], OPEN_TOKEN=TOKENS["open"])
+        env = dict(os.environ, METERED_TOKEN=TOKENS["metered"], OPEN_TOKEN=TOKENS["open"],
+                   FAKE_KEY="sk-fake")
         self.proc = subprocess.Popen(
             [str(TARGET / "release" / "callai"), "serve", "--listen", "127.0.0.1:0", "--config", str(config)],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
@@ -77,9 +117,14 @@ class Host:
         self.proc.wait(timeout=30)
 
 
-def config(dir, url, name):
+def config(dir, url, name, fake_port=1):
     path = dir / f"{name}.toml"
     path.write_text(f"""
+[providers.fake]
+kind = "openai"
+baseUrl = "http://127.0.0.1:{fake_port}/v1"
+apiKeyEnv = "FAKE_KEY"
+model = "m"
 [runlog]
 url = "{url}"
 [tenants.metered]
@@ -94,14 +139,14 @@ tokenEnv = "OPEN_TOKEN"
     return path
 
 
-def caller(addr, tenant, calls, seconds=None):
+def caller(addr, tenant, calls, seconds=None, body=MOCK_BODY):
     """One connection's calls, kept alive; how many answered 200."""
     host, port = addr.rsplit(":", 1)
     conn = http.client.HTTPConnection(host, int(port), timeout=60)
     headers = {"content-type": "application/json", "authorization": f"Bearer {TOKENS[tenant]}"}
     ok, n, end = 0, 0, (time.time() + seconds) if seconds else None
     while (end is None and n < calls) or (end is not None and time.time() < end):
-        conn.request("POST", "/v1/call", BODY, headers)
+        conn.request("POST", "/v1/call", body, headers)
         r = conn.getresponse()
         r.read()
         ok += r.status == 200
@@ -110,10 +155,10 @@ def caller(addr, tenant, calls, seconds=None):
     return ok, n
 
 
-def load(addrs, tenant, calls, in_flight, seconds=None):
+def load(addrs, tenant, calls, in_flight, seconds=None, body=MOCK_BODY):
     per = max(1, calls // in_flight)
     with ThreadPoolExecutor(in_flight * len(addrs)) as pool:
-        jobs = [pool.submit(caller, a, tenant, per, seconds) for a in addrs for _ in range(in_flight)]
+        jobs = [pool.submit(caller, a, tenant, per, seconds, body) for a in addrs for _ in range(in_flight)]
         results = [j.result() for j in jobs]
     ok = sum(r[0] for r in results)
     n = sum(r[1] for r in results)
@@ -122,29 +167,42 @@ def load(addrs, tenant, calls, in_flight, seconds=None):
     return n
 
 
-def sqlite(calls, rounds):
+def sqlite(calls, rounds, body):
     dir = Path(tempfile.mkdtemp(prefix="callai-bench-budget-"))
-    host = Host(config(dir, dir / "runs.db", "sqlite"), "sqlite")
+    fake = Fake()
+    host = Host(config(dir, dir / "runs.db", "sqlite", fake.port), "sqlite")
     try:
         for tenant in TOKENS:
-            load([host.addr], tenant, 400, 16)  # warm up
+            load([host.addr], tenant, 400, 16, body=body)  # warm up
         per = {t: [] for t in TOKENS}
         for _ in range(rounds):
             for tenant in TOKENS:
                 before = cpu(host.proc.pid)
-                n = load([host.addr], tenant, calls, 16)
+                n = load([host.addr], tenant, calls, 16, body=body)
                 per[tenant].append(1e6 * (cpu(host.proc.pid) - before) / n)
     finally:
         host.stop()
+        fake.server.shutdown()
     metered, open_ = statistics.median(per["metered"]), statistics.median(per["open"])
     return {"cpu_us_per_call": per, "metered_us": metered, "open_us": open_,
             "budget_share": (metered - open_) / metered}
+
+
+def ledger_alone(url, seconds):
+    """Two processes (two hosts) of 16 tasks each, reserving and charging
+    one call at a time in the ledger, with no allotment in between."""
+    procs = [subprocess.Popen([str(TARGET / "release" / "reservations"), "--url", url,
+                               "--writers", "16", "--seconds", str(seconds), "--tenant", "t"],
+                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outs = [json.loads(p.communicate()[0]) for p in procs]
+    return sum(o["per_s"] for o in outs)
 
 
 def postgres(seconds):
     cluster = Cluster()
     dir = Path(tempfile.mkdtemp(prefix="callai-bench-budget-"))
     try:
+        ledger_per_s = ledger_alone(cluster.database(), seconds)
         url = cluster.database()
         path = config(dir, url, "postgres")
         hosts = [Host(path, "pg-a"), Host(path, "pg-b")]
@@ -160,7 +218,8 @@ def postgres(seconds):
                 h.stop()
     finally:
         cluster.stop()
-    return {"calls": n, "seconds": took, "reservations_per_second": n / took,
+    return {"calls": n, "seconds": took, "calls_per_second": n / took,
+            "ledger_reservations_per_second": ledger_per_s,
             "cpu_us_per_call_per_host": [1e6 * s / (n / 2) for s in spent]}
 
 
@@ -169,30 +228,35 @@ def main():
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--only", choices=["sqlite", "postgres"])
     args = parser.parse_args()
-    calls, rounds, seconds = (2000, 2, 5) if args.quick else (10000, 3, 15)
+    calls, rounds, seconds = (2000, 2, 5) if args.quick else (10000, 5, 15)
     log("== building callai (release)")
-    subprocess.run(["cargo", "build", "--release", "--locked", "--bin", "callai"], cwd=ROOT, check=True)
+    subprocess.run(["cargo", "build", "--release", "--locked", "-p", "callai-cli", "-p", "callai-bench",
+                    "--bin", "callai", "--bin", "reservations"],
+                   cwd=ROOT, check=True)
     WORK.mkdir(parents=True, exist_ok=True)
     results, lines = {}, [f"budgets, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores", ""]
     if args.only in (None, "sqlite"):
-        log("== sqlite: a call with a budget against one without")
-        s = results["sqlite"] = sqlite(calls, rounds)
         lines += [
-            "| SQLite, 16 in flight | host CPU per call |",
-            "|---|---|",
-            f"| without a budget | {s['open_us']:.0f} µs |",
-            f"| with a budget (reserve + charge) | {s['metered_us']:.0f} µs |",
-            f"| the budget's share | {100 * s['budget_share']:.1f}% |",
-            "",
+            "| SQLite, 16 in flight | without a budget | with a budget | the budget's share |",
+            "|---|---|---|---|",
         ]
+        for name, body in [("provider", FAKE_BODY), ("mock", MOCK_BODY)]:
+            log(f"== sqlite, {name}: a call with a budget against one without")
+            s = results[f"sqlite-{name}"] = sqlite(calls, rounds, body)
+            what = {"provider": "a call to a loopback OpenAI-compatible provider",
+                    "mock": "a call to the built-in mock (no HTTP)"}[name]
+            lines.append(f"| {what} | {s['open_us']:.0f} µs | {s['metered_us']:.0f} µs | "
+                         f"{100 * s['budget_share']:.1f}% |")
+        lines.append("")
     if args.only in (None, "postgres"):
         log("== postgres: two hosts reserving on one database")
         p = results["postgres"] = postgres(seconds)
         lines += [
-            "| PostgreSQL, two hosts, 32 in flight each | |",
+            "| PostgreSQL, two hosts | |",
             "|---|---|",
-            f"| reservations (and charges) per second | {p['reservations_per_second']:.0f} |",
-            f"| host CPU per call | {', '.join(f'{c:.0f} µs' for c in p['cpu_us_per_call_per_host'])} |",
+            f"| ledger reservations, each with its charge, per second (16 tasks per host) | {p['ledger_reservations_per_second']:.0f} |",
+            f"| budgeted calls through `serve` per second (32 in flight per host, mock) | {p['calls_per_second']:.0f} |",
+            f"| host CPU per budgeted call | {', '.join(f'{c:.0f} µs' for c in p['cpu_us_per_call_per_host'])} |",
         ]
     (WORK / "results.json").write_text(json.dumps(results, indent=2))
     report = "\n".join(lines)

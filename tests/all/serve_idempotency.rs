@@ -59,14 +59,28 @@ async fn post(
     (status, headers, r.bytes().await.unwrap().to_vec())
 }
 
+/// What the tenant spent, once every call has settled in the database
+/// (a host settles its allotment a moment after its calls go idle).
 async fn spent(url: &str) -> Value {
-    let r = reqwest::Client::new()
-        .get(format!("{url}/v1/budget"))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap()["budget"]["spent"].clone()
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let r = reqwest::Client::new()
+            .get(format!("{url}/v1/budget"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap();
+        let budget =
+            serde_json::from_str::<Value>(&r.text().await.unwrap()).unwrap()["budget"].clone();
+        if budget["reserved"]["outputTokens"] == 0 {
+            return budget["spent"].clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never settled: {budget}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 fn request() -> Value {

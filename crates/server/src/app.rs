@@ -52,6 +52,8 @@ pub struct AppState {
     pub runlog_config: RunLogConfig,
     /// The callers, by token.
     pub tenants: Arc<Tenants>,
+    /// This host's allotment of each budgeted tenant's budget, by name.
+    pub allotments: std::collections::HashMap<String, Arc<crate::tenants::Allotment>>,
 }
 
 type Shared = State<Arc<AppState>>;

@@ -25,8 +25,8 @@ pub struct Settled {
     pub outcome: Result<CallResult, CallError>,
     /// The call's events, when asked for.
     pub events: Option<Vec<Event>>,
-    /// The caller's budget as the call left it, when it has one.
-    pub budget: Option<Arc<TenantBudget>>,
+    /// The caller's budget, when it has one.
+    pub budget: Option<TenantBudget>,
 }
 
 impl Settled {
@@ -116,7 +116,7 @@ pub async fn settle(
     .with_events(events.clone());
     let budget = TenantBudget::of(state, caller);
     if let Some(budget) = &budget {
-        session = session.with_budget(budget.clone());
+        session = session.with_budget(budget.shared());
     }
     if let Some(deltas) = deltas {
         session = session.with_deltas(deltas);

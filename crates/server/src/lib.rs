@@ -220,6 +220,19 @@ impl Server {
         let auth = Auth::new(tenants.clone());
         let limits = &config.limits;
         let metrics = Arc::new(Metrics::new(host.providers().names(), tenants.names()));
+        let host_id = host_id();
+        // A reservation outlives a host that died holding it by a call's
+        // wall time and a lease.
+        let ttl = std::time::Duration::from_millis(limits.wall_ms) + config.runlog.lease();
+        let allotments = tenants
+            .budgeted_plans()
+            .filter_map(|(name, plan)| {
+                let log = runlog.clone()?;
+                let allotment =
+                    tenants::Allotment::new(log, name, plan, &host_id, ttl, metrics.clone());
+                Some((name.to_owned(), allotment))
+            })
+            .collect();
         let state = Arc::new(AppState {
             host,
             packs,
@@ -232,10 +245,11 @@ impl Server {
             telemetry,
             runlog,
             tasks: TaskTracker::new(),
-            host_id: host_id(),
+            host_id,
             server: config.server.clone(),
             runlog_config: config.runlog.clone(),
             tenants,
+            allotments,
         });
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -304,6 +318,10 @@ impl Server {
             () = tokio::time::sleep_until(deadline) => state.admission.stop_all(),
         }
         state.tasks.wait().await;
+        // What this host's calls spent reaches the database before it goes.
+        for allotment in state.allotments.values() {
+            allotment.flush().await;
+        }
         if let Some(t) = state.telemetry.clone() {
             // The exporter's shutdown blocks on its thread.
             let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;

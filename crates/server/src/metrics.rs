@@ -60,6 +60,30 @@ struct SpendLabels {
     kind: &'static str,
 }
 
+/// One tenant's series of `callai_budget_spent_total` and
+/// `callai_budget_refused_total`.
+#[derive(Debug, Clone)]
+pub struct BudgetCounters {
+    requests: Counter,
+    output_tokens: Counter,
+    input_tokens: Counter,
+    refused: Counter,
+}
+
+impl BudgetCounters {
+    /// A settled call was charged `spent`.
+    pub fn spent(&self, spent: &callai_engine::budget::Spend) {
+        self.requests.inc_by(spent.requests);
+        self.output_tokens.inc_by(spent.output_tokens);
+        self.input_tokens.inc_by(spent.input_tokens);
+    }
+
+    /// A call was refused.
+    pub fn refused(&self) {
+        self.refused.inc();
+    }
+}
+
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct TenantLabel {
     tenant: String,
@@ -215,26 +239,23 @@ impl Metrics {
         }
     }
 
-    /// A tenant's settled call was charged `spent`.
-    pub fn budget_spent(&self, tenant: &str, spent: &callai_engine::budget::Spend) {
-        let amounts = [spent.requests, spent.output_tokens, spent.input_tokens];
-        for (kind, amount) in SPEND_KINDS.into_iter().zip(amounts) {
-            self.budget_spent
-                .get_or_create(&SpendLabels {
-                    tenant: tenant.to_owned(),
-                    kind,
-                })
-                .inc_by(amount);
-        }
-    }
-
-    /// A tenant's call was refused: its worst case did not fit.
-    pub fn budget_refused(&self, tenant: &str) {
-        self.budget_refused
-            .get_or_create(&TenantLabel {
+    /// The counters of `tenant`'s budget, to count its calls without a
+    /// lookup each time.
+    pub fn budget_counters(&self, tenant: &str) -> BudgetCounters {
+        let spent = |kind| {
+            self.budget_spent.get_or_create_owned(&SpendLabels {
                 tenant: tenant.to_owned(),
+                kind,
             })
-            .inc();
+        };
+        BudgetCounters {
+            requests: spent(SPEND_KINDS[0]),
+            output_tokens: spent(SPEND_KINDS[1]),
+            input_tokens: spent(SPEND_KINDS[2]),
+            refused: self.budget_refused.get_or_create_owned(&TenantLabel {
+                tenant: tenant.to_owned(),
+            }),
+        }
     }
 
     /// A client sent a request again on its own, to `endpoint`.

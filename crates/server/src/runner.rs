@@ -12,7 +12,6 @@ use crate::runs::{self, CallCounter, RunEntry, run_error_json};
 use crate::tenants::{Caller, TenantBudget};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use callai_engine::budget::SharedBudget;
 use callai_engine::runlog::{Fence, Lease, RunSpec, RunStatus};
 use callai_engine::{Journal, MockScript, Recording, RunError, RunLogError};
 use callai_host::{Pack, RunOptions, RunOutput};
@@ -211,7 +210,7 @@ impl Work {
             journal,
             observer: Some(Arc::new(observers)),
             events: Some(entry.events.clone()),
-            budget: TenantBudget::of(state, &self.caller).map(|b| b as SharedBudget),
+            budget: TenantBudget::of(state, &self.caller).map(|b| b.shared()),
         };
         let host = state.host_for(&self.caller.0, self.script.clone());
         let run = self

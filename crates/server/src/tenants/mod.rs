@@ -3,9 +3,11 @@
 //! it may reach and its budget. Every request is resolved to its [`Caller`]
 //! before a handler sees it.
 
+mod allotment;
 mod budget;
 mod config;
 
+pub use allotment::Allotment;
 pub use budget::{TenantBudget, budget_answer};
 pub use config::{BudgetConfig, TenantConfig, TenantsConfig, validate};
 
@@ -145,6 +147,13 @@ impl Tenants {
             .iter()
             .filter(|(_, t)| t.plan.is_some())
             .map(|(_, t)| t.name.as_str())
+    }
+
+    /// Every budgeted tenant's name and plan.
+    pub fn budgeted_plans(&self) -> impl Iterator<Item = (&str, Plan)> {
+        self.tenants
+            .iter()
+            .filter_map(|(_, t)| Some((t.name.as_str(), t.plan?)))
     }
 
     /// Every tenant's name, the admin's first.
