@@ -36,6 +36,34 @@ pub struct Answer {
     pub body: Value,
 }
 
+/// Starts `callai serve` (the binary at `bin`) with `args` and `envs`,
+/// stderr drained; the child and its address from the `listening on
+/// http://ADDR` line it prints once it listens.
+pub fn spawn_serve(
+    bin: &str,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(bin)
+        .arg("serve")
+        .args(args)
+        .envs(envs.iter().copied())
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("callai serve starts");
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let first = lines.next().expect("a line").expect("text");
+    let addr = first
+        .strip_prefix("listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
+        .to_owned();
+    // Keep draining stderr so the server never blocks on it.
+    std::thread::spawn(move || lines.for_each(drop));
+    (child, addr)
+}
+
 /// An HTTP client for tests that talk to servers of their own making (a
 /// `callai serve` process): TLS through rustls, as the host's.
 pub fn http_client() -> reqwest::Client {

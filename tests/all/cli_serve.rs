@@ -3,30 +3,15 @@
 //! beyond loopback without a token; and `callai run` exporting traces.
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::Duration;
 
 /// Starts `callai serve` with `args`; returns the child and its address
 /// from the `listening on http://ADDR` line.
 fn serve(args: &[&str]) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-        .arg("serve")
-        .args(args)
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("callai serve starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("a line").expect("text");
-    let addr = first
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
-    // Keep draining stderr so the server never blocks on it.
-    std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
+    callai_tests::serve::spawn_serve(env!("CARGO_BIN_EXE_callai"), args, &[])
 }
 
 /// One HTTP/1.1 exchange; the status and the body as JSON.

@@ -8,8 +8,7 @@
 
 use callai_tests::fake_server::{FakeServer, Reply};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -35,23 +34,16 @@ impl Drop for Host {
 }
 
 fn start(config: &std::path::Path) -> Host {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
-        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
-        .arg(config)
-        .env("LOAD_TOKEN", TOKEN)
-        .env("HELD_TOKEN", HELD)
-        .env("FAKE_KEY", "sk-fake")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("callai serve starts");
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("a line").expect("text");
-    let addr = first
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
-    std::thread::spawn(move || lines.for_each(drop));
+    let config = config.to_str().unwrap();
+    let (child, addr) = callai_tests::serve::spawn_serve(
+        env!("CARGO_BIN_EXE_callai"),
+        &["--listen", "127.0.0.1:0", "--config", config],
+        &[
+            ("LOAD_TOKEN", TOKEN),
+            ("HELD_TOKEN", HELD),
+            ("FAKE_KEY", "sk-fake"),
+        ],
+    );
     Host {
         child,
         url: format!("http://{addr}"),
