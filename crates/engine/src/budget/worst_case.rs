@@ -62,13 +62,7 @@ pub fn attempt_budgets(config: &HostConfig, request: &CallRequest, structured: b
 /// structured call.
 pub fn worst_case(config: &HostConfig, request: &CallRequest, schema_bytes: Option<u64>) -> Spend {
     let budgets = attempt_budgets(config, request, schema_bytes.is_some());
-    let text: u64 = request
-        .messages
-        .iter()
-        .map(|m| m.content.len() as u64 + MESSAGE_OVERHEAD)
-        .sum::<u64>()
-        + request.system_prompt.as_ref().map_or(0, |s| s.len() as u64)
-        + REQUEST_OVERHEAD;
+    let text = text_bound(&request.messages, request.system_prompt.as_deref());
     let mut input = 0u64;
     for i in 0..budgets.len() {
         input = input.saturating_add(match (i, schema_bytes) {
@@ -104,13 +98,18 @@ pub fn worst_case(config: &HostConfig, request: &CallRequest, schema_bytes: Opti
 /// `schema_bytes`, in its structured-output field), and the overheads
 /// above. An attempt that reported no input usage is charged this.
 pub(crate) fn request_bound(request: &crate::provider::ProviderRequest, schema_bytes: u64) -> u64 {
-    request
-        .messages
+    text_bound(&request.messages, request.system_prompt.as_deref())
+        + request.structured.as_ref().map_or(0, |_| schema_bytes)
+}
+
+/// The bytes of a request's text with the overheads around it: what the
+/// caller's request and each attempt built from it are bounded by.
+fn text_bound(messages: &[callai_wire::Message], system_prompt: Option<&str>) -> u64 {
+    messages
         .iter()
         .map(|m| m.content.len() as u64 + MESSAGE_OVERHEAD)
         .sum::<u64>()
-        + request.system_prompt.as_ref().map_or(0, |s| s.len() as u64)
-        + request.structured.as_ref().map_or(0, |_| schema_bytes)
+        + system_prompt.map_or(0, |s| s.len() as u64)
         + REQUEST_OVERHEAD
 }
 

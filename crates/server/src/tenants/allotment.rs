@@ -57,25 +57,13 @@ struct Chunk {
 
 impl Chunk {
     fn fits(&self, worst: &Spend, window_ms: u64) -> bool {
-        let free = |size: u64, carved: u64, spent: u64| size.saturating_sub(carved + spent);
+        let free = self.free();
         self.open
             && self.reservation.window_ms == window_ms
             && self.opened.elapsed() < MAX_AGE
-            && free(
-                self.size.requests,
-                self.carved.requests,
-                self.spent.requests,
-            ) >= worst.requests
-            && free(
-                self.size.output_tokens,
-                self.carved.output_tokens,
-                self.spent.output_tokens,
-            ) >= worst.output_tokens
-            && free(
-                self.size.input_tokens,
-                self.carved.input_tokens,
-                self.spent.input_tokens,
-            ) >= worst.input_tokens
+            && free.requests >= worst.requests
+            && free.output_tokens >= worst.output_tokens
+            && free.input_tokens >= worst.input_tokens
     }
 
     fn free(&self) -> Spend {
