@@ -12,6 +12,10 @@ use args::{Cli, Command};
 use clap::Parser;
 use std::process::ExitCode;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {

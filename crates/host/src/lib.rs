@@ -35,6 +35,7 @@ mod bindings {
 
 mod cache;
 mod clocks;
+mod epoch;
 mod limits;
 mod load;
 mod runtime;

@@ -5,6 +5,7 @@
 
 use crate::bindings::{PackNode, PackNodePre};
 use crate::cache;
+use crate::epoch::EpochTicker;
 use crate::limits::RunLimiter;
 use crate::load::{LoadError, check_preamble, largest_function_body};
 use crate::view::{CallAiCtx, CallAiView, add_to_linker};
@@ -23,10 +24,6 @@ use wasmtime::{
     UpdateDeadline,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
-
-/// How often the epoch advances: the granularity of the wall-clock limit and
-/// how often a busy pack yields its worker to other runs.
-const EPOCH_TICK: Duration = Duration::from_millis(1);
 
 /// The store data of one run.
 pub(super) struct RunState {
@@ -122,6 +119,7 @@ pub struct PackRuntime {
     engine: wasmtime::Engine,
     linker: Linker<RunState>,
     slots: Arc<Semaphore>,
+    ticker: EpochTicker,
     cache_dir: Option<PathBuf>,
     cache_max_bytes: u64,
     max_function_bytes: Option<u64>,
@@ -167,7 +165,7 @@ impl PackRuntime {
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = wasmtime::Engine::new(&config)?;
-        start_epoch_ticker(&engine);
+        let ticker = EpochTicker::start(&engine)?;
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         add_to_linker(&mut linker, |s: &mut RunState| CallAiView {
@@ -177,6 +175,7 @@ impl PackRuntime {
             engine,
             linker,
             slots: Arc::new(Semaphore::new(n as usize)),
+            ticker,
             cache_dir: options.cache_dir.clone(),
             cache_max_bytes: options.cache_max_bytes,
             max_function_bytes: options.max_function_bytes,
@@ -250,23 +249,9 @@ impl PackRuntime {
             engine: self.engine.clone(),
             pre,
             slots: self.slots.clone(),
+            ticker: self.ticker.clone(),
         })
     }
-}
-
-/// Advances the engine's epoch every tick while the engine lives.
-fn start_epoch_ticker(engine: &wasmtime::Engine) {
-    let weak = engine.weak();
-    std::thread::Builder::new()
-        .name("callai-epoch".into())
-        .spawn(move || {
-            while let Some(engine) = weak.upgrade() {
-                engine.increment_epoch();
-                drop(engine);
-                std::thread::sleep(EPOCH_TICK);
-            }
-        })
-        .expect("cannot start the epoch thread");
 }
 
 /// A compiled, pre-instantiated pack: cheap to run many times, at once.
@@ -275,6 +260,7 @@ pub struct Pack {
     engine: wasmtime::Engine,
     pre: PackNodePre<RunState>,
     slots: Arc<Semaphore>,
+    ticker: EpochTicker,
 }
 
 impl std::fmt::Debug for Pack {
@@ -346,6 +332,8 @@ impl Pack {
             callai: CallAiCtx::with_session(session),
             limiter: RunLimiter::new(&limits),
         };
+        // The epoch ticks while this run's store lives, and not when none does.
+        let _ticking = self.ticker.hold();
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
         store.set_fuel(limits.fuel).expect("fuel is enabled");

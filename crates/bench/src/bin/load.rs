@@ -1,5 +1,6 @@
 //! A load generator for `callai serve`: `--calls N` POSTs of `--body` (a
-//! JSON text) to `--url` with `--concurrency C` in flight. With
+//! JSON text, sent as `application/json`) to `--url` with `--concurrency C`
+//! in flight, with the extra `--headers` (a JSON object) on each. With
 //! `--watch-pid PID`, samples that process's resident memory while the
 //! load runs. Prints one JSON object: wall time, runs/s, latency p50/p99,
 //! failures, peak resident memory seen.
@@ -17,8 +18,24 @@ async fn main() {
     let calls: usize = callai_bench::arg(&args, "calls", 1000);
     let concurrency: usize = callai_bench::arg(&args, "concurrency", 200);
     let watch: String = callai_bench::arg(&args, "watch-pid", String::new());
+    let extra: String = callai_bench::arg(&args, "headers", "{}".to_owned());
+    let extra: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&extra).expect("--headers is a JSON object");
+    let mut headers = reqwest::header::HeaderMap::new();
+    headers.insert(
+        reqwest::header::CONTENT_TYPE,
+        reqwest::header::HeaderValue::from_static("application/json"),
+    );
+    for (name, value) in extra {
+        let value = value.as_str().expect("--headers values are strings");
+        headers.insert(
+            reqwest::header::HeaderName::try_from(name).expect("a header name"),
+            reqwest::header::HeaderValue::try_from(value).expect("a header value"),
+        );
+    }
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
+        .default_headers(headers)
         .timeout(Duration::from_secs(600))
         .build()
         .expect("a client");

@@ -1,0 +1,347 @@
+#!/usr/bin/env python3
+"""What a gateway must cost, and what each one costs over it: `callai serve`
+against two floors (nginx as a bare reverse proxy, and a pass-through proxy
+on this project's own hyper/tokio stack) and the peer gateways (Portkey,
+LiteLLM), all in front of one loopback fake OpenAI-compatible provider that
+answers after 20 ms.
+
+    python3 bench/floor.py                 # 10,000 calls a stage, three rounds
+    python3 bench/floor.py --quick         # a smoke run: few calls, one round
+
+For text and for structured calls, at 1, 50 and 200 in flight, each
+contender gets the same calls from the same load generator; the stages are
+interleaved across rounds so drift on a shared machine spreads over all of
+them. Per stage and contender: CPU per call over the contender's own
+process tree, and latency p50/p99, of which "added" is over the same
+stage's direct calls to the fake. Then the CPU every contender spends in
+an idle minute. Contenders:
+
+- direct: the load generator calling the fake (the latency baseline);
+- floor (hyper): `callai-bench`'s `passthrough`, bytes in, bytes out;
+- nginx: the distribution's nginx (Debian's `nginx`, which `nginx-light`
+  now points to), one worker, keep-alive upstream, access log off,
+  extracted under the target directory (never installed system-wide, never
+  started as a service) and bound to 127.0.0.1;
+- serve chat / serve call: `callai serve`, `/v1/chat/completions` and
+  `/v1/call`;
+- serve call, mimalloc: the same binary built with `--features mimalloc`;
+- serve call, 1 worker: the default binary with `TOKIO_WORKER_THREADS=1`;
+- Portkey and LiteLLM, pinned and started as `bench/peers/gateways.py` does
+  (Portkey held to 127.0.0.1).
+
+Network: 127.0.0.1 only, besides the package registries. Prints a Markdown
+report and writes the raw figures to <target>/bench-floor/report.json.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE / "peers"))
+import gateways  # noqa: E402  (the peers' installer and starters)
+
+TARGET = gateways.TARGET
+RELEASE = TARGET / "release"
+WORK = TARGET / "bench-floor"
+NGINX_VERSION = "1.22.1-9+deb12u7"
+MESSAGES = [{"role": "user", "content": "Write one sentence of a scene."}]
+SCHEMA = {"type": "object", "properties": {"scene": {"type": "string"}}, "required": ["scene"]}
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def cargo(*args):
+    subprocess.run(["cargo", *args], cwd=ROOT, check=True)
+
+
+def build():
+    """The release binaries: callai with mimalloc (kept aside), then the
+    default callai and the bench tools, and the peers."""
+    WORK.mkdir(parents=True, exist_ok=True)
+    cargo("build", "--release", "--locked", "-p", "callai-cli", "--features", "mimalloc")
+    shutil.copy2(RELEASE / "callai", WORK / "callai-mimalloc")
+    cargo("build", "--release", "--locked", "-p", "callai-bench",
+          "--bin", "passthrough", "--bin", "load", "--bin", "fake-openai")
+    gateways.install()  # Portkey, LiteLLM and the default callai
+
+
+def nginx_binary():
+    """The distribution's nginx, extracted (not installed) under WORK."""
+    binary = WORK / f"nginx-{NGINX_VERSION}/usr/sbin/nginx"
+    if not binary.exists():
+        log(f"== fetching nginx {NGINX_VERSION} from the distribution")
+        debs = WORK / "debs"
+        debs.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["apt-get", "download", f"nginx={NGINX_VERSION}"], cwd=debs, check=True)
+        deb = next(debs.glob(f"nginx_{NGINX_VERSION.replace(':', '%3a')}_*.deb"))
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(binary.parents[2])], check=True)
+    return binary
+
+
+def spawn(name, argv, env=None, ready=None):
+    logf = open(WORK / f"{name}.log", "w")
+    proc = subprocess.Popen(argv, stdout=logf, stderr=logf, env={**os.environ, **(env or {})})
+    if ready:
+        gateways.wait_up(ready, proc, name)
+    return proc
+
+
+def start_fake():
+    port = gateways.free_port()
+    proc = spawn("fake", [str(RELEASE / "fake-openai"), "--port", str(port), "--delay-ms", "20"])
+    gateways.wait_up(f"http://127.0.0.1:{port}/", proc, "fake")
+    return proc, port
+
+
+def start_nginx(fake_port):
+    port = gateways.free_port()
+    tmp = WORK / "nginx-tmp"
+    tmp.mkdir(exist_ok=True)
+    temp_paths = "".join(f"  {k}_temp_path {tmp}/{k};\n" for k in
+                         ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"])
+    conf = WORK / "nginx.conf"
+    conf.write_text(f"""worker_processes 1;
+daemon off;
+pid {WORK}/nginx.pid;
+error_log stderr warn;
+events {{ worker_connections 4096; }}
+http {{
+  access_log off;
+{temp_paths}  keepalive_requests 1000000;
+  upstream fake {{ server 127.0.0.1:{fake_port}; keepalive 512; keepalive_requests 1000000; }}
+  server {{
+    listen 127.0.0.1:{port};
+    location / {{
+      proxy_pass http://fake;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }}
+  }}
+}}
+""")
+    proc = spawn("nginx", [str(nginx_binary()), "-p", str(WORK), "-c", str(conf), "-e", "stderr"],
+                 ready=f"http://127.0.0.1:{port}/")
+    return proc, port
+
+
+def start_serve(name, binary, fake_port, env=None, extra=()):
+    port = gateways.free_port()
+    cfg = WORK / f"{name}.toml"
+    cfg.write_text(f'[providers.fake]\nkind = "openai"\nbaseUrl = "http://127.0.0.1:{fake_port}/v1"\n'
+                   f'apiKeyEnv = "FAKE_KEY"\nmodel = "fake"\n[defaults]\nprovider = "fake"\n'
+                   f'[limits]\nmaxConcurrentRuns = 1000\n')
+    proc = spawn(name, [str(binary), "serve", "--config", str(cfg), "--listen", f"127.0.0.1:{port}", *extra],
+                 env={"FAKE_KEY": "sk-fake", **(env or {})}, ready=f"http://127.0.0.1:{port}/healthz")
+    return proc, port
+
+
+def openai_body(kind):
+    body = {"model": "fake", "max_tokens": 200, "messages": MESSAGES}
+    if kind == "structured":
+        body["response_format"] = {"type": "json_schema",
+                                   "json_schema": {"name": "scene", "schema": SCHEMA}}
+    return body
+
+
+def call_body(kind):
+    request = {"messages": MESSAGES, "maxTokens": 200}
+    if kind == "structured":
+        request["responseSchema"] = SCHEMA
+    return {"request": request}
+
+
+def contenders(fake_port, procs):
+    """name -> (pid or None, url, body(kind), headers)."""
+    out = {"direct": (None, f"http://127.0.0.1:{fake_port}/v1/chat/completions", openai_body, {})}
+    proc = spawn("passthrough", [str(RELEASE / "passthrough"), "--upstream", f"http://127.0.0.1:{fake_port}"])
+    procs.append(proc)
+    time.sleep(0.5)
+    port = int((WORK / "passthrough.log").read_text().rsplit(":", 1)[1])
+    out["floor (hyper)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
+    proc, port = start_nginx(fake_port)
+    procs.append(proc)
+    out["nginx"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
+    proc, port = start_serve("serve", RELEASE / "callai", fake_port)
+    procs.append(proc)
+    out["serve chat"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
+    out["serve call"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    proc, port = start_serve("serve-mimalloc", WORK / "callai-mimalloc", fake_port)
+    procs.append(proc)
+    out["serve call, mimalloc"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
+    procs.append(proc)
+    out["serve call, 1 worker"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    fake_url = f"http://127.0.0.1:{fake_port}/v1"
+    for peer, label in [("portkey", "Portkey"), ("litellm", "LiteLLM")]:
+        proc, url, headers, _ = gateways.start(peer, fake_url)
+        procs.append(proc)
+        out[label] = (proc.pid, url, openai_body, headers)
+    return out
+
+
+def load(url, body, headers, calls, concurrency):
+    out = subprocess.run([str(RELEASE / "load"), "--url", url, "--body", json.dumps(body),
+                          "--headers", json.dumps(headers), "--calls", str(calls),
+                          "--concurrency", str(concurrency)],
+                         check=True, capture_output=True, text=True).stdout
+    return json.loads(out)
+
+
+def threads_ns(pid):
+    """{thread id: CPU ns} over `pid`'s process tree, from schedstat."""
+    out, todo = {}, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                out[task.name] = int((task / "schedstat").read_text().split()[0])
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return out
+
+
+def tree_cpu_s(pid, work):
+    """The CPU seconds `pid`'s tree spends on `work()`: to the nanosecond
+    from each thread's schedstat when every thread lived through it, else
+    (a thread ended, taking its count) in the 10 ms ticks of /proc/PID/stat,
+    which keep the time of ended threads."""
+    ticks, threads = gateways.tree_cpu(pid), threads_ns(pid)
+    result = work()
+    ticks, after = gateways.tree_cpu(pid) - ticks, threads_ns(pid)
+    if set(threads) <= set(after):
+        return sum(ns - threads.get(t, 0) for t, ns in after.items()) / 1e9, result
+    return ticks, result
+
+
+def stage(contender, kind, concurrency, calls):
+    pid, url, body, headers = contender
+    run = lambda: load(url, body(kind), headers, calls, concurrency)  # noqa: E731
+    spent, got = tree_cpu_s(pid, run) if pid else (0.0, run())
+    return {"cpu_us": 1e6 * spent / calls, "p50_ms": got["p50_ms"], "p99_ms": got["p99_ms"],
+            "failures": got["failures"], "calls": calls}
+
+
+def idle_minute(pids, seconds):
+    before = {name: gateways.tree_cpu(pid) for name, pid in pids.items()}
+    time.sleep(seconds)
+    return {name: (gateways.tree_cpu(pid) - before[name]) * 60 / seconds for name, pid in pids.items()}
+
+
+def fmt_range(values, digits=0):
+    lo, hi = min(values), max(values)
+    f = f"{{:.{digits}f}}"
+    return f.format(lo) if f.format(lo) == f.format(hi) else f"{f.format(lo)}–{f.format(hi)}"
+
+
+def report(results, rounds, idle, calls):
+    """Markdown: per kind and concurrency, each contender's medians over the
+    rounds (ranges where they differ), and the targets' ratios."""
+    lines = [f"## The floor, {time.strftime('%Y-%m-%d')}: {rounds} round(s), {calls} calls a stage "
+             "(fewer at 1 in flight and for the peers, as the table says), fake provider 20 ms\n"]
+    for kind in ["text", "structured"]:
+        for concurrency in [1, 50, 200]:
+            rows = {name: rs for (k, c, name), rs in results.items() if k == kind and c == concurrency}
+            if not rows:
+                continue
+            nginx = statistics.median(r["cpu_us"] for r in rows["nginx"])
+            direct = {i: r for i, r in enumerate(rows["direct"])}
+            lines.append(f"\n### {kind}, {concurrency} in flight\n")
+            lines.append("| contender | calls | CPU µs/call | × nginx | p50 ms | p99 ms | added p50 ms | added p99 ms | failed |")
+            lines.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+            for name, rs in rows.items():
+                cpu = [r["cpu_us"] for r in rs]
+                added50 = [r["p50_ms"] - direct[i]["p50_ms"] for i, r in enumerate(rs)]
+                added99 = [r["p99_ms"] - direct[i]["p99_ms"] for i, r in enumerate(rs)]
+                ratio = statistics.median(cpu) / nginx if nginx else 0
+                lines.append(
+                    f"| {name} | {rs[0]['calls']} | {fmt_range(cpu)} | "
+                    f"{'' if name == 'direct' else f'{ratio:.2f}'} | "
+                    f"{fmt_range([r['p50_ms'] for r in rs], 2)} | {fmt_range([r['p99_ms'] for r in rs], 2)} | "
+                    f"{'' if name == 'direct' else fmt_range(added50, 2)} | "
+                    f"{'' if name == 'direct' else fmt_range(added99, 2)} | "
+                    f"{sum(r['failures'] for r in rs)} |")
+    lines.append("\n### An idle minute\n")
+    lines.append("| contender | CPU s per idle minute |")
+    lines.append("|---|---:|")
+    for name, seconds in idle.items():
+        lines.append(f"| {name} | {seconds:.2f} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--calls", type=int, default=10000, help="calls a stage at 50 and 200 in flight")
+    parser.add_argument("--calls-one", type=int, default=1000, help="calls a stage at 1 in flight")
+    parser.add_argument("--peer-calls", type=int, default=2000, help="at most this many for Portkey, LiteLLM")
+    parser.add_argument("--idle-seconds", type=float, default=60)
+    parser.add_argument("--only", help="comma-separated contenders (direct and nginx are always run)")
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.calls, args.calls_one, args.peer_calls, args.idle_seconds = 1, 400, 50, 200, 10
+    build()
+    procs = []
+    try:
+        fake, fake_port = start_fake()
+        procs.append(fake)
+        everyone = contenders(fake_port, procs)
+        if args.only:
+            keep = {"direct", "nginx", *args.only.split(",")}
+            everyone = {k: v for k, v in everyone.items() if k in keep}
+        runlog = WORK / "idle-runlog.db"
+        runlog.unlink(missing_ok=True)
+        proc, _ = start_serve("serve-runlog", RELEASE / "callai", fake_port, extra=["--runlog", str(runlog)])
+        procs.append(proc)
+        # Warm every contender's connections and caches, both kinds.
+        for name, contender in everyone.items():
+            for kind in ["text", "structured"]:
+                stage(contender, kind, 50, 200)
+        log("== an idle minute")
+        pids = {name: c[0] for name, c in everyone.items() if c[0] and name != "serve call"}
+        pids["serve, with a run log"] = proc.pid
+        idle = idle_minute(pids, args.idle_seconds)
+        results = {}
+        names = list(everyone)
+        for r in range(args.rounds):
+            for kind in ["text", "structured"]:
+                for concurrency in [1, 50, 200]:
+                    # Rotate the order each round: no contender always goes first.
+                    order = names[r % len(names):] + names[:r % len(names)]
+                    order.remove("direct")
+                    for name in ["direct", *order]:
+                        calls = args.calls_one if concurrency == 1 else args.calls
+                        if name in ("Portkey", "LiteLLM"):
+                            calls = min(calls, args.peer_calls)
+                        log(f"== round {r + 1}, {kind}, {concurrency} in flight: {name} ({calls} calls)")
+                        results.setdefault((kind, concurrency, name), []).append(
+                            stage(everyone[name], kind, concurrency, calls))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+    (WORK / "report.json").write_text(json.dumps(
+        {"results": [{"kind": k, "concurrency": c, "contender": n, "rounds": rs}
+                     for (k, c, n), rs in results.items()], "idle": idle}, indent=2))
+    text = report(results, args.rounds, idle, args.calls)
+    (WORK / "report.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
