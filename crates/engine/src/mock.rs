@@ -97,9 +97,13 @@ impl MockScript {
     /// component file, `callai serve`'s `/v1/call`): one text reply.
     pub const DEFAULT_JSON: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;
 
-    /// [`MockScript::DEFAULT_JSON`], parsed.
+    /// [`MockScript::DEFAULT_JSON`], parsed (once per process: `callai
+    /// serve` hands every call without a script a mock of its own).
     pub fn default_reply() -> Self {
-        Self::from_json(Self::DEFAULT_JSON).expect("the default script parses")
+        static PARSED: std::sync::LazyLock<MockScript> = std::sync::LazyLock::new(|| {
+            MockScript::from_json(MockScript::DEFAULT_JSON).expect("the default script parses")
+        });
+        PARSED.clone()
     }
 
     /// Parses a script, naming the entry that is wrong.

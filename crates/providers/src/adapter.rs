@@ -16,12 +16,12 @@ pub trait WireFormat: Send + Sync + 'static {
     const NATIVE_TERMS: &'static [&'static str];
     /// The auth (and version) headers.
     fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)>;
-    /// The request body for one attempt; `model` when the request names none.
-    fn body(model: &str, request: &ProviderRequest) -> Value;
+    /// The request body for one attempt, as JSON bytes; `model` when the
+    /// request names none. Serialized straight from the request (the schema
+    /// is borrowed, never copied into a JSON tree per attempt).
+    fn body(model: &str, request: &ProviderRequest, delivery: Delivery) -> Vec<u8>;
     /// Reads a success response.
     fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure>;
-    /// Asks `body` for a streamed answer.
-    fn stream_request(body: &mut Value);
     /// A response as [`WireFormat::reply`] reads it, before any event.
     fn stream_start() -> Value;
     /// Folds one streamed event into the response `acc` builds up; the text
@@ -29,35 +29,54 @@ pub trait WireFormat: Send + Sync + 'static {
     fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure>;
 }
 
+/// Whether an attempt asks for its answer whole or as server-sent events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// One JSON body.
+    Whole,
+    /// A stream of events.
+    Streamed,
+}
+
 /// A provider speaking wire format `W`.
 pub struct HttpProvider<W> {
     http: HttpClient,
     base_url: String,
+    /// The endpoint, parsed once: the URL every attempt goes to.
+    endpoint: reqwest::Url,
+    /// The auth (and version) headers every attempt carries.
+    headers: Vec<(&'static str, String)>,
     model: String,
     native: bool,
     wire: PhantomData<W>,
 }
 
 impl<W: WireFormat> HttpProvider<W> {
-    /// A provider at `base_url` (e.g. `https://api.openai.com/v1`).
-    pub fn new(http: HttpClient, base_url: &str, model: &str, native: bool) -> Self {
-        Self {
+    /// A provider at `base_url` (e.g. `https://api.openai.com/v1`); an
+    /// error names a base URL that does not parse.
+    pub fn new(
+        http: HttpClient,
+        base_url: &str,
+        model: &str,
+        native: bool,
+    ) -> Result<Self, String> {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let endpoint = reqwest::Url::parse(&format!("{base_url}{}", W::PATH))
+            .map_err(|e| format!("baseUrl {base_url:?} is not a URL: {e}"))?;
+        Ok(Self {
+            headers: W::headers(http.key()),
             http,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            base_url,
+            endpoint,
             model: model.to_owned(),
             native,
             wire: PhantomData,
-        }
+        })
     }
-}
 
-impl<W: WireFormat> HttpProvider<W> {
-    /// The endpoint's URL and the headers every request carries.
-    fn endpoint(&self) -> (String, Vec<(&'static str, String)>) {
-        (
-            format!("{}{}", self.base_url, W::PATH),
-            W::headers(self.http.key()),
-        )
+    /// The headers every attempt carries, borrowed.
+    fn headers(&self) -> Vec<(&str, &str)> {
+        self.headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
     }
 }
 
@@ -85,12 +104,17 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let (url, headers) = self.endpoint();
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let body = W::body(&self.model, request);
+            let headers = self.headers();
+            let body = W::body(&self.model, request, Delivery::Whole);
             self.http
-                .attempt(&url, &headers, &body, request, W::NATIVE_TERMS, W::reply)
+                .attempt(
+                    &self.endpoint,
+                    &headers,
+                    body,
+                    request,
+                    W::NATIVE_TERMS,
+                    W::reply,
+                )
                 .await
         })
     }
@@ -101,11 +125,8 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         deltas: &'a (dyn Fn(&str) + Send + Sync),
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let (url, headers) = self.endpoint();
-            let headers: Vec<(&str, &str)> =
-                headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-            let mut body = W::body(&self.model, request);
-            W::stream_request(&mut body);
+            let headers = self.headers();
+            let body = W::body(&self.model, request, Delivery::Streamed);
             let mut acc = W::stream_start();
             let mut redaction = StreamRedaction::new(self.http.redactor());
             let streamed = {
@@ -118,7 +139,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
                     Ok(())
                 };
                 self.http
-                    .post_events(&url, &headers, &body, &mut on_event)
+                    .post_events(&self.endpoint, &headers, body, &mut on_event)
                     .await?
             };
             let (status, response, streamed_text) = match streamed {

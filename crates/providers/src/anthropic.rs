@@ -1,11 +1,13 @@
 //! The Anthropic Messages API. Native structured output is a forced tool
 //! call whose input schema is the caller's `responseSchema`.
 
-use super::adapter::WireFormat;
+use super::adapter::{Delivery, WireFormat};
 use super::http::{ApiKey, tokens};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
 use callai_wire::{Role, StructuredOutput};
+use serde::Serialize;
 use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// The API version this adapter speaks.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
@@ -15,6 +17,47 @@ const TOOL: &str = "respond";
 /// The Anthropic Messages API wire format.
 #[derive(Debug)]
 pub struct AnthropicWire;
+
+/// A Messages API request body, borrowing from the request where it can.
+#[derive(Serialize)]
+struct MessagesBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    messages: Vec<Turn<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<[Tool<'a>; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<ToolChoice>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+}
+
+/// One turn; consecutive turns of one role are merged into one.
+#[derive(Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Cow<'a, str>,
+}
+
+#[derive(Serialize)]
+struct Tool<'a> {
+    name: &'static str,
+    description: &'static str,
+    input_schema: &'a Value,
+}
+
+#[derive(Serialize)]
+struct ToolChoice {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'static str,
+}
 
 impl WireFormat for AnthropicWire {
     const PATH: &'static str = "/messages";
@@ -30,9 +73,9 @@ impl WireFormat for AnthropicWire {
 
     /// The request body for one attempt. System-role messages join the
     /// system prompt; consecutive turns of one role are merged.
-    fn body(model: &str, r: &ProviderRequest) -> Value {
+    fn body(model: &str, r: &ProviderRequest, delivery: Delivery) -> Vec<u8> {
         let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
-        let mut turns: Vec<(&str, String)> = Vec::new();
+        let mut messages: Vec<Turn<'_>> = Vec::new();
         for m in &r.messages {
             let role = match m.role {
                 Role::System => {
@@ -42,43 +85,43 @@ impl WireFormat for AnthropicWire {
                 Role::User => "user",
                 Role::Assistant => "assistant",
             };
-            match turns.last_mut() {
-                Some((last, text)) if *last == role => {
+            match messages.last_mut() {
+                Some(last) if last.role == role => {
+                    let text = last.content.to_mut();
                     text.push_str("\n\n");
                     text.push_str(&m.content);
                 }
-                _ => turns.push((role, m.content.clone())),
+                _ => messages.push(Turn {
+                    role,
+                    content: Cow::Borrowed(&m.content),
+                }),
             }
         }
-        let messages: Vec<Value> = turns
-            .into_iter()
-            .map(|(role, content)| json!({"role": role, "content": content}))
-            .collect();
-        let mut body = json!({
-            "model": r.model.as_deref().unwrap_or(model),
-            "max_tokens": r.max_tokens,
-            "messages": messages,
-        });
-        if !system.is_empty() {
-            body["system"] = system.join("\n\n").into();
-        }
-        if let Some(t) = r.temperature {
-            body["temperature"] = t.into();
-        }
-        if !r.stop_sequences.is_empty() {
-            body["stop_sequences"] = r.stop_sequences.clone().into();
-        }
-        if let Some(s) = &r.structured
-            && s.mode == StructuredOutput::Native
-        {
-            body["tools"] = json!([{
-                "name": TOOL,
-                "description": "Respond with a value that satisfies the input schema.",
-                "input_schema": &*s.schema,
-            }]);
-            body["tool_choice"] = json!({"type": "tool", "name": TOOL});
-        }
-        body
+        let native = r
+            .structured
+            .as_ref()
+            .filter(|s| s.mode == StructuredOutput::Native);
+        let body = MessagesBody {
+            model: r.model.as_deref().unwrap_or(model),
+            max_tokens: r.max_tokens,
+            messages,
+            system: (!system.is_empty()).then(|| system.join("\n\n")),
+            temperature: r.temperature,
+            stop_sequences: &r.stop_sequences,
+            tools: native.map(|s| {
+                [Tool {
+                    name: TOOL,
+                    description: "Respond with a value that satisfies the input schema.",
+                    input_schema: &s.schema,
+                }]
+            }),
+            tool_choice: native.map(|_| ToolChoice {
+                kind: "tool",
+                name: TOOL,
+            }),
+            stream: delivery == Delivery::Streamed,
+        };
+        serde_json::to_vec(&body).expect("a messages body serializes")
     }
 
     /// Reads a Messages API response: the forced tool call's input (as JSON
@@ -118,10 +161,6 @@ impl WireFormat for AnthropicWire {
             model: response["model"].as_str().map(str::to_owned),
             status: None,
         })
-    }
-
-    fn stream_request(body: &mut Value) {
-        body["stream"] = true.into();
     }
 
     fn stream_start() -> Value {

@@ -44,9 +44,9 @@ impl HttpClient {
     /// instead is read as [`HttpClient::post_json`] reads it.
     pub(crate) async fn post_events(
         &self,
-        url: &str,
+        url: &reqwest::Url,
         headers: &[(&str, &str)],
-        body: &Value,
+        body: Vec<u8>,
         on_event: &mut (dyn FnMut(&Value) -> Result<(), ProviderFailure> + Send),
     ) -> Result<Streamed, ProviderFailure> {
         let response = self.post(url, headers, body).await?;

@@ -121,15 +121,15 @@ impl HttpClient {
     /// 408, 429 or 5xx transient with its `retry-after`).
     pub(crate) async fn post(
         &self,
-        url: &str,
+        url: &reqwest::Url,
         headers: &[(&str, &str)],
-        body: &Value,
+        body: Vec<u8>,
     ) -> Result<reqwest::Response, ProviderFailure> {
         let mut request = self
             .client
-            .post(url)
+            .post(url.clone())
             .header("content-type", "application/json")
-            .body(body.to_string());
+            .body(body);
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
@@ -174,9 +174,9 @@ impl HttpClient {
     /// one that is not JSON (or is cut short) is transient.
     pub async fn post_json(
         &self,
-        url: &str,
+        url: &reqwest::Url,
         headers: &[(&str, &str)],
-        body: &Value,
+        body: Vec<u8>,
     ) -> Result<(u16, Value), ProviderFailure> {
         let response = self.post(url, headers, body).await?;
         self.read_json(response).await
@@ -218,9 +218,9 @@ impl HttpClient {
     /// rejected.
     pub async fn attempt(
         &self,
-        url: &str,
+        url: &reqwest::Url,
         headers: &[(&str, &str)],
-        body: &Value,
+        body: Vec<u8>,
         request: &ProviderRequest,
         native_terms: &[&str],
         parse: fn(&Value) -> Result<ProviderReply, ProviderFailure>,

@@ -99,8 +99,13 @@ fn start_one(
     let timeout = Duration::from_millis(s.timeout_ms);
     let http = HttpClient::new(key(s, env)?, timeout, max_body)
         .map_err(|message| invalid(&format!("providers.{}", s.name), message))?;
+    let url = |message| invalid(&format!("providers.{}.baseUrl", s.name), message);
     Ok(match s.kind {
-        ProviderKind::Openai => Arc::new(OpenAi::new(http, &s.base_url, &s.model, s.native)),
-        ProviderKind::Anthropic => Arc::new(Anthropic::new(http, &s.base_url, &s.model, s.native)),
+        ProviderKind::Openai => {
+            Arc::new(OpenAi::new(http, &s.base_url, &s.model, s.native).map_err(url)?)
+        }
+        ProviderKind::Anthropic => {
+            Arc::new(Anthropic::new(http, &s.base_url, &s.model, s.native).map_err(url)?)
+        }
     })
 }

@@ -2,15 +2,59 @@
 //! server, LM Studio). Native structured output is
 //! `response_format: {type: "json_schema"}`.
 
-use super::adapter::WireFormat;
+use super::adapter::{Delivery, WireFormat};
 use super::http::{ApiKey, tokens};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
 use callai_wire::{Role, StructuredOutput};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 /// The OpenAI chat-completions wire format.
 #[derive(Debug)]
 pub struct OpenAiWire;
+
+/// A chat-completions request body, borrowing from the request.
+#[derive(Serialize)]
+struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    stop: &'a [String],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<ResponseFormat<'a>>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamOptions>,
+}
+
+#[derive(Serialize)]
+struct ChatMessage<'a> {
+    role: &'static str,
+    content: &'a str,
+}
+
+#[derive(Serialize)]
+struct ResponseFormat<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    json_schema: JsonSchemaFormat<'a>,
+}
+
+#[derive(Serialize)]
+struct JsonSchemaFormat<'a> {
+    name: &'static str,
+    schema: &'a Value,
+    strict: bool,
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
 
 impl WireFormat for OpenAiWire {
     const PATH: &'static str = "/chat/completions";
@@ -22,40 +66,49 @@ impl WireFormat for OpenAiWire {
             .collect()
     }
 
-    /// The request body for one attempt.
-    fn body(model: &str, r: &ProviderRequest) -> Value {
-        let mut messages = Vec::new();
-        if let Some(system) = &r.system_prompt {
-            messages.push(json!({"role": "system", "content": system}));
-        }
-        for m in &r.messages {
-            let role = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::System => "system",
-            };
-            messages.push(json!({"role": role, "content": m.content}));
-        }
-        let mut body = json!({
-            "model": r.model.as_deref().unwrap_or(model),
-            "messages": messages,
-            "max_tokens": r.max_tokens,
+    fn body(model: &str, r: &ProviderRequest, delivery: Delivery) -> Vec<u8> {
+        let role = |role: Role| match role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+            Role::System => "system",
+        };
+        let system = r.system_prompt.as_deref().map(|content| ChatMessage {
+            role: "system",
+            content,
         });
-        if let Some(t) = r.temperature {
-            body["temperature"] = t.into();
-        }
-        if !r.stop_sequences.is_empty() {
-            body["stop"] = r.stop_sequences.clone().into();
-        }
-        if let Some(s) = &r.structured
-            && s.mode == StructuredOutput::Native
-        {
-            body["response_format"] = json!({
-                "type": "json_schema",
-                "json_schema": {"name": "response", "schema": &*s.schema, "strict": false},
+        let messages = system
+            .into_iter()
+            .chain(r.messages.iter().map(|m| ChatMessage {
+                role: role(m.role),
+                content: &m.content,
+            }))
+            .collect();
+        let response_format = r
+            .structured
+            .as_ref()
+            .filter(|s| s.mode == StructuredOutput::Native)
+            .map(|s| ResponseFormat {
+                kind: "json_schema",
+                json_schema: JsonSchemaFormat {
+                    name: "response",
+                    schema: &s.schema,
+                    strict: false,
+                },
             });
-        }
-        body
+        let streamed = delivery == Delivery::Streamed;
+        let body = ChatBody {
+            model: r.model.as_deref().unwrap_or(model),
+            messages,
+            max_tokens: r.max_tokens,
+            temperature: r.temperature,
+            stop: &r.stop_sequences,
+            response_format,
+            stream: streamed,
+            stream_options: streamed.then_some(StreamOptions {
+                include_usage: true,
+            }),
+        };
+        serde_json::to_vec(&body).expect("a chat body serializes")
     }
 
     /// Reads a chat-completions response.
@@ -87,11 +140,6 @@ impl WireFormat for OpenAiWire {
             model: response["model"].as_str().map(str::to_owned),
             status: None,
         })
-    }
-
-    fn stream_request(body: &mut Value) {
-        body["stream"] = true.into();
-        body["stream_options"] = json!({"include_usage": true});
     }
 
     fn stream_start() -> Value {
