@@ -13,8 +13,10 @@ contender gets the same calls from the same load generator; the stages are
 interleaved across rounds so drift on a shared machine spreads over all of
 them. Per stage and contender: CPU per call over the contender's own
 process tree, and latency p50/p99, of which "added" is over the same
-stage's direct calls to the fake. Then the CPU every contender spends in
-an idle minute. Contenders:
+stage's direct calls to the fake. Before the stages, the CPU every
+contender spends in an idle minute; after them, the resident memory per
+call in flight (1,000 structured calls at once to a fake that answers
+after 2 s, each contender fresh). Contenders:
 
 - direct: the load generator calling the fake (the latency baseline);
 - floor (hyper): `callai-bench`'s `passthrough`, bytes in, bytes out;
@@ -96,9 +98,10 @@ def spawn(name, argv, env=None, ready=None):
     return proc
 
 
-def start_fake():
+def start_fake(delay_ms=20):
     port = gateways.free_port()
-    proc = spawn("fake", [str(RELEASE / "fake-openai"), "--port", str(port), "--delay-ms", "20"])
+    proc = spawn(f"fake-{delay_ms}", [str(RELEASE / "fake-openai"), "--port", str(port),
+                                      "--delay-ms", str(delay_ms)])
     gateways.wait_up(f"http://127.0.0.1:{port}/", proc, "fake")
     return proc, port
 
@@ -232,6 +235,45 @@ def stage(contender, kind, concurrency, calls):
             "failures": got["failures"], "calls": calls}
 
 
+def memory_in_flight(calls):
+    """Resident memory per call in flight: `calls` structured calls at once
+    to a fake that answers after 2 s, each contender fresh; the peak of its
+    resident set during them over its resident set before any."""
+    procs, out = [], {}
+    try:
+        fake, fake_port = start_fake(2000)
+        procs.append(fake)
+        proc = spawn("passthrough-slow", [str(RELEASE / "passthrough"), "--upstream",
+                                          f"http://127.0.0.1:{fake_port}"])
+        procs.append(proc)
+        time.sleep(0.5)
+        port = int((WORK / "passthrough-slow.log").read_text().rsplit(":", 1)[1])
+        targets = {"floor (hyper)": (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body)}
+        proc, port = start_nginx(fake_port)
+        procs.append(proc)
+        worker = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
+        targets["nginx"] = (worker, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body)
+        for name, path, body in [("serve chat", "/v1/chat/completions", openai_body),
+                                 ("serve call", "/v1/call", call_body)]:
+            proc, port = start_serve(f"serve-slow-{len(procs)}", RELEASE / "callai", fake_port)
+            procs.append(proc)
+            targets[name] = (proc.pid, f"http://127.0.0.1:{port}{path}", body)
+        for name, (pid, url, body) in targets.items():
+            idle = int(Path(f"/proc/{pid}/status").read_text().split("VmRSS:")[1].split()[0])
+            got = json.loads(subprocess.run(
+                [str(RELEASE / "load"), "--url", url, "--body", json.dumps(body("structured")),
+                 "--calls", str(calls), "--concurrency", str(calls), "--watch-pid", str(pid)],
+                check=True, capture_output=True, text=True).stdout)
+            out[name] = {"idle_kib": idle, "peak_kib": got["watched_peak_rss_kib"],
+                         "kib_per_call": (got["watched_peak_rss_kib"] - idle) / calls,
+                         "failures": got["failures"]}
+    finally:
+        for p in procs:
+            p.terminate()
+            p.wait(timeout=30)
+    return out
+
+
 def idle_minute(pids, seconds):
     before = {name: gateways.tree_cpu(pid) for name, pid in pids.items()}
     time.sleep(seconds)
@@ -244,7 +286,7 @@ def fmt_range(values, digits=0):
     return f.format(lo) if f.format(lo) == f.format(hi) else f"{f.format(lo)}–{f.format(hi)}"
 
 
-def report(results, rounds, idle, calls):
+def report(results, rounds, idle, calls, memory):
     """Markdown: per kind and concurrency, each contender's medians over the
     rounds (ranges where they differ), and the targets' ratios."""
     lines = [f"## The floor, {time.strftime('%Y-%m-%d')}: {rounds} round(s), {calls} calls a stage "
@@ -271,6 +313,12 @@ def report(results, rounds, idle, calls):
                     f"{'' if name == 'direct' else fmt_range(added50, 2)} | "
                     f"{'' if name == 'direct' else fmt_range(added99, 2)} | "
                     f"{sum(r['failures'] for r in rs)} |")
+    lines.append("\n### Memory per call in flight (structured, the fake answering after 2 s)\n")
+    lines.append("| contender | idle MiB | peak MiB | KiB per call in flight | failed |")
+    lines.append("|---|---:|---:|---:|---:|")
+    for name, m in memory.items():
+        lines.append(f"| {name} | {m['idle_kib'] / 1024:.1f} | {m['peak_kib'] / 1024:.1f} | "
+                     f"{m['kib_per_call']:.1f} | {m['failures']} |")
     lines.append("\n### An idle minute\n")
     lines.append("| contender | CPU s per idle minute |")
     lines.append("|---|---:|")
@@ -288,10 +336,15 @@ def main():
     parser.add_argument("--peer-calls", type=int, default=2000, help="at most this many for Portkey, LiteLLM")
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--only", help="comma-separated contenders (direct and nginx are always run)")
+    parser.add_argument("--memory-only", action="store_true", help="only memory per call in flight")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.calls, args.calls_one, args.peer_calls, args.idle_seconds = 1, 400, 50, 200, 10
     build()
+    if args.memory_only:
+        memory = memory_in_flight(100 if args.quick else 1000)
+        print(json.dumps(memory, indent=2))
+        return
     procs = []
     try:
         fake, fake_port = start_fake()
@@ -335,10 +388,12 @@ def main():
                 p.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 p.kill()
+    log("== memory per call in flight")
+    memory = memory_in_flight(100 if args.quick else 1000)
     (WORK / "report.json").write_text(json.dumps(
         {"results": [{"kind": k, "concurrency": c, "contender": n, "rounds": rs}
-                     for (k, c, n), rs in results.items()], "idle": idle}, indent=2))
-    text = report(results, args.rounds, idle, args.calls)
+                     for (k, c, n), rs in results.items()], "idle": idle, "memory": memory}, indent=2))
+    text = report(results, args.rounds, idle, args.calls, memory)
     (WORK / "report.md").write_text(text + "\n")
     print(text)
 

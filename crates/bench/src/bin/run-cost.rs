@@ -11,8 +11,9 @@
 //! - `pack`: the conformance node `echo-attempts` on a fresh instance of
 //!   the pooling allocator (the store, the instance, the canonical ABI).
 //!
-//! Prints one JSON object: CPU per run, and the resident memory the runs
-//! added at their peak, per run, split by mapping: the malloc heap, each
+//! Prints one JSON object: the resident memory the runs added at their
+//! peak, per run, the first time N are in flight, split by mapping; and in
+//! a second pass, warm, CPU and minor page faults per run. The mappings: the malloc heap, each
 //! large reservation (wasmtime's pooled linear memories, tables and fiber
 //! stacks), the rest. Run it under `perf record -g` or `heaptrack` to see
 //! inside a layer (docs/src/performance.md has the commands).
@@ -62,6 +63,20 @@ fn resident_by_mapping() -> BTreeMap<String, u64> {
     out
 }
 
+/// This process's minor page faults so far (`/proc/self/stat` field 10):
+/// each first touch of a page the kernel must fill, a fresh pool slot's
+/// pages among them.
+fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    // After the name: state is field 3, so minflt (field 10) is the 8th.
+    after_name
+        .split_whitespace()
+        .nth(7)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
+}
+
 fn total(map: &BTreeMap<String, u64>) -> u64 {
     map.values().sum()
 }
@@ -71,6 +86,10 @@ fn main() {
     let runs: usize = callai_bench::arg(&args, "runs", 10_000);
     let mode: String = callai_bench::arg(&args, "mode", "pack".to_owned());
     let workers: usize = callai_bench::arg(&args, "workers", 2);
+    // `--cpu-only --passes K`: for a profiler, K CPU passes and no memory
+    // pass (whose sampler would be most of the profile).
+    let cpu_only = args.contains_key("cpu-only");
+    let passes: u32 = callai_bench::arg(&args, "passes", 1);
     let runtime = PackRuntime::with_options(&RuntimeOptions {
         max_concurrent_runs: u32::try_from(runs).expect("runs fit u32"),
         ..RuntimeOptions::default()
@@ -92,7 +111,7 @@ fn main() {
                 base.with_provider("mock", Arc::new(mock))
             })
             .collect();
-        let cpu0 = callai_bench::cpu_time("self");
+        let (cpu0, faults0) = (callai_bench::cpu_time("self"), minor_faults());
         rt.block_on(async {
             let tasks: Vec<_> = hosts
                 .into_iter()
@@ -121,10 +140,51 @@ fn main() {
                 assert!(t.await.expect("a run's task"), "a run failed");
             }
         });
-        callai_bench::cpu_time("self") - cpu0
+        (
+            callai_bench::cpu_time("self") - cpu0,
+            minor_faults() - faults0,
+        )
     };
     go(runs.min(200)); // warm the pool's slots, the allocator, the timer wheel
+    // Memory first, the first time N runs are in flight (what a host that
+    // takes N runs must hold); then CPU, warm, with no sampler in the
+    // process (its reading of smaps would count as the runs' CPU).
     let before = resident_by_mapping();
+    let mut peak = before.clone();
+    if !cpu_only {
+        peak = peak_while(&before, || {
+            go(runs);
+        });
+    }
+    let mut cpu = Duration::ZERO;
+    let mut faults = 0;
+    for _ in 0..passes {
+        let (c, f) = go(runs);
+        cpu += c;
+        faults += f;
+    }
+    let per_run = |kib: u64| kib as f64 / runs as f64;
+    let growth: BTreeMap<&String, f64> = peak
+        .iter()
+        .map(|(k, v)| (k, per_run(v.saturating_sub(*before.get(k).unwrap_or(&0)))))
+        .filter(|(_, v)| *v > 0.05)
+        .collect();
+    let per_pass = f64::from(passes) * runs as f64;
+    let out = serde_json::json!({
+        "mode": mode,
+        "runs": runs,
+        "workers": workers,
+        "cpu_us_per_run": cpu.as_secs_f64() * 1e6 / per_pass,
+        "minor_faults_per_run": faults as f64 / per_pass,
+        "kib_per_run_at_peak": per_run(total(&peak).saturating_sub(total(&before))),
+        "kib_per_run_by_mapping": growth,
+    });
+    println!("{out}");
+}
+
+/// The largest resident set (by mapping) seen while `work` runs, sampled
+/// every 2 ms by a thread of its own; `before` if it never grew.
+fn peak_while(before: &BTreeMap<String, u64>, work: impl FnOnce()) -> BTreeMap<String, u64> {
     let peak = Arc::new(Mutex::new(before.clone()));
     let done = Arc::new(AtomicBool::new(false));
     let sampler = {
@@ -141,23 +201,8 @@ fn main() {
             }
         })
     };
-    let cpu = go(runs);
+    work();
     done.store(true, Ordering::Relaxed);
     sampler.join().expect("the sampler");
-    let peak = peak.lock().expect("the peak").clone();
-    let per_run = |kib: u64| kib as f64 / runs as f64;
-    let growth: BTreeMap<&String, f64> = peak
-        .iter()
-        .map(|(k, v)| (k, per_run(v.saturating_sub(*before.get(k).unwrap_or(&0)))))
-        .filter(|(_, v)| *v > 0.05)
-        .collect();
-    let out = serde_json::json!({
-        "mode": mode,
-        "runs": runs,
-        "workers": workers,
-        "cpu_us_per_run": cpu.as_secs_f64() * 1e6 / runs as f64,
-        "kib_per_run_at_peak": per_run(total(&peak).saturating_sub(total(&before))),
-        "kib_per_run_by_mapping": growth,
-    });
-    println!("{out}");
+    peak.lock().expect("the peak").clone()
 }

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Profiles `callai serve` under load: a loopback fake provider (20 ms), a
+# serve built with symbols (`--profile release-debug`), CALLS structured
+# /v1/call calls with CONCURRENCY in flight, recorded by perf or heaptrack.
+#
+#   bench/profile/serve.sh perf 50 6000       # then: python3 bench/profile/categories.py <target>/profile/perf.data
+#   bench/profile/serve.sh heaptrack 50 2000  # then: python3 bench/profile/allocations.py <target>/profile/heaptrack.zst 2000
+#
+# URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint.
+# Network: 127.0.0.1 only.
+set -euo pipefail
+tool=${1:?perf or heaptrack}; concurrency=${2:-50}; calls=${3:-6000}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+target=${CARGO_TARGET_DIR:-$root/target}
+out=$target/profile
+mkdir -p "$out"
+(cd "$root" && cargo build --locked --profile release-debug -p callai-cli --bin callai &&
+  cargo build --locked --release -p callai-bench --bin fake-openai --bin load)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+fake_port=$(free_port); serve_port=$(free_port)
+"$target/release/fake-openai" --port "$fake_port" --delay-ms 20 2>/dev/null &
+fake=$!
+cat > "$out/serve.toml" <<TOML
+[providers.fake]
+kind = "openai"
+baseUrl = "http://127.0.0.1:$fake_port/v1"
+apiKeyEnv = "FAKE_KEY"
+model = "fake"
+[defaults]
+provider = "fake"
+[limits]
+maxConcurrentRuns = 1000
+TOML
+wrap=()
+[ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack")
+FAKE_KEY=sk-fake "${wrap[@]}" "$target/release-debug/callai" serve --config "$out/serve.toml" \
+  --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
+for _ in $(seq 100); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.2; done
+serve=$(pgrep -f -n "callai serve --config $out/serve.toml")
+body=${BODY:-'{"request":{"messages":[{"role":"user","content":"Write one sentence of a scene."}],"maxTokens":200,"responseSchema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}'}
+url="http://127.0.0.1:$serve_port${URLPATH:-/v1/call}"
+"$target/release/load" --url "$url" --body "$body" --calls 1000 --concurrency "$concurrency" >/dev/null
+if [ "$tool" = perf ]; then
+  perf record -F 1999 -g -o "$out/perf.data" -p "$serve" 2>/dev/null >/dev/null &
+  recorder=$!
+  sleep 0.3
+fi
+"$target/release/load" --url "$url" --body "$body" --calls "$calls" --concurrency "$concurrency"
+if [ "$tool" = perf ]; then kill -INT "$recorder"; wait "$recorder" || true; fi
+kill -INT "$serve"; wait "$serve" 2>/dev/null || true
+kill "$fake"; wait "$fake" 2>/dev/null || true
+ls -1 "$out"/perf.data "$out"/heaptrack*.zst 2>/dev/null || true
