@@ -84,7 +84,10 @@ def nginx_binary():
         log(f"== fetching nginx {NGINX_VERSION} from the distribution")
         debs = WORK / "debs"
         debs.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["apt-get", "download", f"nginx={NGINX_VERSION}"], cwd=debs, check=True)
+        if not shutil.which("apt-get") or subprocess.run(
+                ["apt-get", "download", f"nginx={NGINX_VERSION}"], cwd=debs).returncode != 0:
+            raise SystemExit(f"cannot fetch nginx {NGINX_VERSION} with apt-get download: this "
+                             "benchmark takes nginx from Debian 12's archive")
         deb = next(debs.glob(f"nginx_{NGINX_VERSION.replace(':', '%3a')}_*.deb"))
         subprocess.run(["dpkg-deb", "-x", str(deb), str(binary.parents[2])], check=True)
     return binary
