@@ -109,6 +109,21 @@ def start_fake(delay_ms=20):
     return proc, port
 
 
+def start_passthrough(name, fake_port):
+    """The hyper floor in front of the fake; its process and port, read from
+    the `listening on http://ADDR` line it prints once it accepts."""
+    proc = spawn(name, [str(RELEASE / "passthrough"), "--upstream", f"http://127.0.0.1:{fake_port}"])
+    logfile = WORK / f"{name}.log"
+    for _ in range(100):
+        text = logfile.read_text()
+        if "listening on http://" in text:
+            return proc, int(text.split("listening on http://", 1)[1].split()[0].rsplit(":", 1)[1])
+        if proc.poll() is not None:
+            raise SystemExit(f"{name} exited: see {logfile}")
+        time.sleep(0.1)
+    raise SystemExit(f"{name} did not start")
+
+
 def start_nginx(fake_port):
     port = gateways.free_port()
     tmp = WORK / "nginx-tmp"
@@ -169,10 +184,8 @@ def call_body(kind):
 def contenders(fake_port, procs):
     """name -> (pid or None, url, body(kind), headers)."""
     out = {"direct": (None, f"http://127.0.0.1:{fake_port}/v1/chat/completions", openai_body, {})}
-    proc = spawn("passthrough", [str(RELEASE / "passthrough"), "--upstream", f"http://127.0.0.1:{fake_port}"])
+    proc, port = start_passthrough("passthrough", fake_port)
     procs.append(proc)
-    time.sleep(0.5)
-    port = int((WORK / "passthrough.log").read_text().rsplit(":", 1)[1])
     out["floor (hyper)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
     proc, port = start_nginx(fake_port)
     procs.append(proc)
@@ -205,13 +218,11 @@ def load(url, body, headers, calls, concurrency):
 
 def threads_ns(pid):
     """{thread id: CPU ns} over `pid`'s process tree, from schedstat."""
-    out, todo = {}, [pid]
-    while todo:
-        p = todo.pop()
+    out = {}
+    for p in gateways.process_tree(pid):
         try:
             for task in Path(f"/proc/{p}/task").iterdir():
                 out[task.name] = int((task / "schedstat").read_text().split()[0])
-                todo.extend(int(c) for c in (task / "children").read_text().split())
         except (FileNotFoundError, ProcessLookupError):
             pass
     return out
@@ -246,11 +257,8 @@ def memory_in_flight(calls):
     try:
         fake, fake_port = start_fake(2000)
         procs.append(fake)
-        proc = spawn("passthrough-slow", [str(RELEASE / "passthrough"), "--upstream",
-                                          f"http://127.0.0.1:{fake_port}"])
+        proc, port = start_passthrough("passthrough-slow", fake_port)
         procs.append(proc)
-        time.sleep(0.5)
-        port = int((WORK / "passthrough-slow.log").read_text().rsplit(":", 1)[1])
         targets = {"floor (hyper)": (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body)}
         proc, port = start_nginx(fake_port)
         procs.append(proc)

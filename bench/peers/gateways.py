@@ -250,17 +250,27 @@ def accounting(name, fake):
     return rows
 
 
+def process_tree(pid):
+    """`pid` and every live descendant, parents first."""
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        yield p
+        try:
+            for task in Path(f"/proc/{p}/task").iterdir():
+                todo.extend(int(c) for c in (task / "children").read_text().split())
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+
+
 def tree_cpu(pid):
     """CPU seconds of `pid` and every descendant."""
     tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
+    total = 0.0
+    for p in process_tree(pid):
         try:
             fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
             total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{p}/task").iterdir():
-                todo.extend(int(c) for c in (task / "children").read_text().split())
         except (FileNotFoundError, ProcessLookupError):
             pass
     return total
