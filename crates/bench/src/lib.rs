@@ -1,5 +1,5 @@
 //! What the peer benchmark's tools share: reading their arguments, the
-//! process's CPU time and memory, and latency percentiles.
+//! process's CPU time, memory and page faults, and latency percentiles.
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -46,6 +46,20 @@ pub fn cpu_time(pid: &str) -> Duration {
         }
     }
     Duration::from_nanos(total)
+}
+
+/// This process's minor page faults so far (`/proc/self/stat` field 10):
+/// each first touch of a page the kernel must fill, a fresh pool slot's
+/// pages among them.
+pub fn minor_faults() -> u64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    // After the name: state is field 3, so minflt (field 10) is the 8th.
+    after_name
+        .split_whitespace()
+        .nth(7)
+        .and_then(|f| f.parse().ok())
+        .unwrap_or(0)
 }
 
 /// A field of `/proc/PID/status` in KiB (`VmRSS`, `VmHWM`).
@@ -97,5 +111,6 @@ mod tests {
     fn this_process_has_spent_some_cpu() {
         assert!(cpu_time("self") > Duration::ZERO);
         assert!(status_kib("self", "VmRSS") > 0);
+        assert!(minor_faults() > 0);
     }
 }

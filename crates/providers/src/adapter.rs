@@ -41,7 +41,6 @@ pub enum Delivery {
 /// A provider speaking wire format `W`.
 pub struct HttpProvider<W> {
     http: HttpClient,
-    base_url: String,
     /// The endpoint, parsed once: the URL every attempt goes to.
     endpoint: reqwest::Url,
     /// The auth (and version) headers every attempt carries.
@@ -60,13 +59,12 @@ impl<W: WireFormat> HttpProvider<W> {
         model: &str,
         native: bool,
     ) -> Result<Self, String> {
-        let base_url = base_url.trim_end_matches('/').to_owned();
+        let base_url = base_url.trim_end_matches('/');
         let endpoint = reqwest::Url::parse(&format!("{base_url}{}", W::PATH))
             .map_err(|e| format!("baseUrl {base_url:?} is not a URL: {e}"))?;
         Ok(Self {
             headers: W::headers(http.key()),
             http,
-            base_url,
             endpoint,
             model: model.to_owned(),
             native,
@@ -83,7 +81,7 @@ impl<W: WireFormat> HttpProvider<W> {
 impl<W> fmt::Debug for HttpProvider<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("HttpProvider")
-            .field("base_url", &self.base_url)
+            .field("endpoint", &self.endpoint.as_str())
             .field("model", &self.model)
             .field("native", &self.native)
             .finish_non_exhaustive()

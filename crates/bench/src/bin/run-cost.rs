@@ -63,20 +63,6 @@ fn resident_by_mapping() -> BTreeMap<String, u64> {
     out
 }
 
-/// This process's minor page faults so far (`/proc/self/stat` field 10):
-/// each first touch of a page the kernel must fill, a fresh pool slot's
-/// pages among them.
-fn minor_faults() -> u64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after_name = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    // After the name: state is field 3, so minflt (field 10) is the 8th.
-    after_name
-        .split_whitespace()
-        .nth(7)
-        .and_then(|f| f.parse().ok())
-        .unwrap_or(0)
-}
-
 fn total(map: &BTreeMap<String, u64>) -> u64 {
     map.values().sum()
 }
@@ -111,7 +97,7 @@ fn main() {
                 base.with_provider("mock", Arc::new(mock))
             })
             .collect();
-        let (cpu0, faults0) = (callai_bench::cpu_time("self"), minor_faults());
+        let (cpu0, faults0) = (callai_bench::cpu_time("self"), callai_bench::minor_faults());
         rt.block_on(async {
             let tasks: Vec<_> = hosts
                 .into_iter()
@@ -142,7 +128,7 @@ fn main() {
         });
         (
             callai_bench::cpu_time("self") - cpu0,
-            minor_faults() - faults0,
+            callai_bench::minor_faults() - faults0,
         )
     };
     go(runs.min(200)); // warm the pool's slots, the allocator, the timer wheel
