@@ -44,24 +44,40 @@ pub fn spawn_serve(
     args: &[&str],
     envs: &[(&str, &str)],
 ) -> (std::process::Child, String) {
+    let mut command = std::process::Command::new(bin);
+    command.arg("serve").args(args).envs(envs.iter().copied());
+    let (child, addr, before) = spawn_serve_command(command);
+    assert!(before.is_empty(), "printed before listening: {before:?}");
+    (child, addr)
+}
+
+/// Starts `command` (a `callai serve` however wrapped); returns the child,
+/// its address from the `listening on http://ADDR` line, and the lines it
+/// printed on stderr before that one.
+pub fn spawn_serve_command(
+    mut command: std::process::Command,
+) -> (std::process::Child, String, Vec<String>) {
     use std::io::BufRead;
-    let mut child = std::process::Command::new(bin)
-        .arg("serve")
-        .args(args)
-        .envs(envs.iter().copied())
+    let mut child = command
         .stderr(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
         .expect("callai serve starts");
     let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = lines.next().expect("a line").expect("text");
-    let addr = first
-        .strip_prefix("listening on http://")
-        .unwrap_or_else(|| panic!("unexpected first line {first:?}"))
-        .to_owned();
+    let mut before = Vec::new();
+    let addr = loop {
+        let line = lines
+            .next()
+            .unwrap_or_else(|| panic!("serve ended after {before:?}"))
+            .expect("text");
+        match line.strip_prefix("listening on http://") {
+            Some(addr) => break addr.to_owned(),
+            None => before.push(line),
+        }
+    };
     // Keep draining stderr so the server never blocks on it.
     std::thread::spawn(move || lines.for_each(drop));
-    (child, addr)
+    (child, addr, before)
 }
 
 /// An HTTP client for tests that talk to servers of their own making (a

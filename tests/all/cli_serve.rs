@@ -298,3 +298,57 @@ fn acknowledged_runs_survive_another_sqlite_client_and_a_kill() {
         again.wait().unwrap();
     }
 }
+
+/// Issue 22 #3: with the file limit at 256, 300 idle connections locked
+/// authorised clients out (every descriptor held, then every place). The
+/// server holds its connections under the limit, and at the cap closes the
+/// connection idle the longest to make room.
+#[test]
+fn idle_connections_under_a_low_file_limit_do_not_lock_a_client_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(
+        &config,
+        "[server]\ntokenEnv = \"CALLAI_FILE_LIMIT_TOKEN\"\n",
+    )
+    .unwrap();
+    // `ulimit -n` in sh sets the soft and the hard limit, so the server
+    // cannot raise it.
+    let mut command = Command::new("sh");
+    command
+        .args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_callai"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .env("CALLAI_FILE_LIMIT_TOKEN", "t-file-limit-0248");
+    let (mut child, addr, _) = callai_tests::serve::spawn_serve_command(command);
+    let idle: Vec<TcpStream> = (0..300)
+        .map(|_| TcpStream::connect(&addr).expect("a connection"))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let mut client = TcpStream::connect(&addr).unwrap();
+    client
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        client,
+        "GET /v1/facet HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer t-file-limit-0248\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    client.read_to_string(&mut answer).unwrap();
+    assert!(
+        answer.starts_with("HTTP/1.1 200"),
+        "an authorised client beside 300 idle connections: {answer:?}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "answered after {:?}, not at once",
+        started.elapsed()
+    );
+    drop(idle);
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

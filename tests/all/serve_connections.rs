@@ -1,7 +1,8 @@
 //! Every connection of `callai serve` is bounded (issue 22, item 3): a
 //! request head or body that trickles in is cut at its timeout, an idle
-//! keep-alive connection is closed, connections past `maxConnections` wait
-//! in the backlog, and a shutdown ends even with a client that never
+//! keep-alive connection is closed, at `maxConnections` the longest idle
+//! connection makes room and past the busy ones new connections wait in
+//! the backlog, and a shutdown ends even with a client that never
 //! finishes its request. Each bound is checked with a wide margin.
 
 use callai_tests::serve::TestServer;
@@ -179,12 +180,15 @@ async fn an_idle_connection_is_closed_at_the_idle_timeout_not_the_header_one() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_wait_in_the_backlog() {
     let server = TestServer::start("[server]\nmaxConnections = 4\n").await;
+    // Four connections in the middle of a request (a head begun, not
+    // finished): none of them is closed to make room.
     let mut held = Vec::new();
     for _ in 0..4 {
         let mut c = connect(&server).await;
-        assert_eq!(healthz_on(&mut c).await, "HTTP/1.1 200 OK");
+        c.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
         held.push(c);
     }
+    sleep(Duration::from_millis(100)).await;
     // The fifth connects (the kernel's backlog) but is not served...
     let mut fifth = connect(&server).await;
     fifth
@@ -203,6 +207,49 @@ async fn connections_past_the_cap_wait_in_the_backlog() {
     let n = timeout(Duration::from_secs(10), fifth.read(&mut buf))
         .await
         .expect("served once a place is free")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_at_the_cap_make_room_the_longest_idle_first() {
+    // Issue 22, item 3: idle connections held every place, and a client
+    // with a request waited for them to time out.
+    let server = TestServer::start("[server]\nmaxConnections = 4\n").await;
+    let mut silent = connect(&server).await; // has sent nothing
+    sleep(Duration::from_millis(50)).await;
+    let mut kept_alive = Vec::new();
+    for _ in 0..2 {
+        let mut c = connect(&server).await;
+        assert_eq!(healthz_on(&mut c).await, "HTTP/1.1 200 OK");
+        kept_alive.push(c);
+    }
+    let mut busy = connect(&server).await;
+    busy.write_all(b"GET /healthz HTTP/1.1\r\n").await.unwrap();
+    sleep(Duration::from_millis(100)).await;
+    let started = Instant::now();
+    let mut fifth = connect(&server).await;
+    assert_eq!(healthz_on(&mut fifth).await, "HTTP/1.1 200 OK");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "served after {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        read_to_close(&mut silent, Duration::from_secs(5)).await,
+        Some(String::new()),
+        "the longest idle connection was closed, without an answer"
+    );
+    // The kept-alive ones and the one mid-request still have their places.
+    for c in &mut kept_alive {
+        assert_eq!(healthz_on(c).await, "HTTP/1.1 200 OK");
+    }
+    busy.write_all(b"host: x\r\n\r\n").await.unwrap();
+    let mut buf = [0u8; 64];
+    let n = timeout(Duration::from_secs(5), busy.read(&mut buf))
+        .await
+        .expect("the request in the middle was answered")
         .unwrap();
     assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
     server.shutdown().await;

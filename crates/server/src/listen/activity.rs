@@ -4,6 +4,11 @@
 //! end, and the watchdog closes the connection when a phase outlasts its
 //! timeout (`headerTimeoutMs` for a head, `idleTimeoutMs` between requests).
 //!
+//! At `maxConnections` the accept loop closes the connection idle the
+//! longest to make room, as nginx reuses its keep-alive connections: an
+//! idle connection has no request of its client in hand, so closing it
+//! loses nothing, and idle connections cannot lock other clients out.
+//!
 //! hyper's own `header_read_timeout` starts when it begins waiting for a
 //! head, which on a keep-alive connection is the moment the previous answer
 //! ended: it would close idle connections at the header timeout, not the
@@ -42,6 +47,8 @@ pub struct PhaseTimeouts {
 struct State {
     phase: Phase,
     since: Instant,
+    /// Asked to close to make room for a new connection.
+    evicted: bool,
 }
 
 /// One connection's activity, shared by its socket, its service and its
@@ -59,6 +66,7 @@ impl Activity {
             state: Mutex::new(State {
                 phase: Phase::Idle,
                 since: Instant::now(),
+                evicted: false,
             }),
             changed: Notify::new(),
         })
@@ -85,6 +93,30 @@ impl Activity {
         BusyGuard(self.clone())
     }
 
+    fn evicted(&self) -> bool {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).evicted
+    }
+
+    /// Since when the connection has been idle, or `None` when it is not
+    /// (or already asked to close).
+    pub fn idle_since(&self) -> Option<Instant> {
+        let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        (state.phase == Phase::Idle && !state.evicted).then_some(state.since)
+    }
+
+    /// Asks an idle connection to close; false when it is no longer idle
+    /// (a request began since it was chosen) or was already asked.
+    pub fn evict(&self) -> bool {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.phase != Phase::Idle || state.evicted {
+            return false;
+        }
+        state.evicted = true;
+        drop(state);
+        self.changed.notify_one();
+        true
+    }
+
     /// When the current phase runs out, or `None` while busy.
     fn deadline(&self, timeouts: PhaseTimeouts) -> (Phase, Option<Instant>) {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -96,11 +128,15 @@ impl Activity {
         (state.phase, limit.map(|l| state.since + l))
     }
 
-    /// Returns the phase that outlasted its timeout; never returns while
-    /// the connection keeps within them.
+    /// Returns the phase that outlasted its timeout, or [`Phase::Idle`]
+    /// once the connection is evicted; never returns while the connection
+    /// keeps within its timeouts.
     pub async fn expired(&self, timeouts: PhaseTimeouts) -> Phase {
         loop {
             let changed = self.changed.notified();
+            if self.evicted() {
+                return Phase::Idle;
+            }
             let (phase, deadline) = self.deadline(timeouts);
             match deadline {
                 None => changed.await,

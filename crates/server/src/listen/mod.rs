@@ -1,6 +1,7 @@
 //! The accept loop: every connection bounded in number (`maxConnections`:
-//! past it, new ones wait in the kernel's backlog, never an exhausted file
-//! table), in time (`headerTimeoutMs` for a request head, `bodyTimeoutMs`
+//! at it, the connection idle the longest is closed to make room, and past
+//! the connections in the middle of a request new ones wait in the kernel's
+//! backlog, never an exhausted file table), in time (`headerTimeoutMs` for a request head, `bodyTimeoutMs`
 //! for its body, `idleTimeoutMs` between requests), and a shutdown that
 //! always ends: draining asks each connection to close after its answer,
 //! closing drops whatever is still open.
@@ -11,6 +12,7 @@
 mod activity;
 mod bodies;
 mod file_limit;
+mod room;
 
 pub use bodies::is_body_timeout;
 
@@ -21,6 +23,7 @@ use axum::body::{Body, HttpBody};
 use bodies::{DeadlineBody, WatchedBody};
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
+use room::OpenConnections;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
@@ -72,8 +75,16 @@ pub enum Stage {
     Closing,
 }
 
+/// How often the accept loop looks again for an idle connection to close
+/// while every place is held by one in the middle of a request.
+const ROOM_RETRY: Duration = Duration::from_millis(50);
+
 /// Accepts connections on `listener` and serves `app` on each until the
 /// stage passes [`Stage::Serving`]; returns once every connection has ended.
+///
+/// A connection is accepted before it has a place: at the cap one accepted
+/// connection waits while room is made (the file limit's reserve covers its
+/// descriptor), and the rest wait in the backlog.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
@@ -87,11 +98,8 @@ pub async fn serve(
     let stopped = reached(&mut stopping, Stage::Draining);
     tokio::pin!(stopped);
     let mut reported_error = false;
-    loop {
-        let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => permit.expect("the semaphore is never closed"),
-            () = &mut stopped => break,
-        };
+    let open = Arc::new(OpenConnections::default());
+    'accept: loop {
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _peer)) => stream,
@@ -108,13 +116,37 @@ pub async fn serve(
             },
             () = &mut stopped => break,
         };
+        let permit = match permits.clone().try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => loop {
+                let made_room = open.evict_longest_idle();
+                let look_again = async {
+                    if made_room {
+                        // The evicted connection's place comes back.
+                        std::future::pending::<()>().await;
+                    } else {
+                        tokio::time::sleep(ROOM_RETRY).await;
+                    }
+                };
+                tokio::select! {
+                    permit = permits.clone().acquire_owned() => {
+                        break permit.expect("the semaphore is never closed");
+                    }
+                    () = look_again => {}
+                    () = &mut stopped => break 'accept,
+                }
+            },
+        };
         let _ = stream.set_nodelay(true);
         connections.spawn(connection(
             stream,
             app.clone(),
             limits,
             stage.clone(),
-            permit,
+            Place {
+                _permit: permit,
+                open: open.clone(),
+            },
         ));
     }
     drop(listener);
@@ -130,16 +162,23 @@ async fn reached(watch: &mut watch::Receiver<Stage>, stage: Stage) {
     let _ = watch.wait_for(|s| *s >= stage).await;
 }
 
+/// A connection's place under `maxConnections`.
+struct Place {
+    _permit: OwnedSemaphorePermit,
+    open: Arc<OpenConnections>,
+}
+
 /// Serves one connection until the client closes it, a phase outlasts its
-/// timeout, or the server closes.
+/// timeout, it is closed to make room, or the server closes.
 async fn connection(
     stream: TcpStream,
     app: Router,
     limits: ConnectionLimits,
     mut stage: watch::Receiver<Stage>,
-    _permit: OwnedSemaphorePermit,
+    place: Place,
 ) {
     let activity = Activity::new();
+    let _listed = place.open.register(activity.clone());
     let io = TokioIo::new(activity::WatchedIo::new(stream, activity.clone()));
     let requests = activity.clone();
     let service = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
