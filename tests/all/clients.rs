@@ -21,14 +21,36 @@ async fn scenario(
     replies: Vec<Reply>,
     plan: Value,
 ) -> (Vec<Value>, Vec<Received>) {
+    scenario_on(clients, client, replies, plan, None).await
+}
+
+/// The tenant `capped` (token [`CAPPED_TOKEN`]) and its budget, in TOML.
+const CAPPED: &str = "[tenants.capped]\ntokenEnv = \"CAPPED_TOKEN\"\n\
+                      [tenants.capped.budget]\noutputTokens = 50\nwindow = \"1d\"\n";
+const CAPPED_TOKEN: &str = "tok-capped-0248";
+
+/// [`scenario`], on a server that also has `tenants` (TOML) and so a run
+/// log for their budgets.
+async fn scenario_on(
+    clients: &Clients,
+    client: Client,
+    replies: Vec<Reply>,
+    plan: Value,
+    tenants: Option<&str>,
+) -> (Vec<Value>, Vec<Received>) {
     let fake = FakeServer::start(replies).await;
     let toml = format!(
         "[providers.fake]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\nmodel = \"m-1\"\n\
-         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[policy]\nallowedProviders = [\"fake\"]\n[defaults]\nprovider = \"fake\"\n",
-        fake.url()
+         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[policy]\nallowedProviders = [\"fake\"]\n[defaults]\nprovider = \"fake\"\n{}",
+        fake.url(),
+        tenants.unwrap_or("")
     );
-    let server = TestServer::start_with(&toml, None, |k| {
-        (k == "FAKE_KEY").then(|| "sk-fake-client-tests-0248".into())
+    let dir = tempfile::tempdir().unwrap();
+    let log = tenants.map(|_| dir.path().join("runs.db"));
+    let server = TestServer::start_with(&toml, log.as_deref(), |k| match k {
+        "FAKE_KEY" => Some("sk-fake-client-tests-0248".into()),
+        "CAPPED_TOKEN" => Some(CAPPED_TOKEN.into()),
+        _ => None,
     })
     .await;
     let (clients, base) = (clients.clone(), server.url.clone());
@@ -261,4 +283,42 @@ async fn the_anthropic_client_gets_honest_attempts() {
         (Some("InternalServerError"), Some(502))
     );
     assert_eq!(seen.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_that_does_not_fit_is_each_clients_typed_429_and_no_request() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    // The call's worst case (the host's three attempts of 100 output
+    // tokens) is past the tenant's 50: refused before anything is sent, and
+    // not sent again by the client's own retries (x-should-retry: false).
+    let hi = json!([{"role": "user", "content": "a scene"}]);
+    let openai = json!({"model": "fake", "max_tokens": 100, "messages": hi});
+    let anthropic = json!({"model": "fake", "max_tokens": 100, "messages": hi});
+    for (client, args) in [
+        (Client::OpenAiPython, &openai),
+        (Client::OpenAiNode, &openai),
+        (Client::AnthropicPython, &anthropic),
+    ] {
+        let plan = json!({"api_key": CAPPED_TOKEN, "max_retries": 2, "calls": [{"args": args}]});
+        let (out, seen) = scenario_on(&clients, client, vec![], plan, Some(CAPPED)).await;
+        assert_eq!(
+            (out[0]["error"].as_str(), out[0]["status"].as_u64()),
+            (Some("RateLimitError"), Some(429)),
+            "{client:?}: {}",
+            out[0]
+        );
+        let body = &out[0]["body"];
+        let message = body
+            .pointer("/message")
+            .or_else(|| body.pointer("/error/message"))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        assert!(
+            message.contains("outputTokens"),
+            "{client:?}: the budget key is named: {body}"
+        );
+        assert!(seen.is_empty(), "{client:?}: no request was sent");
+    }
 }

@@ -258,6 +258,19 @@ async fn callers_are_known_by_their_tokens_and_held_to_their_providers() {
     assert_eq!(r.body["error"]["code"], "policy_denied");
     let b = send(&server, "GET", "/v1/budget", None, Some("tok-free")).await;
     assert_eq!(b.body, json!({"tenant": "free", "budget": null}));
+    // Each caller's model list is what it may reach.
+    let ids = |r: Reply| -> Vec<String> {
+        r.body["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let free = send(&server, "GET", "/v1/models", None, Some("tok-free")).await;
+    assert_eq!(ids(free), Vec::<String>::new(), "free reaches no provider");
+    let bookai = send(&server, "GET", "/v1/models", None, Some(BOOKAI)).await;
+    assert_eq!(ids(bookai), ["mock/mock-1"]);
     // The drop-in endpoints answer a refusal in their own shape, 429.
     let chat = json!({"model": "mock", "max_tokens": 9000,
                       "messages": [{"role": "user", "content": "hi"}]});

@@ -214,3 +214,55 @@ async fn a_client_that_goes_away_cancels_the_request_and_it_is_counted() {
     );
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_text_call_cut_by_its_token_limit_is_reported_not_retried() {
+    // The client already holds the text: a truncated stream ends with the
+    // API's own "length" reason, one attempt, and no second request.
+    for provider in [Api::OpenAi, Api::Anthropic] {
+        let replies = vec![
+            provider.stream_reply(&["Once ", "upon"], "length", Some(2), Duration::ZERO),
+            provider.reply("never sent", None, "stop", Some(1)),
+        ];
+        let (server, fake) = server(provider, replies).await;
+        let (path, body) = match provider {
+            Api::OpenAi => (
+                "/v1/chat/completions",
+                json!({"model": "fake", "stream": true, "max_tokens": 2,
+                       "stream_options": {"include_usage": true},
+                       "messages": [{"role": "user", "content": "a story"}]}),
+            ),
+            Api::Anthropic => (
+                "/v1/messages",
+                json!({"model": "fake", "stream": true, "max_tokens": 2,
+                       "messages": [{"role": "user", "content": "a story"}]}),
+            ),
+        };
+        let r = stream(&server, path, body).await;
+        assert_eq!(r.status(), 200);
+        let all = payloads(&r.text().await.unwrap());
+        assert_eq!(text_of(&all), "Once upon", "{provider:?}: {all:?}");
+        let reason = all.iter().find_map(|p| {
+            p.pointer("/choices/0/finish_reason")
+                .or_else(|| p.pointer("/delta/stop_reason"))
+                .and_then(Value::as_str)
+        });
+        let expected = match provider {
+            Api::OpenAi => "length",
+            Api::Anthropic => "max_tokens",
+        };
+        assert_eq!(reason, Some(expected), "{provider:?}: {all:?}");
+        let end = all
+            .iter()
+            .rev()
+            .find(|p| p.get("callai").is_some())
+            .unwrap_or_else(|| panic!("{provider:?}: no callai in {all:?}"));
+        assert_eq!(end["callai"]["attempts"]["count"], 1, "{provider:?}: {end}");
+        assert_eq!(
+            fake.received().len(),
+            1,
+            "{provider:?}: a truncated stream is not sent again"
+        );
+        server.shutdown().await;
+    }
+}

@@ -10,7 +10,7 @@ const [base, planText] = process.argv.slice(2);
 const plan = JSON.parse(planText);
 const client = new OpenAI({
   baseURL: `${base}/v1`,
-  apiKey: "unused",
+  apiKey: plan.api_key ?? "unused",
   maxRetries: plan.max_retries ?? 0,
 });
 const out = [];

@@ -355,18 +355,18 @@ pub fn openai_finish(reason: Option<FinishReason>) -> &'static str {
     }
 }
 
-/// `GET /v1/models`: every `PROVIDER/MODEL` this host routes (each
-/// provider's configured model; a request may name any other model of it).
-pub async fn models(
-    axum::extract::State(state): axum::extract::State<std::sync::Arc<AppState>>,
-) -> impl IntoResponse {
+/// `GET /v1/models`: every `PROVIDER/MODEL` this host routes for the caller
+/// (each provider's configured model; a request may name any other model of
+/// it); a tenant's list keeps to its `allowedProviders`.
+pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl IntoResponse {
     let created = unix_now();
-    let data: Vec<Value> = state
-        .host
+    // The caller's host: a tenant sees only the providers it may reach.
+    let host = &caller.0.host;
+    let data: Vec<Value> = host
         .allowed_providers()
         .into_iter()
         .filter_map(|name| {
-            let (_, provider) = state.host.providers().get(name)?;
+            let (_, provider) = host.providers().get(name)?;
             Some(serde_json::json!({
                 "id": format!("{name}/{}", provider.default_model()),
                 "object": "model",
