@@ -20,6 +20,12 @@ const HELD: &str = "tok-held";
 const REQUESTS: u64 = 200;
 const OUTPUT: u64 = 20_000;
 const CALLS: usize = 500;
+/// The hosts' `wallMs`: wide enough that no call of the load reaches it on
+/// a busy shared machine (at 3 s one did, beside the rest of the suite);
+/// a dead host's reservations lapse after it and the lease.
+const WALL_MS: u64 = 10_000;
+/// The hosts' `leaseMs`.
+const LEASE_MS: u64 = 500;
 
 struct Host {
     child: Child,
@@ -54,10 +60,10 @@ fn config(fake: &FakeServer, slow: &FakeServer, log: &str) -> String {
     format!(
         r#"
 [limits]
-wallMs = 3000
+wallMs = {WALL_MS}
 [runlog]
 url = "{log}"
-leaseMs = 500
+leaseMs = {LEASE_MS}
 [providers.fake]
 kind = "openai"
 baseUrl = "http://127.0.0.1:{}/v1"
@@ -244,9 +250,17 @@ async fn load_on(log: &str, dir: &std::path::Path) {
     for h in held {
         h.abort();
     }
-    // wallMs 3000 + leaseMs 500, and a margin.
-    tokio::time::sleep(Duration::from_millis(4500)).await;
-    let after = budget(&client, &b_host.url).await;
+    // They lapse after wallMs + leaseMs: wait that, then look until they
+    // are gone, with a margin.
+    tokio::time::sleep(Duration::from_millis(WALL_MS + LEASE_MS)).await;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let after = loop {
+        let after = budget(&client, &b_host.url).await;
+        if n(&after["reserved"]["requests"]) == 0 || Instant::now() > deadline {
+            break after;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
     assert_eq!(
         after["reserved"],
         json!({"requests": 0, "outputTokens": 0, "inputTokens": 0}),
