@@ -293,13 +293,13 @@ async fn a_budget_that_does_not_fit_is_each_clients_typed_429_and_no_request() {
     // The call's worst case (the host's three attempts of 100 output
     // tokens) is past the tenant's 50: refused before anything is sent, and
     // not sent again by the client's own retries (x-should-retry: false).
-    let hi = json!([{"role": "user", "content": "a scene"}]);
-    let openai = json!({"model": "fake", "max_tokens": 100, "messages": hi});
-    let anthropic = json!({"model": "fake", "max_tokens": 100, "messages": hi});
-    for (client, args) in [
-        (Client::OpenAiPython, &openai),
-        (Client::OpenAiNode, &openai),
-        (Client::AnthropicPython, &anthropic),
+    // The same body reads alike in both APIs.
+    let args = json!({"model": "fake", "max_tokens": 100,
+                      "messages": [{"role": "user", "content": "a scene"}]});
+    for client in [
+        Client::OpenAiPython,
+        Client::OpenAiNode,
+        Client::AnthropicPython,
     ] {
         let plan = json!({"api_key": CAPPED_TOKEN, "max_retries": 2, "calls": [{"args": args}]});
         let (out, seen) = scenario_on(&clients, client, vec![], plan, Some(CAPPED)).await;

@@ -1,10 +1,11 @@
 //! The accept loop: every connection bounded in number (`maxConnections`:
 //! at it, the connection idle the longest is closed to make room, and past
 //! the connections in the middle of a request new ones wait in the kernel's
-//! backlog, never an exhausted file table), in time (`headerTimeoutMs` for a request head, `bodyTimeoutMs`
-//! for its body, `idleTimeoutMs` between requests), and a shutdown that
-//! always ends: draining asks each connection to close after its answer,
-//! closing drops whatever is still open.
+//! backlog, never an exhausted file table), in time (`headerTimeoutMs` for
+//! a request head, `bodyTimeoutMs` for its body, `idleTimeoutMs` between
+//! requests), and a shutdown that always ends: draining asks each
+//! connection to close after its answer, closing drops whatever is still
+//! open.
 //!
 //! axum's own `serve` has none of these bounds and waits for every
 //! connection forever on shutdown, so connections are driven by hyper here.
