@@ -42,7 +42,7 @@ fn load(path: &Path, run_id: &str) -> Result<RecordedRun, RunLogError> {
     tokio::runtime::Builder::new_current_thread()
         .build()
         .unwrap()
-        .block_on(log.load(run_id))
+        .block_on(log.load(run_id.into()))
 }
 
 fn lines(path: &Path) -> Vec<Value> {

@@ -77,7 +77,7 @@ fn committed(url: &str, run_id: &str) -> usize {
             callai_server::open_runlog(url, callai_server::OpenLog::Existing, &Default::default())
                 .await
                 .ok()?;
-        log.load(run_id).await.ok().map(|r| r.calls.len())
+        log.load(run_id.into()).await.ok().map(|r| r.calls.len())
     })
     .unwrap_or(0)
 }

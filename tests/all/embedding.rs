@@ -84,7 +84,7 @@ fn an_embedder_with_its_own_linker_records_and_finishes_a_run() {
             .unwrap();
         let out = run_embedded(host.clone(), journal, input).await.unwrap();
         assert!(out.contains("embedded"), "{out}");
-        let run = log.load("e1").await.unwrap();
+        let run = log.load("e1".into()).await.unwrap();
         assert_eq!(
             run.status,
             callai_engine::runlog::RunStatus::Ok,

@@ -194,7 +194,7 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
         // The log is intact: it holds the call's outcome, and a replay (with
         // the fake now answering nothing) returns the same output and events.
         let served = fake.received().len();
-        let recorded = log.load(&run_id).await.unwrap();
+        let recorded = log.load((&run_id).into()).await.unwrap();
         assert_eq!(recorded.calls.len(), 1, "{}", row.name);
         let replayed = echo
             .run_journaled(
@@ -237,5 +237,5 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
     }
     // And the log reopens cleanly.
     let reopened = SqliteRunLog::open_existing(&log_path).unwrap();
-    assert_eq!(reopened.load("row-7").await.unwrap().calls.len(), 1);
+    assert_eq!(reopened.load("row-7".into()).await.unwrap().calls.len(), 1);
 }

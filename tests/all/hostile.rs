@@ -181,7 +181,7 @@ async fn a_retry_after_of_1e20_seconds_gives_up_cleanly() {
                 .contains("asked to wait"),
             "{output}"
         );
-        let recorded = log.load("r").await.unwrap();
+        let recorded = log.load("r".into()).await.unwrap();
         assert_eq!(
             recorded.status,
             callai_engine::runlog::RunStatus::Ok,

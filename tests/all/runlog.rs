@@ -25,7 +25,7 @@ pub(crate) fn begin<'a>(
     lease: Option<Lease<'a>>,
 ) -> BeginRun<'a> {
     BeginRun {
-        run_id,
+        run: run_id.into(),
         node_id: "n",
         seed: SEED,
         existing,
@@ -83,17 +83,23 @@ async fn a_run_round_trips_with_its_spec_seed_and_event_times() {
             .begin(&begin("r", ExistingRun::Refuse, Some(&spec), None))
             .await
             .unwrap();
-        log.commit_call("r", f, &call(0), &[event(100), event(0)])
+        log.commit_call("r".into(), f, &call(0), &[event(100), event(0)])
             .await
             .unwrap();
-        log.commit_call("r", f, &call(1), &[event(1)])
+        log.commit_call("r".into(), f, &call(1), &[event(1)])
             .await
             .unwrap();
-        log.finish("r", f, &[event(2)], RunStatus::Ok, "{\"done\": true}")
-            .await
-            .unwrap();
+        log.finish(
+            "r".into(),
+            f,
+            &[event(2)],
+            RunStatus::Ok,
+            "{\"done\": true}",
+        )
+        .await
+        .unwrap();
         // A second handle reads what the first wrote.
-        let run = b.open().await.load("r").await.unwrap();
+        let run = b.open().await.load("r".into()).await.unwrap();
         assert_eq!(run.calls, vec![call(0), call(1)], "{}", b.name());
         assert_eq!(run.events, vec![event(100), event(0), event(1), event(2)]);
         assert!(
@@ -112,7 +118,7 @@ async fn a_run_round_trips_with_its_spec_seed_and_event_times() {
         assert_eq!(run.spec.as_ref(), Some(&spec));
         assert!(!run.durable);
         assert!(matches!(
-            log.load("nope").await,
+            log.load("nope".into()).await,
             Err(RunLogError::NoSuchRun(_))
         ));
     }
@@ -126,7 +132,9 @@ async fn an_existing_run_is_refused_unless_overwritten_which_fences_the_old_reco
             .begin(&begin("r", ExistingRun::Refuse, None, None))
             .await
             .unwrap();
-        log.commit_call("r", first, &call(0), &[]).await.unwrap();
+        log.commit_call("r".into(), first, &call(0), &[])
+            .await
+            .unwrap();
         let again = log
             .begin(&begin("r", ExistingRun::Refuse, None, None))
             .await;
@@ -140,14 +148,16 @@ async fn an_existing_run_is_refused_unless_overwritten_which_fences_the_old_reco
             .await
             .unwrap();
         assert!(second > first);
-        let stale = log.commit_call("r", first, &call(0), &[]).await;
+        let stale = log.commit_call("r".into(), first, &call(0), &[]).await;
         assert!(
             matches!(stale, Err(RunLogError::Fenced(_))),
             "{}: {stale:?}",
             b.name()
         );
-        log.commit_call("r", second, &call(0), &[]).await.unwrap();
-        let run = log.load("r").await.unwrap();
+        log.commit_call("r".into(), second, &call(0), &[])
+            .await
+            .unwrap();
+        let run = log.load("r".into()).await.unwrap();
         assert_eq!(run.calls.len(), 1, "the overwritten run's calls are gone");
     }
 }
@@ -160,13 +170,13 @@ async fn resume_takes_a_stopped_run_over_and_refuses_a_finished_one() {
             .begin(&begin("r", ExistingRun::Refuse, None, None))
             .await
             .unwrap();
-        log.commit_call("r", old, &call(0), &[event(0)])
+        log.commit_call("r".into(), old, &call(0), &[event(0)])
             .await
             .unwrap();
-        log.commit_call("r", old, &call(1), &[event(1)])
+        log.commit_call("r".into(), old, &call(1), &[event(1)])
             .await
             .unwrap();
-        let (fence, run) = log.resume("r", None).await.unwrap();
+        let (fence, run) = log.resume("r".into(), None).await.unwrap();
         assert!(fence > old);
         assert_eq!(
             (run.status, run.calls.len(), run.events.len()),
@@ -174,25 +184,25 @@ async fn resume_takes_a_stopped_run_over_and_refuses_a_finished_one() {
         );
         // The recorder that was interrupted (or still thinks it owns the run)
         // can no longer write.
-        let stale = log.commit_call("r", old, &call(2), &[]).await;
+        let stale = log.commit_call("r".into(), old, &call(2), &[]).await;
         assert!(matches!(stale, Err(RunLogError::Fenced(_))), "{}", b.name());
-        log.commit_call("r", fence, &call(2), &[event(2)])
+        log.commit_call("r".into(), fence, &call(2), &[event(2)])
             .await
             .unwrap();
-        log.finish("r", fence, &[], RunStatus::Ok, "out")
+        log.finish("r".into(), fence, &[], RunStatus::Ok, "out")
             .await
             .unwrap();
-        let done = log.resume("r", None).await;
+        let done = log.resume("r".into(), None).await;
         assert!(
             matches!(done, Err(RunLogError::Finished(_, "ok"))),
             "{}: {done:?}",
             b.name()
         );
         assert!(matches!(
-            log.resume("nope", None).await,
+            log.resume("nope".into(), None).await,
             Err(RunLogError::NoSuchRun(_))
         ));
-        assert_eq!(log.load("r").await.unwrap().calls.len(), 3);
+        assert_eq!(log.load("r".into()).await.unwrap().calls.len(), 3);
     }
 }
 
@@ -216,8 +226,10 @@ async fn a_lapsed_lease_is_taken_over_once_and_the_old_owner_is_fenced() {
             ))
             .await
             .unwrap();
-        log.commit_call("d", a, &call(0), &[]).await.unwrap();
-        log.renew("d", a, Duration::from_millis(300)).await.unwrap();
+        log.commit_call("d".into(), a, &call(0), &[]).await.unwrap();
+        log.renew("d".into(), a, Duration::from_millis(300))
+            .await
+            .unwrap();
         assert!(
             log.claim(lease("host-b", 5000)).await.unwrap().is_none(),
             "{}: the lease holds",
@@ -241,22 +253,26 @@ async fn a_lapsed_lease_is_taken_over_once_and_the_old_owner_is_fenced() {
             "claimed once"
         );
         // Host A wakes up: it cannot renew nor commit.
-        let renew = log.renew("d", a, Duration::from_millis(300)).await;
+        let renew = log.renew("d".into(), a, Duration::from_millis(300)).await;
         assert!(matches!(renew, Err(RunLogError::Fenced(_))), "{}", b.name());
         assert!(matches!(
-            log.commit_call("d", a, &call(1), &[]).await,
+            log.commit_call("d".into(), a, &call(1), &[]).await,
             Err(RunLogError::Fenced(_))
         ));
-        log.commit_call("d", bf, &call(1), &[]).await.unwrap();
+        log.commit_call("d".into(), bf, &call(1), &[])
+            .await
+            .unwrap();
         // Released, the run is free at once.
-        log.release("d", bf).await.unwrap();
+        log.release("d".into(), bf).await.unwrap();
         let (cf, _) = log
             .claim(lease("host-c", 5000))
             .await
             .unwrap()
             .expect("released");
         assert!(cf > bf);
-        log.finish("d", cf, &[], RunStatus::Ok, "x").await.unwrap();
+        log.finish("d".into(), cf, &[], RunStatus::Ok, "x")
+            .await
+            .unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(
             log.claim(lease("host-d", 1)).await.unwrap().is_none(),
@@ -280,7 +296,7 @@ async fn hosts_claiming_at_once_each_get_different_runs() {
                 ))
                 .await
                 .unwrap();
-            log.commit_call(id, f, &call(0), &[]).await.unwrap();
+            log.commit_call(id.into(), f, &call(0), &[]).await.unwrap();
         }
         tokio::time::sleep(Duration::from_millis(30)).await;
         let mut claimers = Vec::new();
@@ -318,18 +334,20 @@ async fn concurrent_recorders_keep_every_run_whole() {
                     .await
                     .unwrap();
                 for i in 0..10 {
-                    log.commit_call(&id, f, &call(i), &[event(i)])
+                    log.commit_call((&id).into(), f, &call(i), &[event(i)])
                         .await
                         .unwrap();
                 }
-                log.finish(&id, f, &[], RunStatus::Ok, "").await.unwrap();
+                log.finish((&id).into(), f, &[], RunStatus::Ok, "")
+                    .await
+                    .unwrap();
             }));
         }
         for t in tasks {
             t.await.unwrap();
         }
         for r in 0..8 {
-            let run = log.load(&format!("c{r}")).await.unwrap();
+            let run = log.load(format!("c{r}").as_str().into()).await.unwrap();
             assert_eq!(
                 run.calls,
                 (0..10).map(call).collect::<Vec<_>>(),
@@ -349,14 +367,14 @@ async fn a_tampered_record_is_a_corrupt_log_naming_the_call() {
             .begin(&begin("r", ExistingRun::Refuse, None, None))
             .await
             .unwrap();
-        log.commit_call("r", f, &call(0), &[]).await.unwrap();
-        log.commit_call("r", f, &call(1), &[]).await.unwrap();
+        log.commit_call("r".into(), f, &call(0), &[]).await.unwrap();
+        log.commit_call("r".into(), f, &call(1), &[]).await.unwrap();
         b.tamper(
             "r",
             1,
             "{\"result\": {\"attempts\": {\"count\": 0, \"usageComplete\": true}}}",
         );
-        let e = log.load("r").await.unwrap_err();
+        let e = log.load("r".into()).await.unwrap_err();
         let text = e.to_string();
         assert!(
             matches!(e, RunLogError::Corrupt { .. }),
@@ -368,7 +386,7 @@ async fn a_tampered_record_is_a_corrupt_log_naming_the_call() {
             "{text}"
         );
         b.tamper("r", 0, "not json");
-        let e = log.resume("r", None).await.unwrap_err();
+        let e = log.resume("r".into(), None).await.unwrap_err();
         assert!(e.to_string().contains("call 0"), "{}: {e}", b.name());
     }
 }
@@ -396,7 +414,9 @@ async fn a_lapsed_run_that_cannot_be_read_is_failed_once_and_the_others_go_on() 
                 ))
                 .await
                 .unwrap();
-            log.commit_call(run_id, f, &call(0), &[]).await.unwrap();
+            log.commit_call(run_id.into(), f, &call(0), &[])
+                .await
+                .unwrap();
         }
         b.tamper("sick", 0, "not json");
         tokio::time::sleep(Duration::from_millis(450)).await;

@@ -29,12 +29,14 @@ async fn a_schema_is_stored_once_and_read_back_whole() {
             .await
             .unwrap();
         for i in 0..40 {
-            log.commit_call("big", f, &call_with_schema(i, 100_000, "one"), &[])
+            log.commit_call("big".into(), f, &call_with_schema(i, 100_000, "one"), &[])
                 .await
                 .unwrap();
         }
-        log.finish("big", f, &[], RunStatus::Ok, "1").await.unwrap();
-        let run = log.load("big").await.unwrap();
+        log.finish("big".into(), f, &[], RunStatus::Ok, "1")
+            .await
+            .unwrap();
+        let run = log.load("big".into()).await.unwrap();
         assert_eq!(run.calls.len(), 40);
         assert_eq!(
             run.calls[39].request,
@@ -63,10 +65,13 @@ async fn a_run_is_bounded_by_max_run_bytes_and_what_it_committed_stays() {
         // Distinct 100 kB schemas: the third passes 250 kB.
         for i in 0..2 {
             let c = call_with_schema(i, 100_000, &format!("s{i}"));
-            log.commit_call("grows", f, &c, &[]).await.unwrap();
+            log.commit_call("grows".into(), f, &c, &[]).await.unwrap();
         }
         let third = call_with_schema(2, 100_000, "s2");
-        let refused = log.commit_call("grows", f, &third, &[]).await.unwrap_err();
+        let refused = log
+            .commit_call("grows".into(), f, &third, &[])
+            .await
+            .unwrap_err();
         assert!(
             matches!(refused, RunLogError::RunTooLarge { limit: 250_000, .. }),
             "{}: {refused:?}",
@@ -78,8 +83,10 @@ async fn a_run_is_bounded_by_max_run_bytes_and_what_it_committed_stays() {
         );
         // The same schema again costs only its row.
         let again = call_with_schema(2, 100_000, "s1");
-        log.commit_call("grows", f, &again, &[]).await.unwrap();
-        assert_eq!(log.load("grows").await.unwrap().calls.len(), 3);
+        log.commit_call("grows".into(), f, &again, &[])
+            .await
+            .unwrap();
+        assert_eq!(log.load("grows".into()).await.unwrap().calls.len(), 3);
     }
 }
 
@@ -93,9 +100,11 @@ async fn prune_deletes_finished_runs_before_a_time_and_keeps_running_ones() {
                 .await
                 .unwrap();
             let c = call_with_schema(0, 1000, run_id);
-            log.commit_call(run_id, f, &c, &[event(0)]).await.unwrap();
+            log.commit_call(run_id.into(), f, &c, &[event(0)])
+                .await
+                .unwrap();
             if run_id == "old" {
-                log.finish(run_id, f, &[], RunStatus::Ok, "1")
+                log.finish(run_id.into(), f, &[], RunStatus::Ok, "1")
                     .await
                     .unwrap();
             }
@@ -111,10 +120,10 @@ async fn prune_deletes_finished_runs_before_a_time_and_keeps_running_ones() {
         let pruned = log.prune(now + 60_000).await.unwrap();
         assert_eq!((pruned.runs, pruned.schemas), (1, 1), "{}", b.name());
         assert!(matches!(
-            log.load("old").await,
+            log.load("old".into()).await,
             Err(RunLogError::NoSuchRun(_))
         ));
-        assert_eq!(log.load("live").await.unwrap().calls.len(), 1);
+        assert_eq!(log.load("live".into()).await.unwrap().calls.len(), 1);
         assert_eq!(b.number("SELECT COUNT(*) FROM schemas"), 1, "{}", b.name());
         assert_eq!(
             b.number("SELECT COUNT(*) FROM events WHERE run_id = 'old'"),

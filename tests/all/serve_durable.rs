@@ -28,9 +28,9 @@ async fn a_host_fenced_out_of_a_run_answers_from_the_log() {
         owner: "elsewhere",
         duration: Duration::from_secs(60),
     };
-    let (fence, _) = log.resume("r1", Some(lease)).await.unwrap();
+    let (fence, _) = log.resume("r1".into(), Some(lease)).await.unwrap();
     let output = json!({"finishedBy": "elsewhere"}).to_string();
-    log.finish("r1", fence, &[], RunStatus::Ok, &output)
+    log.finish("r1".into(), fence, &[], RunStatus::Ok, &output)
         .await
         .unwrap();
     // The first host's next renewal is refused: its run stops, and from then

@@ -280,7 +280,7 @@ async fn stopped_run(
     limits: &RunLogConfig,
 ) -> Result<RecordedRun, CliError> {
     let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
-    let run = log.load(run_id).await?;
+    let run = log.load(run_id.into()).await?;
     match run.status {
         RunStatus::Running => Ok(run),
         done => Err(RunLogError::Finished(run_id.into(), done.as_str()).into()),

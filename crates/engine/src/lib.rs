@@ -60,10 +60,10 @@ pub use events::{Event, EventLog, EventSink};
 pub use host::{CallOptions, Host, HostBuilder};
 pub use mock::{MockLogEntry, MockProvider, MockScript};
 pub use provider::{
-    BoxFuture, DeltaSink, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
-    Providers, StopReason, StructuredRequest,
+    BoxFuture, DeltaSink, DeltaTarget, FailureKind, Provider, ProviderFailure, ProviderReply,
+    ProviderRequest, Providers, StopReason, StructuredRequest,
 };
-pub use runlog::{RunLog, RunLogError};
+pub use runlog::{RunKey, RunLog, RunLogError};
 pub use session::{CallInput, Journal, Recording, RunError, RunSession};
 
 /// Entry points for the fuzz targets and their property tests; not part of

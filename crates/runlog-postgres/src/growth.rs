@@ -4,8 +4,8 @@
 
 use super::PostgresRunLog;
 use callai_engine::RunLogError;
-use callai_engine::runlog::Pruned;
 use callai_engine::runlog::decode::SchemaRow;
+use callai_engine::runlog::{Pruned, RunKey};
 use tokio_postgres::GenericClient;
 
 impl PostgresRunLog {
@@ -14,13 +14,13 @@ impl PostgresRunLog {
     pub(crate) async fn charge(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
         bytes: u64,
     ) -> Result<(), RunLogError> {
         let row = tx
             .query_one(
-                "SELECT bytes FROM callai_runs WHERE run_id = $1",
-                &[&run_id],
+                "SELECT bytes FROM callai_runs WHERE tenant = $1 AND run_id = $2",
+                &[&run.tenant, &run.run_id],
             )
             .await
             .map_err(self.storage())?;
@@ -28,13 +28,13 @@ impl PostgresRunLog {
         let total = (recorded.max(0) as u64).saturating_add(bytes);
         if let Some(limit) = self.max_run_bytes.filter(|l| total > *l) {
             return Err(RunLogError::RunTooLarge {
-                run_id: run_id.into(),
+                run_id: run.run_id.into(),
                 limit,
             });
         }
         tx.execute(
-            "UPDATE callai_runs SET bytes = $2 WHERE run_id = $1",
-            &[&run_id, &(total as i64)],
+            "UPDATE callai_runs SET bytes = $3 WHERE tenant = $1 AND run_id = $2",
+            &[&run.tenant, &run.run_id, &(total as i64)],
         )
         .await
         .map_err(self.storage())?;
@@ -45,13 +45,14 @@ impl PostgresRunLog {
     pub(crate) async fn store_schema(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
         schema: &SchemaRow,
     ) -> Result<u64, RunLogError> {
         let named: bool = tx
             .query_one(
-                "SELECT EXISTS (SELECT 1 FROM callai_calls WHERE run_id = $1 AND schema_sha256 = $2)",
-                &[&run_id, &schema.sha256],
+                "SELECT EXISTS (SELECT 1 FROM callai_calls
+                     WHERE tenant = $1 AND run_id = $2 AND schema_sha256 = $3)",
+                &[&run.tenant, &run.run_id, &schema.sha256],
             )
             .await
             .map_err(self.storage())?

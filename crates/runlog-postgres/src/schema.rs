@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 3] = [
+pub(crate) const MIGRATIONS: [&str; 5] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -102,6 +102,52 @@ pub(crate) const MIGRATIONS: [&str; 3] = [
         PRIMARY KEY (tenant, key)
     );
     CREATE INDEX callai_idempotency_keys_until ON callai_idempotency_keys (until_ms);
+",
+    // Every run has an owner, the tenant whose token made it, and run ids
+    // are unique per owner: a `tenant` column in the keys of the runs, calls
+    // and events. A run recorded before has the tenant its spec names (what
+    // `callai serve` kept of a tenant's run), else the admin; a spec that is
+    // not JSON names none.
+    "
+    CREATE FUNCTION pg_temp.callai_spec_tenant(spec TEXT) RETURNS TEXT
+        LANGUAGE plpgsql IMMUTABLE AS $$
+        BEGIN
+            RETURN spec::jsonb ->> 'tenant';
+        EXCEPTION WHEN others THEN
+            RETURN NULL;
+        END $$;
+    ALTER TABLE callai_runs ADD COLUMN tenant TEXT NOT NULL DEFAULT 'admin';
+    UPDATE callai_runs SET tenant = COALESCE(pg_temp.callai_spec_tenant(spec), 'admin')
+        WHERE spec IS NOT NULL;
+    ALTER TABLE callai_calls ADD COLUMN tenant TEXT NOT NULL DEFAULT 'admin';
+    ALTER TABLE callai_events ADD COLUMN tenant TEXT NOT NULL DEFAULT 'admin';
+    UPDATE callai_calls c SET tenant = r.tenant FROM callai_runs r
+        WHERE r.run_id = c.run_id AND r.tenant <> 'admin';
+    UPDATE callai_events e SET tenant = r.tenant FROM callai_runs r
+        WHERE r.run_id = e.run_id AND r.tenant <> 'admin';
+    ALTER TABLE callai_calls DROP CONSTRAINT callai_calls_run_id_fkey;
+    ALTER TABLE callai_events DROP CONSTRAINT callai_events_run_id_fkey;
+    ALTER TABLE callai_calls DROP CONSTRAINT callai_calls_pkey;
+    ALTER TABLE callai_events DROP CONSTRAINT callai_events_pkey;
+    ALTER TABLE callai_runs DROP CONSTRAINT callai_runs_pkey;
+    ALTER TABLE callai_runs ADD PRIMARY KEY (tenant, run_id);
+    ALTER TABLE callai_calls ADD PRIMARY KEY (tenant, run_id, call_index),
+        ADD FOREIGN KEY (tenant, run_id) REFERENCES callai_runs (tenant, run_id) ON DELETE CASCADE;
+    ALTER TABLE callai_events ADD PRIMARY KEY (tenant, run_id, seq),
+        ADD FOREIGN KEY (tenant, run_id) REFERENCES callai_runs (tenant, run_id) ON DELETE CASCADE;
+    ALTER TABLE callai_runs ALTER COLUMN tenant DROP DEFAULT;
+    ALTER TABLE callai_calls ALTER COLUMN tenant DROP DEFAULT;
+    ALTER TABLE callai_events ALTER COLUMN tenant DROP DEFAULT;
+",
+    // Budget reservations say how many calls' worst cases they were granted
+    // (more than one: a host's chunk, which may hold room no call holds
+    // yet) and whether they lapsed (their host died or stalled: what they
+    // hold is then charged, not released).
+    "
+    ALTER TABLE callai_budget_reservations ADD COLUMN calls BIGINT NOT NULL DEFAULT 1;
+    ALTER TABLE callai_budget_reservations ADD COLUMN lapsed BOOLEAN NOT NULL DEFAULT false;
+    CREATE INDEX callai_budget_reservations_window
+        ON callai_budget_reservations (tenant, window_ms) WHERE calls > 1 AND NOT lapsed;
 ",
 ];
 

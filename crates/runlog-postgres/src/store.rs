@@ -5,9 +5,10 @@
 use crate::PostgresRunLog;
 use crate::pool::Conn;
 use callai_engine::events::Event;
-use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_engine::runlog::decode::{Inspected, RawCall, RawRun, call_row, to_text};
 use callai_engine::runlog::{
-    BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunLog, RunStatus,
+    BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunKey, RunLog,
+    RunStatus,
 };
 use callai_engine::{BoxFuture, RunLogError};
 use std::time::Duration;
@@ -32,35 +33,36 @@ impl PostgresRunLog {
     async fn lock_run(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
     ) -> Result<(i64, String), RunLogError> {
         let row = tx
             .query_opt(
-                "SELECT fence, status FROM callai_runs WHERE run_id = $1 FOR UPDATE",
-                &[&run_id],
+                "SELECT fence, status FROM callai_runs WHERE tenant = $1 AND run_id = $2
+                 FOR UPDATE",
+                &[&run.tenant, &run.run_id],
             )
             .await
             .map_err(self.storage())?
-            .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
+            .ok_or_else(|| RunLogError::NoSuchRun(run.run_id.into()))?;
         Ok((row.get(0), row.get(1)))
     }
 
     async fn check_fence(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
         fence: Fence,
     ) -> Result<(), RunLogError> {
-        match self.lock_run(tx, run_id).await? {
+        match self.lock_run(tx, run).await? {
             (f, _) if f == fence.0 => Ok(()),
-            _ => Err(RunLogError::Fenced(run_id.into())),
+            _ => Err(RunLogError::Fenced(run.run_id.into())),
         }
     }
 
     async fn append_events(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
         events: &[Event],
     ) -> Result<(), RunLogError> {
         if events.is_empty() {
@@ -68,8 +70,9 @@ impl PostgresRunLog {
         }
         let next: i64 = tx
             .query_one(
-                "SELECT COALESCE(MAX(seq) + 1, 0) FROM callai_events WHERE run_id = $1",
-                &[&run_id],
+                "SELECT COALESCE(MAX(seq) + 1, 0) FROM callai_events
+                 WHERE tenant = $1 AND run_id = $2",
+                &[&run.tenant, &run.run_id],
             )
             .await
             .map_err(self.storage())?
@@ -77,10 +80,10 @@ impl PostgresRunLog {
         let texts: Vec<String> = events.iter().map(to_text).collect();
         let seqs: Vec<i64> = (0..texts.len() as i64).map(|i| next + i).collect();
         tx.execute(
-            "INSERT INTO callai_events (run_id, seq, event, at_ms)
-             SELECT $1, s, e, (extract(epoch from clock_timestamp()) * 1000)::bigint
-             FROM unnest($2::bigint[], $3::text[]) AS t(s, e)",
-            &[&run_id, &seqs, &texts],
+            "INSERT INTO callai_events (tenant, run_id, seq, event, at_ms)
+             SELECT $1, $2, s, e, (extract(epoch from clock_timestamp()) * 1000)::bigint
+             FROM unnest($3::bigint[], $4::text[]) AS t(s, e)",
+            &[&run.tenant, &run.run_id, &seqs, &texts],
         )
         .await
         .map_err(self.storage())?;
@@ -91,18 +94,18 @@ impl PostgresRunLog {
     async fn take_over(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
         old: i64,
         lease: Option<Lease<'_>>,
     ) -> Result<Fence, RunLogError> {
         let owner = lease.map(|l| l.owner.to_owned());
         let ms = lease.map_or(0, |l| l.duration.as_millis() as i64);
         tx.execute(
-            "UPDATE callai_runs SET fence = $2, owner = COALESCE($3, owner),
-                 lease_until = CASE WHEN durable AND $3 IS NOT NULL
-                     THEN clock_timestamp() + $4::bigint * interval '1 millisecond' ELSE lease_until END
-             WHERE run_id = $1",
-            &[&run_id, &(old + 1), &owner, &ms],
+            "UPDATE callai_runs SET fence = $3, owner = COALESCE($4, owner),
+                 lease_until = CASE WHEN durable AND $4 IS NOT NULL
+                     THEN clock_timestamp() + $5::bigint * interval '1 millisecond' ELSE lease_until END
+             WHERE tenant = $1 AND run_id = $2",
+            &[&run.tenant, &run.run_id, &(old + 1), &owner, &ms],
         )
         .await
         .map_err(self.storage())?;
@@ -112,24 +115,33 @@ impl PostgresRunLog {
     async fn load_in(
         &self,
         tx: &impl GenericClient,
-        run_id: &str,
+        run: RunKey<'_>,
     ) -> Result<RecordedRun, RunLogError> {
+        self.raw_in(tx, run).await?.check(&self.shown)
+    }
+
+    /// The run's rows, unchecked.
+    async fn raw_in(
+        &self,
+        tx: &impl GenericClient,
+        run: RunKey<'_>,
+    ) -> Result<RawRun, RunLogError> {
         let head = tx
             .query_opt(
                 "SELECT node_id, status, output, seed, clock_ms, spec, durable
-                 FROM callai_runs WHERE run_id = $1",
-                &[&run_id],
+                 FROM callai_runs WHERE tenant = $1 AND run_id = $2",
+                &[&run.tenant, &run.run_id],
             )
             .await
             .map_err(self.storage())?
-            .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
+            .ok_or_else(|| RunLogError::NoSuchRun(run.run_id.into()))?;
         let calls = tx
             .query(
                 "SELECT c.node_id, c.call_index, c.entry, c.request, c.outcome, c.events, s.text
                  FROM callai_calls c
                  LEFT JOIN callai_response_schemas s ON s.sha256 = c.schema_sha256
-                 WHERE c.run_id = $1 ORDER BY c.call_index",
-                &[&run_id],
+                 WHERE c.tenant = $1 AND c.run_id = $2 ORDER BY c.call_index",
+                &[&run.tenant, &run.run_id],
             )
             .await
             .map_err(self.storage())?
@@ -146,16 +158,18 @@ impl PostgresRunLog {
             .collect();
         let events = tx
             .query(
-                "SELECT event, at_ms FROM callai_events WHERE run_id = $1 ORDER BY seq",
-                &[&run_id],
+                "SELECT event, at_ms FROM callai_events WHERE tenant = $1 AND run_id = $2
+                 ORDER BY seq",
+                &[&run.tenant, &run.run_id],
             )
             .await
             .map_err(self.storage())?
             .into_iter()
             .map(|r| (r.get(0), r.get(1)))
             .collect();
-        RawRun {
-            run_id: run_id.into(),
+        Ok(RawRun {
+            tenant: run.tenant.into(),
+            run_id: run.run_id.into(),
             node_id: head.get(0),
             status: head.get(1),
             output: head.get(2),
@@ -165,8 +179,7 @@ impl PostgresRunLog {
             durable: head.get(6),
             calls,
             events,
-        }
-        .check(&self.shown)
+        })
     }
 }
 
@@ -175,24 +188,28 @@ impl RunLog for PostgresRunLog {
         Box::pin(async move {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await.map_err(self.storage())?;
+            let key = run.run;
             let old = tx
                 .query_opt(
-                    "SELECT fence FROM callai_runs WHERE run_id = $1 FOR UPDATE",
-                    &[&run.run_id],
+                    "SELECT fence FROM callai_runs WHERE tenant = $1 AND run_id = $2 FOR UPDATE",
+                    &[&key.tenant, &key.run_id],
                 )
                 .await
                 .map_err(self.storage())?
                 .map(|r| r.get::<_, i64>(0));
             let fence = match old {
                 Some(_) if run.existing == ExistingRun::Refuse => {
-                    return Err(RunLogError::RunExists(run.run_id.into()));
+                    return Err(RunLogError::RunExists(key.run_id.into()));
                 }
                 Some(old) => {
                     // Calls and events go with the row (ON DELETE CASCADE);
                     // the old recorder's next commit meets the new fence.
-                    tx.execute("DELETE FROM callai_runs WHERE run_id = $1", &[&run.run_id])
-                        .await
-                        .map_err(self.storage())?;
+                    tx.execute(
+                        "DELETE FROM callai_runs WHERE tenant = $1 AND run_id = $2",
+                        &[&key.tenant, &key.run_id],
+                    )
+                    .await
+                    .map_err(self.storage())?;
                     old + 1
                 }
                 None => 1,
@@ -202,13 +219,13 @@ impl RunLog for PostgresRunLog {
             let ms = run.lease.map(|l| l.duration.as_millis() as i64);
             let inserted = tx
                 .execute(
-                    "INSERT INTO callai_runs (run_id, node_id, status, fence, seed, clock_ms, spec,
-                                              durable, owner, lease_until)
-                     VALUES ($1, $2, 'running', $3, $4, $5, $6, $7, $8,
+                    "INSERT INTO callai_runs (tenant, run_id, node_id, status, fence, seed,
+                                              clock_ms, spec, durable, owner, lease_until)
+                     VALUES ($10, $1, $2, 'running', $3, $4, $5, $6, $7, $8,
                              clock_timestamp() + $9::bigint * interval '1 millisecond')
-                     ON CONFLICT (run_id) DO NOTHING",
+                     ON CONFLICT (tenant, run_id) DO NOTHING",
                     &[
-                        &run.run_id,
+                        &key.run_id,
                         &run.node_id,
                         &fence,
                         &(run.seed.seed as i64),
@@ -217,13 +234,14 @@ impl RunLog for PostgresRunLog {
                         &run.lease.is_some(),
                         &owner,
                         &ms,
+                        &key.tenant,
                     ],
                 )
                 .await
                 .map_err(self.storage())?;
             if inserted == 0 {
-                // Another host began the same run id between our read and write.
-                return Err(RunLogError::RunExists(run.run_id.into()));
+                // Another host began the same run between our read and write.
+                return Err(RunLogError::RunExists(key.run_id.into()));
             }
             tx.commit().await.map_err(self.storage())?;
             Ok(Fence(fence))
@@ -232,7 +250,7 @@ impl RunLog for PostgresRunLog {
 
     fn commit_call<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         call: &'a RecordedCall,
         events: &'a [Event],
@@ -240,22 +258,22 @@ impl RunLog for PostgresRunLog {
         Box::pin(async move {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await.map_err(self.storage())?;
-            self.check_fence(&tx, run_id, fence).await?;
+            self.check_fence(&tx, run, fence).await?;
             let row = call_row(call);
             let mut bytes =
                 row.bytes() + events.iter().map(|e| to_text(e).len() as u64).sum::<u64>();
             let schema_sha256 = row.schema.as_ref().map(|s| s.sha256.as_str());
             if let Some(schema) = &row.schema {
-                bytes += self.store_schema(&tx, run_id, schema).await?;
+                bytes += self.store_schema(&tx, run, schema).await?;
             }
-            self.charge(&tx, run_id, bytes).await?;
-            self.append_events(&tx, run_id, events).await?;
+            self.charge(&tx, run, bytes).await?;
+            self.append_events(&tx, run, events).await?;
             tx.execute(
                 "INSERT INTO callai_calls (run_id, node_id, call_index, entry, request, outcome,
-                                           events, schema_sha256)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                                           events, schema_sha256, tenant)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
                 &[
-                    &run_id,
+                    &run.run_id,
                     &row.node_id,
                     &row.index,
                     &row.entry,
@@ -263,6 +281,7 @@ impl RunLog for PostgresRunLog {
                     &row.outcome,
                     &row.events,
                     &schema_sha256,
+                    &run.tenant,
                 ],
             )
             .await
@@ -273,7 +292,7 @@ impl RunLog for PostgresRunLog {
 
     fn finish<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         events: &'a [Event],
         status: RunStatus,
@@ -282,11 +301,12 @@ impl RunLog for PostgresRunLog {
         Box::pin(async move {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await.map_err(self.storage())?;
-            self.check_fence(&tx, run_id, fence).await?;
-            self.append_events(&tx, run_id, events).await?;
+            self.check_fence(&tx, run, fence).await?;
+            self.append_events(&tx, run, events).await?;
             tx.execute(
-                "UPDATE callai_runs SET status = $2, output = $3, ended_at = now() WHERE run_id = $1",
-                &[&run_id, &status.as_str(), &output],
+                "UPDATE callai_runs SET status = $3, output = $4, ended_at = now()
+                 WHERE tenant = $1 AND run_id = $2",
+                &[&run.tenant, &run.run_id, &status.as_str(), &output],
             )
             .await
             .map_err(self.storage())?;
@@ -294,7 +314,7 @@ impl RunLog for PostgresRunLog {
         })
     }
 
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>> {
+    fn load<'a>(&'a self, run: RunKey<'a>) -> BoxFuture<'a, Result<RecordedRun, RunLogError>> {
         Box::pin(async move {
             let mut conn = self.conn().await?;
             // One snapshot for the run's rows.
@@ -305,26 +325,42 @@ impl RunLog for PostgresRunLog {
                 .start()
                 .await
                 .map_err(self.storage())?;
-            let run = self.load_in(&tx, run_id).await?;
+            let run = self.load_in(&tx, run).await?;
             tx.commit().await.map_err(self.storage())?;
             Ok(run)
         })
     }
 
+    fn inspect<'a>(&'a self, run: RunKey<'a>) -> BoxFuture<'a, Result<Inspected, RunLogError>> {
+        Box::pin(async move {
+            let mut conn = self.conn().await?;
+            let tx = conn
+                .build_transaction()
+                .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+                .read_only(true)
+                .start()
+                .await
+                .map_err(self.storage())?;
+            let raw = self.raw_in(&tx, run).await?;
+            tx.commit().await.map_err(self.storage())?;
+            raw.inspect(&self.shown)
+        })
+    }
+
     fn resume<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         lease: Option<Lease<'a>>,
     ) -> BoxFuture<'a, Result<(Fence, RecordedRun), RunLogError>> {
         Box::pin(async move {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await.map_err(self.storage())?;
-            let (old, status) = self.lock_run(&tx, run_id).await?;
+            let (old, status) = self.lock_run(&tx, run).await?;
             if let Some(done) = RunStatus::parse(&status).filter(|s| *s != RunStatus::Running) {
-                return Err(RunLogError::Finished(run_id.into(), done.as_str()));
+                return Err(RunLogError::Finished(run.run_id.into(), done.as_str()));
             }
-            let fence = self.take_over(&tx, run_id, old, lease).await?;
-            let run = self.load_in(&tx, run_id).await?;
+            let fence = self.take_over(&tx, run, old, lease).await?;
+            let run = self.load_in(&tx, run).await?;
             tx.commit().await.map_err(self.storage())?;
             Ok((fence, run))
         })
@@ -332,7 +368,7 @@ impl RunLog for PostgresRunLog {
 
     fn renew<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
@@ -341,30 +377,36 @@ impl RunLog for PostgresRunLog {
             let n = conn
                 .execute(
                     "UPDATE callai_runs
-                     SET lease_until = clock_timestamp() + $3::bigint * interval '1 millisecond'
-                     WHERE run_id = $1 AND fence = $2",
-                    &[&run_id, &fence.0, &(duration.as_millis() as i64)],
+                     SET lease_until = clock_timestamp() + $4::bigint * interval '1 millisecond'
+                     WHERE tenant = $1 AND run_id = $2 AND fence = $3",
+                    &[
+                        &run.tenant,
+                        &run.run_id,
+                        &fence.0,
+                        &(duration.as_millis() as i64),
+                    ],
                 )
                 .await
                 .map_err(self.storage())?;
             if n == 1 {
                 Ok(())
             } else {
-                Err(RunLogError::Fenced(run_id.into()))
+                Err(RunLogError::Fenced(run.run_id.into()))
             }
         })
     }
 
     fn release<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
         Box::pin(async move {
             let conn = self.conn().await?;
             conn.execute(
-                "UPDATE callai_runs SET lease_until = '-infinity' WHERE run_id = $1 AND fence = $2",
-                &[&run_id, &fence.0],
+                "UPDATE callai_runs SET lease_until = '-infinity'
+                 WHERE tenant = $1 AND run_id = $2 AND fence = $3",
+                &[&run.tenant, &run.run_id, &fence.0],
             )
             .await
             .map_err(self.storage())?;
@@ -384,7 +426,7 @@ impl RunLog for PostgresRunLog {
                 // (or none), never wait on each other.
                 let lapsed = tx
                     .query_opt(
-                        "SELECT run_id, fence FROM callai_runs
+                        "SELECT tenant, run_id, fence FROM callai_runs
                      WHERE durable AND status = 'running' AND lease_until < clock_timestamp()
                      ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED",
                         &[],
@@ -394,9 +436,11 @@ impl RunLog for PostgresRunLog {
                 let Some(row) = lapsed else {
                     return Ok(None);
                 };
-                let (run_id, old): (String, i64) = (row.get(0), row.get(1));
-                let fence = self.take_over(&tx, &run_id, old, Some(lease)).await?;
-                match self.load_in(&tx, &run_id).await {
+                let (tenant, run_id, old): (String, String, i64) =
+                    (row.get(0), row.get(1), row.get(2));
+                let key = RunKey::new(&tenant, &run_id);
+                let fence = self.take_over(&tx, key, old, Some(lease)).await?;
+                match self.load_in(&tx, key).await {
                     Ok(run) => {
                         tx.commit().await.map_err(self.storage())?;
                         return Ok(Some((fence, run)));
@@ -407,9 +451,9 @@ impl RunLog for PostgresRunLog {
                     Err(RunLogError::Corrupt { reason, .. }) => {
                         let output = callai_engine::runlog::unresumable_output(&reason);
                         tx.execute(
-                        "UPDATE callai_runs SET status = 'failed', output = $2, ended_at = now()
-                             WHERE run_id = $1",
-                        &[&run_id, &output],
+                        "UPDATE callai_runs SET status = 'failed', output = $3, ended_at = now()
+                             WHERE tenant = $1 AND run_id = $2",
+                        &[&tenant, &run_id, &output],
                     )
                     .await
                     .map_err(self.storage())?;

@@ -3,6 +3,7 @@
 //! `runlog.maxRunBytes`, and finished runs pruned (`runlog.keepDays`).
 
 use super::storage;
+use super::store::Key;
 use callai_engine::runlog::decode::SchemaRow;
 use callai_engine::runlog::{Pruned, RunLogError};
 use rusqlite::{Connection, Transaction, TransactionBehavior, params};
@@ -11,20 +12,21 @@ use rusqlite::{Connection, Transaction, TransactionBehavior, params};
 /// transaction, dropped unfinished, rolls the addition back).
 pub(crate) fn charge(
     tx: &Transaction<'_>,
-    run_id: &str,
+    run: &Key,
     bytes: u64,
     limit: Option<u64>,
 ) -> Result<(), RunLogError> {
     let total: i64 = tx
         .query_row(
-            "UPDATE runs SET bytes = bytes + ?2 WHERE run_id = ?1 RETURNING bytes",
-            params![run_id, bytes as i64],
+            "UPDATE runs SET bytes = bytes + ?3 WHERE tenant = ?1 AND run_id = ?2
+             RETURNING bytes",
+            params![run.tenant, run.run_id, bytes as i64],
             |r| r.get(0),
         )
         .map_err(storage)?;
     match limit {
         Some(limit) if total.max(0) as u64 > limit => Err(RunLogError::RunTooLarge {
-            run_id: run_id.into(),
+            run_id: run.run_id.clone(),
             limit,
         }),
         _ => Ok(()),
@@ -34,13 +36,14 @@ pub(crate) fn charge(
 /// Stores `schema` once; its size when the run had not named it before.
 pub(crate) fn store_schema(
     tx: &Transaction<'_>,
-    run_id: &str,
+    run: &Key,
     schema: &SchemaRow,
 ) -> Result<u64, RunLogError> {
     let named: bool = tx
         .query_row(
-            "SELECT EXISTS (SELECT 1 FROM calls WHERE run_id = ?1 AND schema_sha256 = ?2)",
-            params![run_id, schema.sha256],
+            "SELECT EXISTS (SELECT 1 FROM calls
+                 WHERE tenant = ?1 AND run_id = ?2 AND schema_sha256 = ?3)",
+            params![run.tenant, run.run_id, schema.sha256],
             |r| r.get(0),
         )
         .map_err(storage)?;
@@ -62,7 +65,10 @@ pub(crate) fn prune(conn: &mut Connection, before_ms: u64) -> Result<Pruned, Run
     let before = before_ms as i64;
     for table in ["calls", "events"] {
         tx.execute(
-            &format!("DELETE FROM {table} WHERE run_id IN (SELECT run_id FROM runs WHERE {ended})"),
+            &format!(
+                "DELETE FROM {table} WHERE (tenant, run_id) IN
+                 (SELECT tenant, run_id FROM runs WHERE {ended})"
+            ),
             [before],
         )
         .map_err(storage)?;

@@ -1,13 +1,15 @@
 //! Budgets and idempotency keys in the run log's file. Every operation is
 //! one `BEGIN IMMEDIATE` transaction: SQLite lets one writer in at a time
 //! across every process of the machine, so a reservation's check and its
-//! addition cannot interleave with another's.
+//! addition cannot interleave with another's. The arithmetic (what a
+//! chunk is granted, what a trim, a settle or a lapse does to the window)
+//! is the engine's, shared with the PostgreSQL ledger.
 
 use super::{SqliteRunLog, storage};
 use callai_engine::BoxFuture;
 use callai_engine::budget::{
     KeyClaim, KeyState, Ledger, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer, Window,
-    WindowState, first_misfit,
+    WindowChange, WindowState, adjustment, grant, signed,
 };
 use callai_engine::events::now_ms;
 use callai_engine::runlog::RunLogError;
@@ -32,14 +34,37 @@ const ADD_TO_WINDOW: &str = "INSERT INTO budget_windows (tenant, window_ms,
          reserved_requests, reserved_output, reserved_input";
 
 const INSERT_RESERVATION: &str = "INSERT INTO budget_reservations
-         (tenant, window_ms, requests, output, input, owner, expires_ms)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) RETURNING id";
+         (tenant, window_ms, requests, output, input, owner, expires_ms, calls)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id";
 
-const DELETE_RESERVATION: &str = "DELETE FROM budget_reservations WHERE id = ?1
+const DELETE_RESERVATION: &str = "DELETE FROM budget_reservations WHERE id = ?1 AND tenant = ?2
+     RETURNING window_ms, requests, output, input, lapsed";
+
+const READ_RESERVATION: &str = "SELECT window_ms, requests, output, input, lapsed
+     FROM budget_reservations WHERE id = ?1 AND tenant = ?2";
+
+const HOLD_RESERVATION: &str = "UPDATE budget_reservations
+     SET requests = ?2, output = ?3, input = ?4 WHERE id = ?1";
+
+/// Marks the tenant's reservations that lapsed before `?2` (their hosts
+/// died or stalled past a call's wall time and a lease): they stay, to be
+/// settled if their host comes back, and are charged.
+const LAPSE: &str = "UPDATE budget_reservations SET lapsed = 1
+     WHERE tenant = ?1 AND lapsed = 0 AND expires_ms < ?2
      RETURNING window_ms, requests, output, input";
 
-const RELEASE_LAPSED: &str = "DELETE FROM budget_reservations WHERE tenant = ?1 AND expires_ms < ?2
-     RETURNING window_ms, requests, output, input";
+/// Lapsed reservations no host settled within a week are forgotten (what
+/// they held stays charged).
+const FORGET_LAPSED: &str = "DELETE FROM budget_reservations
+     WHERE tenant = ?1 AND lapsed = 1 AND expires_ms < ?2";
+
+/// Whether a chunk (a reservation of several calls, which may hold room
+/// no call holds yet) is in the window.
+const PENDING: &str = "SELECT EXISTS (SELECT 1 FROM budget_reservations
+     WHERE tenant = ?1 AND window_ms = ?2 AND calls > 1 AND lapsed = 0)";
+
+/// A week, in ms.
+const WEEK_MS: u64 = 7 * 24 * 3_600_000;
 
 fn window_of(window_ms: u64, row: &rusqlite::Row<'_>) -> rusqlite::Result<WindowState> {
     let n = |i: usize| row.get::<_, i64>(i).map(|v| v.max(0) as u64);
@@ -106,15 +131,24 @@ fn add_to_window(
         .map_err(storage)
 }
 
-fn signed(s: &Spend) -> [i64; 3] {
-    [s.requests, s.output_tokens, s.input_tokens].map(|v| v.min(i64::MAX as u64) as i64)
+fn amounts(s: &Spend) -> [i64; 3] {
+    [s.requests, s.output_tokens, s.input_tokens].map(signed)
 }
 
-/// Releases the tenant's reservations that lapsed before `now` (their hosts
-/// died or stalled past the call's wall time and a lease).
-fn release_lapsed(tx: &Transaction<'_>, tenant: &str, now: u64) -> Result<(), RunLogError> {
-    let mut gone = tx.prepare_cached(RELEASE_LAPSED).map_err(storage)?;
-    let lapsed: Vec<(i64, [i64; 3])> = gone
+fn spend_of(v: [i64; 3]) -> Spend {
+    let [requests, output_tokens, input_tokens] = v.map(|v| v.max(0) as u64);
+    Spend {
+        requests,
+        output_tokens,
+        input_tokens,
+    }
+}
+
+/// Charges the tenant's reservations that lapsed before `now`: what each
+/// held moves from reserved to spent.
+fn lapse(tx: &Transaction<'_>, tenant: &str, now: u64) -> Result<(), RunLogError> {
+    let mut lapsing = tx.prepare_cached(LAPSE).map_err(storage)?;
+    let lapsed: Vec<(i64, [i64; 3])> = lapsing
         .query_map(params![tenant, now as i64], |r| {
             Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?]))
         })
@@ -122,9 +156,32 @@ fn release_lapsed(tx: &Transaction<'_>, tenant: &str, now: u64) -> Result<(), Ru
         .collect::<Result<_, _>>()
         .map_err(storage)?;
     for (window_ms, held) in lapsed {
-        add_to_window(tx, tenant, window_ms as u64, [0; 3], held.map(|v| -v))?;
+        add_to_window(tx, tenant, window_ms as u64, held, held.map(|v| -v))?;
     }
+    tx.prepare_cached(FORGET_LAPSED)
+        .and_then(|mut s| s.execute(params![tenant, now.saturating_sub(WEEK_MS) as i64]))
+        .map_err(storage)?;
     Ok(())
+}
+
+/// A reservation's row: its window, what it holds, whether it lapsed.
+type Held = (u64, Spend, bool);
+
+fn held_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Held> {
+    let window_ms: i64 = row.get(0)?;
+    let held = spend_of([row.get(1)?, row.get(2)?, row.get(3)?]);
+    Ok((window_ms.max(0) as u64, held, row.get(4)?))
+}
+
+/// Applies `change` to the window of a reservation (the handle's own
+/// window when its row is gone: a lapsed one forgotten).
+fn apply(
+    tx: &Transaction<'_>,
+    tenant: &str,
+    window_ms: u64,
+    (spent, reserved): WindowChange,
+) -> Result<WindowState, RunLogError> {
+    add_to_window(tx, tenant, window_ms, spent, reserved)
 }
 
 fn immediate(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>, RunLogError> {
@@ -138,19 +195,47 @@ impl Ledger for SqliteRunLog {
         request: &'a ReserveRequest<'a>,
     ) -> BoxFuture<'a, Result<Reserved, RunLogError>> {
         let (tenant, owner) = (request.tenant.to_owned(), request.owner.to_owned());
-        let (window, limits, need, ttl) =
-            (request.window, request.limits, request.need, request.ttl);
+        let (window, limits, need, calls, ttl) = (
+            request.window,
+            request.limits,
+            request.need,
+            request.calls,
+            request.ttl,
+        );
         self.blocking(move |conn, _| {
             let now = now_ms();
             let window_ms = window.start_ms(now);
             let tx = immediate(conn)?;
-            release_lapsed(&tx, &tenant, now)?;
+            lapse(&tx, &tenant, now)?;
             let state = read_window(&tx, &tenant, window_ms)?;
-            if let Some(refused) = first_misfit(&limits, &state, &need) {
-                return Ok(refused);
-            }
-            let state = add_to_window(&tx, &tenant, window_ms, [0; 3], signed(&need))?;
-            let [requests, output, input] = signed(&need);
+            let calls = match grant(&limits, &state, &need, calls) {
+                Ok(calls) => calls,
+                Err(Reserved::Refused {
+                    key, left, needed, ..
+                }) => {
+                    let pending: bool = tx
+                        .prepare_cached(PENDING)
+                        .and_then(|mut s| {
+                            s.query_row(params![tenant, window_ms as i64], |r| r.get(0))
+                        })
+                        .map_err(storage)?;
+                    tx.commit().map_err(storage)?;
+                    return Ok(Reserved::Refused {
+                        key,
+                        left,
+                        needed,
+                        pending,
+                    });
+                }
+                Err(other) => return Ok(other),
+            };
+            let held = amounts(&Spend {
+                requests: need.requests.saturating_mul(calls),
+                output_tokens: need.output_tokens.saturating_mul(calls),
+                input_tokens: need.input_tokens.saturating_mul(calls),
+            });
+            let state = add_to_window(&tx, &tenant, window_ms, [0; 3], held)?;
+            let [requests, output, input] = held;
             let id: i64 = tx
                 .prepare_cached(INSERT_RESERVATION)
                 .and_then(|mut s| {
@@ -162,14 +247,19 @@ impl Ledger for SqliteRunLog {
                             output,
                             input,
                             owner,
-                            (now + ttl.as_millis() as u64) as i64
+                            (now + ttl.as_millis() as u64) as i64,
+                            signed(calls)
                         ],
                         |r| r.get(0),
                     )
                 })
                 .map_err(storage)?;
             tx.commit().map_err(storage)?;
-            Ok(Reserved::Admitted(Reservation { id, window_ms }, state))
+            Ok(Reserved::Admitted {
+                reservation: Reservation { id, window_ms },
+                calls,
+                state,
+            })
         })
     }
 
@@ -182,22 +272,52 @@ impl Ledger for SqliteRunLog {
         let tenant = tenant.to_owned();
         self.blocking(move |conn, _| {
             let tx = immediate(conn)?;
-            // The window the reservation was made in, as its row says; the
-            // handle's copy when it has lapsed (and was released already).
-            let held: Option<(i64, [i64; 3])> = tx
+            let row: Option<Held> = tx
                 .prepare_cached(DELETE_RESERVATION)
                 .and_then(|mut s| {
-                    s.query_row([reservation.id], |r| {
-                        Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?]))
-                    })
-                    .optional()
+                    s.query_row(params![reservation.id, tenant], held_of)
+                        .optional()
                 })
                 .map_err(storage)?;
-            let (window_ms, released) = match held {
-                Some((window_ms, held)) => (window_ms.max(0) as u64, held.map(|v| -v)),
-                None => (reservation.window_ms, [0; 3]),
+            let (window_ms, held, lapsed) =
+                row.unwrap_or((reservation.window_ms, Spend::default(), false));
+            let change = adjustment(held, lapsed, spent, Spend::default());
+            let state = apply(&tx, &tenant, window_ms, change)?;
+            tx.commit().map_err(storage)?;
+            Ok(state)
+        })
+    }
+
+    fn trim<'a>(
+        &'a self,
+        tenant: &'a str,
+        reservation: Reservation,
+        charge: Spend,
+        hold: Spend,
+    ) -> BoxFuture<'a, Result<WindowState, RunLogError>> {
+        let tenant = tenant.to_owned();
+        self.blocking(move |conn, _| {
+            let tx = immediate(conn)?;
+            let row: Option<Held> = tx
+                .prepare_cached(READ_RESERVATION)
+                .and_then(|mut s| {
+                    s.query_row(params![reservation.id, tenant], held_of)
+                        .optional()
+                })
+                .map_err(storage)?;
+            let change = match row {
+                Some((window_ms, held, lapsed)) => {
+                    let [requests, output, input] = amounts(&hold);
+                    tx.prepare_cached(HOLD_RESERVATION)
+                        .and_then(|mut s| {
+                            s.execute(params![reservation.id, requests, output, input])
+                        })
+                        .map_err(storage)?;
+                    (window_ms, adjustment(held, lapsed, charge, hold))
+                }
+                None => (reservation.window_ms, (amounts(&charge), [0; 3])),
             };
-            let state = add_to_window(&tx, &tenant, window_ms, signed(&spent), released)?;
+            let state = apply(&tx, &tenant, change.0, change.1)?;
             tx.commit().map_err(storage)?;
             Ok(state)
         })
@@ -212,7 +332,7 @@ impl Ledger for SqliteRunLog {
         self.blocking(move |conn, _| {
             let now = now_ms();
             let tx = immediate(conn)?;
-            release_lapsed(&tx, &tenant, now)?;
+            lapse(&tx, &tenant, now)?;
             let state = read_window(&tx, &tenant, window.start_ms(now))?;
             tx.commit().map_err(storage)?;
             Ok(state)

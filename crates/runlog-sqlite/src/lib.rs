@@ -7,7 +7,7 @@
 
 use callai_engine::BoxFuture;
 use callai_engine::RunLogError;
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -19,7 +19,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 7] = [
+const MIGRATIONS: [&str; 9] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -113,6 +113,80 @@ const MIGRATIONS: [&str; 7] = [
          PRIMARY KEY (tenant, key)
      );
      CREATE INDEX idempotency_keys_until ON idempotency_keys (until_ms);",
+    // Every run has an owner, the tenant whose token made it, and run ids
+    // are unique per owner: the runs, calls and events tables are rebuilt
+    // with a `tenant` column in their keys (SQLite cannot change a primary
+    // key in place). A run recorded before has the tenant its spec names
+    // (what `callai serve` kept of a tenant's run), else the admin.
+    "CREATE TABLE new_runs (
+         tenant         TEXT NOT NULL,
+         run_id         TEXT NOT NULL,
+         node_id        TEXT NOT NULL,
+         status         TEXT NOT NULL,
+         output         TEXT,
+         fence          INTEGER NOT NULL DEFAULT 0,
+         seed           INTEGER NOT NULL DEFAULT 0,
+         clock_ms       INTEGER NOT NULL DEFAULT 0,
+         spec           TEXT,
+         durable        INTEGER NOT NULL DEFAULT 0,
+         owner          TEXT,
+         lease_until_ms INTEGER NOT NULL DEFAULT 0,
+         bytes          INTEGER NOT NULL DEFAULT 0,
+         ended_ms       INTEGER NOT NULL DEFAULT 0,
+         PRIMARY KEY (tenant, run_id)
+     );
+     INSERT INTO new_runs
+         SELECT CASE WHEN json_valid(spec) AND json_type(spec, '$.tenant') = 'text'
+                     THEN json_extract(spec, '$.tenant') ELSE 'admin' END,
+                run_id, node_id, status, output, fence, seed, clock_ms, spec, durable, owner,
+                lease_until_ms, bytes, ended_ms
+         FROM runs;
+     CREATE TABLE new_calls (
+         tenant        TEXT NOT NULL,
+         run_id        TEXT NOT NULL,
+         node_id       TEXT NOT NULL,
+         call_index    INTEGER NOT NULL,
+         entry         TEXT NOT NULL,
+         request       TEXT NOT NULL,
+         outcome       TEXT NOT NULL,
+         events        TEXT NOT NULL,
+         schema_sha256 TEXT,
+         PRIMARY KEY (tenant, run_id, node_id, call_index),
+         FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id) ON DELETE CASCADE
+     );
+     INSERT INTO new_calls
+         SELECT r.tenant, c.run_id, c.node_id, c.call_index, c.entry, c.request, c.outcome,
+                c.events, c.schema_sha256
+         FROM calls c JOIN new_runs r ON r.run_id = c.run_id;
+     CREATE TABLE new_events (
+         tenant TEXT NOT NULL,
+         run_id TEXT NOT NULL,
+         seq    INTEGER NOT NULL,
+         event  TEXT NOT NULL,
+         at_ms  INTEGER NOT NULL DEFAULT 0,
+         PRIMARY KEY (tenant, run_id, seq),
+         FOREIGN KEY (tenant, run_id) REFERENCES runs (tenant, run_id) ON DELETE CASCADE
+     );
+     INSERT INTO new_events
+         SELECT r.tenant, e.run_id, e.seq, e.event, e.at_ms
+         FROM events e JOIN new_runs r ON r.run_id = e.run_id;
+     DROP TABLE calls;
+     DROP TABLE events;
+     DROP TABLE runs;
+     ALTER TABLE new_runs RENAME TO runs;
+     ALTER TABLE new_calls RENAME TO calls;
+     ALTER TABLE new_events RENAME TO events;
+     CREATE INDEX calls_schema ON calls (schema_sha256) WHERE schema_sha256 IS NOT NULL;
+     CREATE INDEX runs_ended ON runs (ended_ms) WHERE status <> 'running';
+     CREATE INDEX runs_leased ON runs (lease_until_ms) WHERE durable = 1 AND status = 'running';",
+    // Budget reservations say how many calls' worst cases they were granted
+    // (more than one: a host's chunk, which may hold room no call holds
+    // yet) and whether they lapsed (their host died or stalled: what they
+    // hold is then charged, not released).
+    "ALTER TABLE budget_reservations ADD COLUMN calls INTEGER NOT NULL DEFAULT 1;
+     ALTER TABLE budget_reservations ADD COLUMN lapsed INTEGER NOT NULL DEFAULT 0;
+     CREATE INDEX budget_reservations_window ON budget_reservations (tenant, window_ms)
+         WHERE calls > 1 AND lapsed = 0;",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -295,8 +369,32 @@ static OPEN_LOGS: Mutex<BTreeMap<PathBuf, Weak<Mutex<Connection>>>> = Mutex::new
 
 /// Applies the migrations a file at `version` still needs, each in its own
 /// transaction with the version it reaches; a step another process already
-/// applied is skipped.
+/// applied is skipped. Foreign keys are off while they run (a table rebuilt
+/// under a new key is referenced before it is renamed into place; the
+/// pragma only takes outside a transaction) and checked once they have.
 fn migrate(conn: &Connection, version: u32) -> rusqlite::Result<()> {
+    if version as usize >= MIGRATIONS.len() {
+        return Ok(());
+    }
+    conn.execute_batch("PRAGMA foreign_keys = OFF;")?;
+    let migrated = apply_migrations(conn, version);
+    let broken: Option<String> = conn
+        .query_row("PRAGMA foreign_key_check", [], |r| r.get(0))
+        .optional()?;
+    conn.execute_batch("PRAGMA foreign_keys = ON;")?;
+    migrated?;
+    match broken {
+        Some(table) => Err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_CONSTRAINT),
+            Some(format!(
+                "the migration left rows of {table} that reference no run"
+            )),
+        )),
+        None => Ok(()),
+    }
+}
+
+fn apply_migrations(conn: &Connection, version: u32) -> rusqlite::Result<()> {
     for (n, sql) in MIGRATIONS.iter().enumerate().skip(version as usize) {
         conn.execute_batch("BEGIN IMMEDIATE;")?;
         let now: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;

@@ -6,10 +6,10 @@ use super::growth::{charge, prune, store_schema};
 use super::{SqliteRunLog, storage};
 use callai_engine::BoxFuture;
 use callai_engine::events::{Event, now_ms};
-use callai_engine::runlog::decode::{RawCall, RawRun, call_row, to_text};
+use callai_engine::runlog::decode::{Inspected, RawCall, RawRun, call_row, to_text};
 use callai_engine::runlog::{
-    BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunLog, RunLogError,
-    RunStatus,
+    BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunKey, RunLog,
+    RunLogError, RunStatus,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
 use std::time::Duration;
@@ -23,43 +23,61 @@ fn until(duration: Duration) -> i64 {
     (now_ms() + duration.as_millis() as u64) as i64
 }
 
+/// A run's key, owned: what the blocking pool's closures take.
+#[derive(Debug, Clone)]
+pub(crate) struct Key {
+    pub(crate) tenant: String,
+    pub(crate) run_id: String,
+}
+
+impl From<RunKey<'_>> for Key {
+    fn from(run: RunKey<'_>) -> Self {
+        Self {
+            tenant: run.tenant.to_owned(),
+            run_id: run.run_id.to_owned(),
+        }
+    }
+}
+
 /// The run's fence and status; `NoSuchRun` when absent.
-fn fence_and_status(tx: &Transaction<'_>, run_id: &str) -> Result<(i64, String), RunLogError> {
+fn fence_and_status(tx: &Transaction<'_>, run: &Key) -> Result<(i64, String), RunLogError> {
     tx.query_row(
-        "SELECT fence, status FROM runs WHERE run_id = ?1",
-        [run_id],
+        "SELECT fence, status FROM runs WHERE tenant = ?1 AND run_id = ?2",
+        [&run.tenant, &run.run_id],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )
     .optional()
     .map_err(storage)?
-    .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))
+    .ok_or_else(|| RunLogError::NoSuchRun(run.run_id.clone()))
 }
 
 /// The run's fence, checked against the recorder's; `Fenced` when another
 /// recorder took it over.
-fn check_fence(tx: &Transaction<'_>, run_id: &str, fence: Fence) -> Result<(), RunLogError> {
-    match fence_and_status(tx, run_id)? {
+fn check_fence(tx: &Transaction<'_>, run: &Key, fence: Fence) -> Result<(), RunLogError> {
+    match fence_and_status(tx, run)? {
         (f, _) if f == fence.0 => Ok(()),
-        _ => Err(RunLogError::Fenced(run_id.into())),
+        _ => Err(RunLogError::Fenced(run.run_id.clone())),
     }
 }
 
 /// Appends `events` (as JSON text) after the run's last sequence number.
-fn append_events(tx: &Transaction<'_>, run_id: &str, events: &[String]) -> Result<(), RunLogError> {
+fn append_events(tx: &Transaction<'_>, run: &Key, events: &[String]) -> Result<(), RunLogError> {
     let next: i64 = tx
         .query_row(
-            "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE run_id = ?1",
-            [run_id],
+            "SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE tenant = ?1 AND run_id = ?2",
+            [&run.tenant, &run.run_id],
             |r| r.get(0),
         )
         .map_err(storage)?;
     let mut insert = tx
-        .prepare_cached("INSERT INTO events (run_id, seq, event, at_ms) VALUES (?1, ?2, ?3, ?4)")
+        .prepare_cached(
+            "INSERT INTO events (tenant, run_id, seq, event, at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
         .map_err(storage)?;
     let at = now_ms() as i64;
     for (i, event) in events.iter().enumerate() {
         insert
-            .execute(params![run_id, next + i as i64, event, at])
+            .execute(params![run.tenant, run.run_id, next + i as i64, event, at])
             .map_err(storage)?;
     }
     Ok(())
@@ -68,7 +86,7 @@ fn append_events(tx: &Transaction<'_>, run_id: &str, events: &[String]) -> Resul
 /// Bumps the run's fence (taking it over), with a new lease when given.
 fn take_over(
     tx: &Transaction<'_>,
-    run_id: &str,
+    run: &Key,
     old: i64,
     lease: Option<(&str, Duration)>,
 ) -> Result<Fence, RunLogError> {
@@ -77,16 +95,21 @@ fn take_over(
         None => (None, 0),
     };
     tx.execute(
-        "UPDATE runs SET fence = ?2, owner = COALESCE(?3, owner),
-         lease_until_ms = CASE WHEN durable = 1 THEN ?4 ELSE lease_until_ms END
-         WHERE run_id = ?1",
-        params![run_id, old + 1, owner, lease_until],
+        "UPDATE runs SET fence = ?3, owner = COALESCE(?4, owner),
+         lease_until_ms = CASE WHEN durable = 1 THEN ?5 ELSE lease_until_ms END
+         WHERE tenant = ?1 AND run_id = ?2",
+        params![run.tenant, run.run_id, old + 1, owner, lease_until],
     )
     .map_err(storage)?;
     Ok(Fence(old + 1))
 }
 
-fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLogError> {
+fn load(conn: &Connection, log: &str, run: &Key) -> Result<RecordedRun, RunLogError> {
+    raw(conn, run)?.check(log)
+}
+
+/// The run's rows, unchecked.
+fn raw(conn: &Connection, run: &Key) -> Result<RawRun, RunLogError> {
     type Head = (
         String,
         String,
@@ -99,8 +122,8 @@ fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLo
     let head: Head = conn
         .query_row(
             "SELECT node_id, status, output, seed, clock_ms, spec, durable FROM runs
-             WHERE run_id = ?1",
-            [run_id],
+             WHERE tenant = ?1 AND run_id = ?2",
+            [&run.tenant, &run.run_id],
             |r| {
                 Ok((
                     r.get(0)?,
@@ -115,16 +138,16 @@ fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLo
         )
         .optional()
         .map_err(storage)?
-        .ok_or_else(|| RunLogError::NoSuchRun(run_id.into()))?;
+        .ok_or_else(|| RunLogError::NoSuchRun(run.run_id.clone()))?;
     let mut stmt = conn
         .prepare_cached(
             "SELECT c.node_id, c.call_index, c.entry, c.request, c.outcome, c.events, s.text
              FROM calls c LEFT JOIN schemas s ON s.sha256 = c.schema_sha256
-             WHERE c.run_id = ?1 ORDER BY c.call_index",
+             WHERE c.tenant = ?1 AND c.run_id = ?2 ORDER BY c.call_index",
         )
         .map_err(storage)?;
     let calls = stmt
-        .query_map([run_id], |r| {
+        .query_map([&run.tenant, &run.run_id], |r| {
             Ok(RawCall {
                 node_id: r.get(0)?,
                 index: r.get(1)?,
@@ -139,16 +162,19 @@ fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLo
         .collect::<Result<Vec<_>, _>>()
         .map_err(storage)?;
     let mut stmt = conn
-        .prepare_cached("SELECT event, at_ms FROM events WHERE run_id = ?1 ORDER BY seq")
+        .prepare_cached(
+            "SELECT event, at_ms FROM events WHERE tenant = ?1 AND run_id = ?2 ORDER BY seq",
+        )
         .map_err(storage)?;
     let events = stmt
-        .query_map([run_id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_map([&run.tenant, &run.run_id], |r| Ok((r.get(0)?, r.get(1)?)))
         .map_err(storage)?
         .collect::<Result<Vec<_>, _>>()
         .map_err(storage)?;
     let (node_id, status, output, seed, clock_ms, spec, durable) = head;
-    RawRun {
-        run_id: run_id.into(),
+    Ok(RawRun {
+        tenant: run.tenant.clone(),
+        run_id: run.run_id.clone(),
         node_id,
         status,
         output,
@@ -158,16 +184,14 @@ fn load(conn: &Connection, log: &str, run_id: &str) -> Result<RecordedRun, RunLo
         durable,
         calls,
         events,
-    }
-    .check(log)
+    })
 }
 
 impl RunLog for SqliteRunLog {
     fn begin<'a>(&'a self, run: &'a BeginRun<'a>) -> BoxFuture<'a, Result<Fence, RunLogError>> {
         // SQLite integers are signed: the seed is stored bit for bit.
         let (seed, clock_ms) = (run.seed.seed as i64, run.seed.clock_ms as i64);
-        let (run_id, node_id, existing) =
-            (run.run_id.to_owned(), run.node_id.to_owned(), run.existing);
+        let (key, node_id, existing) = (Key::from(run.run), run.node_id.to_owned(), run.existing);
         let spec = run.spec.map(to_text);
         let durable = run.lease.is_some();
         let owner = run.lease.map(|l| l.owner.to_owned());
@@ -175,33 +199,37 @@ impl RunLog for SqliteRunLog {
         self.blocking(move |conn, _| {
             let tx = immediate(conn)?;
             let old: Option<i64> = tx
-                .query_row("SELECT fence FROM runs WHERE run_id = ?1", [&run_id], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT fence FROM runs WHERE tenant = ?1 AND run_id = ?2",
+                    [&key.tenant, &key.run_id],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(storage)?;
             let fence = match old {
                 Some(_) if existing == ExistingRun::Refuse => {
-                    return Err(RunLogError::RunExists(run_id));
+                    return Err(RunLogError::RunExists(key.run_id));
                 }
                 Some(old) => {
                     // The old recording's next commit meets a new fence and stops.
-                    for table in ["calls", "events"] {
-                        tx.execute(&format!("DELETE FROM {table} WHERE run_id = ?1"), [&run_id])
-                            .map_err(storage)?;
-                    }
-                    tx.execute("DELETE FROM runs WHERE run_id = ?1", [&run_id])
+                    for table in ["calls", "events", "runs"] {
+                        tx.execute(
+                            &format!("DELETE FROM {table} WHERE tenant = ?1 AND run_id = ?2"),
+                            [&key.tenant, &key.run_id],
+                        )
                         .map_err(storage)?;
+                    }
                     old + 1
                 }
                 None => 1,
             };
             tx.execute(
-                "INSERT INTO runs (run_id, node_id, status, fence, seed, clock_ms, spec, durable,
-                                   owner, lease_until_ms)
-                 VALUES (?1, ?2, 'running', ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                "INSERT INTO runs (tenant, run_id, node_id, status, fence, seed, clock_ms, spec,
+                                   durable, owner, lease_until_ms)
+                 VALUES (?1, ?2, ?3, 'running', ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 params![
-                    run_id,
+                    key.tenant,
+                    key.run_id,
                     node_id,
                     fence,
                     seed,
@@ -220,30 +248,31 @@ impl RunLog for SqliteRunLog {
 
     fn commit_call<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         call: &'a RecordedCall,
         events: &'a [Event],
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
-        let run_id = run_id.to_owned();
+        let key = Key::from(run);
         let events: Vec<String> = events.iter().map(to_text).collect();
         let row = call_row(call);
         let limit = self.max_run_bytes;
         self.blocking(move |conn, _| {
             let tx = immediate(conn)?;
-            check_fence(&tx, &run_id, fence)?;
+            check_fence(&tx, &key, fence)?;
             let mut bytes = row.bytes() + events.iter().map(|e| e.len() as u64).sum::<u64>();
             if let Some(schema) = &row.schema {
-                bytes += store_schema(&tx, &run_id, schema)?;
+                bytes += store_schema(&tx, &key, schema)?;
             }
-            charge(&tx, &run_id, bytes, limit)?;
-            append_events(&tx, &run_id, &events)?;
+            charge(&tx, &key, bytes, limit)?;
+            append_events(&tx, &key, &events)?;
             tx.execute(
-                "INSERT INTO calls (run_id, node_id, call_index, entry, request, outcome, events,
-                                    schema_sha256)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                "INSERT INTO calls (tenant, run_id, node_id, call_index, entry, request, outcome,
+                                    events, schema_sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
                 params![
-                    run_id,
+                    key.tenant,
+                    key.run_id,
                     row.node_id,
                     row.index,
                     row.entry,
@@ -260,52 +289,64 @@ impl RunLog for SqliteRunLog {
 
     fn finish<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         events: &'a [Event],
         status: RunStatus,
         output: &'a str,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
-        let (run_id, output) = (run_id.to_owned(), output.to_owned());
+        let (key, output) = (Key::from(run), output.to_owned());
         let events: Vec<String> = events.iter().map(to_text).collect();
         self.blocking(move |conn, _| {
             let tx = immediate(conn)?;
-            check_fence(&tx, &run_id, fence)?;
-            append_events(&tx, &run_id, &events)?;
+            check_fence(&tx, &key, fence)?;
+            append_events(&tx, &key, &events)?;
             tx.execute(
-                "UPDATE runs SET status = ?2, output = ?3, ended_ms = ?4 WHERE run_id = ?1",
-                params![run_id, status.as_str(), output, now_ms() as i64],
+                "UPDATE runs SET status = ?3, output = ?4, ended_ms = ?5
+                 WHERE tenant = ?1 AND run_id = ?2",
+                params![
+                    key.tenant,
+                    key.run_id,
+                    status.as_str(),
+                    output,
+                    now_ms() as i64
+                ],
             )
             .map_err(storage)?;
             tx.commit().map_err(storage)
         })
     }
 
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>> {
-        let run_id = run_id.to_owned();
-        self.blocking(move |conn, path| load(conn, path, &run_id))
+    fn load<'a>(&'a self, run: RunKey<'a>) -> BoxFuture<'a, Result<RecordedRun, RunLogError>> {
+        let key = Key::from(run);
+        self.blocking(move |conn, path| load(conn, path, &key))
+    }
+
+    fn inspect<'a>(&'a self, run: RunKey<'a>) -> BoxFuture<'a, Result<Inspected, RunLogError>> {
+        let key = Key::from(run);
+        self.blocking(move |conn, path| raw(conn, &key)?.inspect(path))
     }
 
     fn resume<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         lease: Option<Lease<'a>>,
     ) -> BoxFuture<'a, Result<(Fence, RecordedRun), RunLogError>> {
-        let run_id = run_id.to_owned();
+        let key = Key::from(run);
         let lease = lease.map(|l| (l.owner.to_owned(), l.duration));
         self.blocking(move |conn, path| {
             let tx = immediate(conn)?;
-            let (old, status) = fence_and_status(&tx, &run_id)?;
+            let (old, status) = fence_and_status(&tx, &key)?;
             if let Some(done) = RunStatus::parse(&status).filter(|s| *s != RunStatus::Running) {
-                return Err(RunLogError::Finished(run_id, done.as_str()));
+                return Err(RunLogError::Finished(key.run_id, done.as_str()));
             }
             let fence = take_over(
                 &tx,
-                &run_id,
+                &key,
                 old,
                 lease.as_ref().map(|(o, d)| (o.as_str(), *d)),
             )?;
-            let run = load(&tx, path, &run_id)?;
+            let run = load(&tx, path, &key)?;
             tx.commit().map_err(storage)?;
             Ok((fence, run))
         })
@@ -313,36 +354,38 @@ impl RunLog for SqliteRunLog {
 
     fn renew<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         duration: Duration,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
-        let run_id = run_id.to_owned();
+        let key = Key::from(run);
         self.blocking(move |conn, _| {
             let n = conn
                 .execute(
-                    "UPDATE runs SET lease_until_ms = ?3 WHERE run_id = ?1 AND fence = ?2",
-                    params![run_id, fence.0, until(duration)],
+                    "UPDATE runs SET lease_until_ms = ?4
+                     WHERE tenant = ?1 AND run_id = ?2 AND fence = ?3",
+                    params![key.tenant, key.run_id, fence.0, until(duration)],
                 )
                 .map_err(storage)?;
             if n == 1 {
                 Ok(())
             } else {
-                Err(RunLogError::Fenced(run_id))
+                Err(RunLogError::Fenced(key.run_id))
             }
         })
     }
 
     fn release<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
-        let run_id = run_id.to_owned();
+        let key = Key::from(run);
         self.blocking(move |conn, _| {
             conn.execute(
-                "UPDATE runs SET lease_until_ms = 0 WHERE run_id = ?1 AND fence = ?2",
-                params![run_id, fence.0],
+                "UPDATE runs SET lease_until_ms = 0
+                 WHERE tenant = ?1 AND run_id = ?2 AND fence = ?3",
+                params![key.tenant, key.run_id, fence.0],
             )
             .map_err(storage)?;
             Ok(())
@@ -359,21 +402,27 @@ impl RunLog for SqliteRunLog {
                 // BEGIN IMMEDIATE holds the file's write lock: no other process
                 // can claim the same run between the read and the update.
                 let tx = immediate(conn)?;
-                let lapsed: Option<(String, i64)> = tx
+                let lapsed: Option<(Key, i64)> = tx
                     .query_row(
-                        "SELECT run_id, fence FROM runs
-                     WHERE durable = 1 AND status = 'running' AND lease_until_ms < ?1
-                     ORDER BY lease_until_ms LIMIT 1",
+                        "SELECT tenant, run_id, fence FROM runs
+                         WHERE durable = 1 AND status = 'running' AND lease_until_ms < ?1
+                         ORDER BY lease_until_ms LIMIT 1",
                         [now_ms() as i64],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
+                        |r| {
+                            let key = Key {
+                                tenant: r.get(0)?,
+                                run_id: r.get(1)?,
+                            };
+                            Ok((key, r.get(2)?))
+                        },
                     )
                     .optional()
                     .map_err(storage)?;
-                let Some((run_id, old)) = lapsed else {
+                let Some((key, old)) = lapsed else {
                     return Ok(None);
                 };
-                let fence = take_over(&tx, &run_id, old, Some((&owner, duration)))?;
-                match load(&tx, path, &run_id) {
+                let fence = take_over(&tx, &key, old, Some((&owner, duration)))?;
+                match load(&tx, path, &key) {
                     Ok(run) => {
                         tx.commit().map_err(storage)?;
                         return Ok(Some((fence, run)));
@@ -384,9 +433,9 @@ impl RunLog for SqliteRunLog {
                     Err(RunLogError::Corrupt { reason, .. }) => {
                         let output = callai_engine::runlog::unresumable_output(&reason);
                         tx.execute(
-                            "UPDATE runs SET status = 'failed', output = ?2, ended_ms = ?3
-                             WHERE run_id = ?1",
-                            params![run_id, output, now_ms() as i64],
+                            "UPDATE runs SET status = 'failed', output = ?3, ended_ms = ?4
+                             WHERE tenant = ?1 AND run_id = ?2",
+                            params![key.tenant, key.run_id, output, now_ms() as i64],
                         )
                         .map_err(storage)?;
                         tx.commit().map_err(storage)?;

@@ -11,7 +11,7 @@ use callai_wire::{Attempts, CallResult};
 /// How these tests begin a run: `run_id` of node `n` with [`SEED`].
 fn begin(run_id: &'static str, existing: ExistingRun) -> BeginRun<'static> {
     BeginRun {
-        run_id,
+        run: run_id.into(),
         node_id: "n",
         seed: SEED,
         existing,
@@ -68,17 +68,17 @@ fn a_run_round_trips() {
     let log = SqliteRunLog::open(&path).unwrap();
     rt.block_on(async {
         let f = log.begin(&begin("r", ExistingRun::Refuse)).await.unwrap();
-        log.commit_call("r", f, &call(0), &call(0).events)
+        log.commit_call("r".into(), f, &call(0), &call(0).events)
             .await
             .unwrap();
-        log.commit_call("r", f, &call(1), &[]).await.unwrap();
-        log.finish("r", f, &call(1).events, RunStatus::Ok, "{}")
+        log.commit_call("r".into(), f, &call(1), &[]).await.unwrap();
+        log.finish("r".into(), f, &call(1).events, RunStatus::Ok, "{}")
             .await
             .unwrap();
     });
     drop(log);
     let run = rt
-        .block_on(SqliteRunLog::open_existing(&path).unwrap().load("r"))
+        .block_on(SqliteRunLog::open_existing(&path).unwrap().load("r".into()))
         .unwrap();
     assert_eq!(run.calls, vec![call(0), call(1)]);
     assert_eq!(run.events.len(), 2);
@@ -96,12 +96,15 @@ fn a_log_another_handle_is_writing_opens_and_reads() {
     let f = rt
         .block_on(writer.begin(&begin("r", ExistingRun::Refuse)))
         .unwrap();
-    rt.block_on(writer.commit_call("r", f, &call(0), &[]))
+    rt.block_on(writer.commit_call("r".into(), f, &call(0), &[]))
         .unwrap();
     // The writer is still open: its changes sit in the WAL, not yet in the
     // database file's header.
     let reader = SqliteRunLog::open_existing(&path).unwrap();
-    assert_eq!(rt.block_on(reader.load("r")).unwrap().calls, vec![call(0)]);
+    assert_eq!(
+        rt.block_on(reader.load("r".into())).unwrap().calls,
+        vec![call(0)]
+    );
 }
 
 #[test]
@@ -110,13 +113,15 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
     let log = SqliteRunLog::open(&dir.path().join("log.db")).unwrap();
     rt().block_on(async {
         let first = log.begin(&begin("r", ExistingRun::Refuse)).await.unwrap();
-        log.commit_call("r", first, &call(0), &[]).await.unwrap();
+        log.commit_call("r".into(), first, &call(0), &[])
+            .await
+            .unwrap();
         assert_eq!(
             log.begin(&begin("r", ExistingRun::Refuse)).await,
             Err(RunLogError::RunExists("r".into()))
         );
         assert_eq!(
-            log.load("r").await.unwrap().calls.len(),
+            log.load("r".into()).await.unwrap().calls.len(),
             1,
             "the refused begin lost nothing"
         );
@@ -125,20 +130,23 @@ fn an_existing_run_is_refused_unless_overwritten_and_the_old_recorder_is_fenced_
             .await
             .unwrap();
         assert!(second > first);
-        assert!(log.load("r").await.unwrap().calls.is_empty());
+        assert!(log.load("r".into()).await.unwrap().calls.is_empty());
         // The first recorder, still running, can no longer splice its calls in.
         assert_eq!(
-            log.commit_call("r", first, &call(1), &[]).await,
+            log.commit_call("r".into(), first, &call(1), &[]).await,
             Err(RunLogError::Fenced("r".into()))
         );
         assert_eq!(
-            log.finish("r", first, &[], RunStatus::Ok, "{}").await,
+            log.finish("r".into(), first, &[], RunStatus::Ok, "{}")
+                .await,
             Err(RunLogError::Fenced("r".into()))
         );
-        log.commit_call("r", second, &call(0), &[]).await.unwrap();
-        assert_eq!(log.load("r").await.unwrap().calls, vec![call(0)]);
+        log.commit_call("r".into(), second, &call(0), &[])
+            .await
+            .unwrap();
+        assert_eq!(log.load("r".into()).await.unwrap().calls, vec![call(0)]);
         assert_eq!(
-            log.load("other").await,
+            log.load("other".into()).await,
             Err(RunLogError::NoSuchRun("other".into()))
         );
     });
@@ -226,7 +234,7 @@ fn a_tampered_record_is_a_run_log_error_naming_the_call() {
     let rt = rt();
     rt.block_on(async {
         let f = log.begin(&begin("r", ExistingRun::Refuse)).await.unwrap();
-        log.commit_call("r", f, &call(0), &[]).await.unwrap();
+        log.commit_call("r".into(), f, &call(0), &[]).await.unwrap();
     });
     for (outcome, needle) in [
         (
@@ -244,7 +252,7 @@ fn a_tampered_record_is_a_run_log_error_naming_the_call() {
             .unwrap()
             .execute("UPDATE calls SET outcome = ?1", [outcome])
             .unwrap();
-        let err = rt.block_on(log.load("r")).unwrap_err();
+        let err = rt.block_on(log.load("r".into())).unwrap_err();
         assert!(matches!(err, RunLogError::Corrupt { .. }), "{err}");
         let text = err.to_string();
         assert!(text.contains("call 0") && text.contains(needle), "{text}");
@@ -265,7 +273,10 @@ fn a_version_one_log_is_migrated_in_place() {
     drop(conn);
     let log = SqliteRunLog::open(&path).unwrap();
     let rt = rt();
-    assert_eq!(rt.block_on(log.load("old")).unwrap().status, RunStatus::Ok);
+    assert_eq!(
+        rt.block_on(log.load("old".into())).unwrap().status,
+        RunStatus::Ok
+    );
     assert_eq!(schema_version(&log), SCHEMA_VERSION);
     assert_eq!(
         rt.block_on(log.begin(&begin("old", ExistingRun::Overwrite)))

@@ -2,13 +2,14 @@
 
 use crate::admission::Admission;
 use crate::answer::Health;
-use crate::auth::{Auth, require_token};
+use crate::auth::{Auth, require_metrics_token, require_token};
 use crate::body::{self, ApiJson, CallBody, CallBodyJson, RunBody, RunRequest};
 use crate::config::{RunLogConfig, ServerConfig};
 use crate::error::{ApiCode, ApiError};
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
 use crate::runs::{self, RunTable};
+use crate::scope::{Scope, TenantQuery};
 use crate::tenants::{Caller, Tenant, Tenants};
 use crate::{discovery, runner};
 use axum::Router;
@@ -19,7 +20,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
 use callai_engine::observe::Observers;
-use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunLog, RunLogError};
+use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunKey, RunLog, RunLogError};
 use callai_telemetry::Telemetry;
 use serde::Deserialize;
 use std::sync::Arc;
@@ -93,8 +94,29 @@ impl AppState {
     }
 }
 
-/// The router, every route behind the token check.
+/// The router: liveness and discovery open to anyone, `/metrics` behind
+/// the admin's or the metrics token, every other route behind a caller's
+/// token.
 pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
+    let open = Router::new()
+        .route("/healthz", get(healthz))
+        .route("/.well-known/openwop", get(well_known));
+    let metrics =
+        Router::new()
+            .route("/metrics", get(metrics))
+            .layer(axum::middleware::from_fn_with_state(
+                auth.clone(),
+                require_metrics_token,
+            ));
+    Router::new()
+        .merge(open)
+        .merge(metrics)
+        .merge(api(state.clone(), auth))
+        .with_state(state)
+}
+
+/// The API, every route behind a caller's token.
+fn api(state: Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
     let server = &state.server;
     let pack_limit = usize::try_from(server.max_pack_bytes).unwrap_or(usize::MAX);
     let body_limit = usize::try_from(server.max_body_bytes).unwrap_or(usize::MAX);
@@ -102,13 +124,13 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
     // limit goes outside it.
     let keyed = || axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::keyed);
     Router::new()
-        .route("/healthz", get(healthz))
         .route("/v1/facet", get(facet))
-        .route("/.well-known/openwop", get(well_known))
         .route("/v1/packs", get(list_packs))
         .route(
             "/v1/packs/{name}",
-            put(put_pack).layer(DefaultBodyLimit::max(pack_limit)),
+            put(put_pack)
+                .layer(DefaultBodyLimit::max(pack_limit))
+                .delete(delete_pack),
         )
         .route(
             "/v1/runs",
@@ -138,11 +160,9 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
         )
         .route("/v1/budget", get(budget))
         .route("/v1/models", get(crate::dropin::models))
-        .route("/metrics", get(metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(auth, require_token))
-        .with_state(state)
 }
 
 async fn healthz() -> impl IntoResponse {
@@ -154,26 +174,57 @@ async fn facet(State(state): Shared) -> impl IntoResponse {
 }
 
 async fn well_known(State(state): Shared) -> impl IntoResponse {
-    axum::Json(discovery::document(&state.host))
+    axum::Json(discovery::document(&state.host, &state.packs))
 }
 
-async fn list_packs(State(state): Shared) -> impl IntoResponse {
-    axum::Json(state.packs.list())
+/// `?tenant=`, refused naming the field when it is not one.
+type TenantParam = Result<Query<TenantQuery>, axum::extract::rejection::QueryRejection>;
+
+/// The scope of `caller`'s request with `query`.
+fn scope(caller: &Caller, query: TenantParam) -> Result<Scope, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::invalid("tenant", e.body_text()))?;
+    Scope::of(caller, query.tenant.as_deref())
+}
+
+/// `GET /v1/packs`: the packs the caller may run (its own and the shared
+/// ones); the admin sees every namespace's, or one tenant's view with
+/// `?tenant=`.
+async fn list_packs(
+    State(state): Shared,
+    Extension(caller): Extension<Caller>,
+    query: TenantParam,
+) -> Result<Response, ApiError> {
+    let named = query.as_ref().is_ok_and(|q| q.tenant.is_some());
+    let scope = scope(&caller, query)?;
+    let view = (!caller.is_admin() || named).then_some(scope.tenant());
+    Ok(axum::Json(state.packs.list(view)).into_response())
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct PutQuery {
     node_id: Option<String>,
+    tenant: Option<String>,
 }
 
+/// `PUT /v1/packs/{name}`: an upload into the caller's namespace (the
+/// admin's: the shared one, or a tenant's with `?tenant=`).
 async fn put_pack(
     State(state): Shared,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     query: Result<Query<PutQuery>, axum::extract::rejection::QueryRejection>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::invalid("nodeId", e.body_text()))?;
+    let Query(query) = query.map_err(|e| {
+        let field = if e.body_text().contains("tenant") {
+            "tenant"
+        } else {
+            "nodeId"
+        };
+        ApiError::invalid(field, e.body_text())
+    })?;
+    let scope = Scope::of(&caller, query.tenant.as_deref())?;
     let bytes = body::bytes(body, "server.maxPackBytes")?;
     if bytes.is_empty() {
         return Err(ApiError::invalid(
@@ -183,9 +234,22 @@ async fn put_pack(
     }
     let info = state
         .packs
-        .upload(&name, query.node_id, bytes.to_vec())
+        .upload(scope.tenant(), &name, query.node_id, bytes.to_vec())
         .await?;
     Ok((StatusCode::CREATED, axum::Json(info)).into_response())
+}
+
+/// `DELETE /v1/packs/{name}`: the caller's own upload (the admin's: a
+/// shared upload, or a tenant's with `?tenant=`).
+async fn delete_pack(
+    State(state): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+    query: TenantParam,
+) -> Result<Response, ApiError> {
+    let scope = scope(&caller, query)?;
+    let gone = state.packs.delete(scope.tenant(), &name)?;
+    Ok(axum::Json(gone).into_response())
 }
 
 async fn post_run(
@@ -204,40 +268,64 @@ async fn budget(
     Ok(axum::Json(answer).into_response())
 }
 
-async fn get_run(State(state): Shared, Path(run_id): Path<String>) -> Result<Response, ApiError> {
-    if let Some(entry) = state.runs.get(&run_id).filter(|e| !e.is_handed_on()) {
+/// `GET /v1/runs/{id}`: the caller's run of that id (the admin's, or a
+/// tenant's with `?tenant=`); another tenant's is 404, as an id nobody holds.
+async fn get_run(
+    State(state): Shared,
+    Extension(caller): Extension<Caller>,
+    Path(run_id): Path<String>,
+    query: TenantParam,
+) -> Result<Response, ApiError> {
+    let scope = scope(&caller, query)?;
+    let key = RunKey::new(scope.tenant(), &run_id);
+    if let Some(entry) = state
+        .runs
+        .get(key.tenant, key.run_id)
+        .filter(|e| !e.is_handed_on())
+    {
         return Ok(axum::Json(entry.answer()).into_response());
     }
-    let run = load(&state, &run_id).await?;
-    Ok(axum::Json(runs::recorded_answer(&run)).into_response())
+    let run = load(&state, key).await?;
+    Ok(axum::Json(runs::inspected_answer(&run)).into_response())
 }
 
+/// `GET /v1/runs/{id}/events`, scoped as [`get_run`] is.
 async fn get_events(
     State(state): Shared,
+    Extension(caller): Extension<Caller>,
     Path(run_id): Path<String>,
+    query: TenantParam,
 ) -> Result<Response, ApiError> {
-    if let Some(entry) = state.runs.get(&run_id).filter(|e| !e.is_handed_on()) {
+    let scope = scope(&caller, query)?;
+    let key = RunKey::new(scope.tenant(), &run_id);
+    if let Some(entry) = state
+        .runs
+        .get(key.tenant, key.run_id)
+        .filter(|e| !e.is_handed_on())
+    {
         // Read "done" first: every event of a finished run is in by then.
         let complete = entry.is_done();
         let events = entry.events.stamped_since(0);
         return Ok(axum::Json(runs::events_answer(&events, complete)).into_response());
     }
-    let run = load(&state, &run_id).await?;
+    let run = load(&state, key).await?.run;
     let complete = run.status != callai_engine::runlog::RunStatus::Running;
     let events: Vec<_> = run.event_times.into_iter().zip(run.events).collect();
     Ok(axum::Json(runs::events_answer(&events, complete)).into_response())
 }
 
-/// A run from the run log; 404 when neither this host nor the log knows it.
+/// A run from the run log, as far as its records read back (a damaged
+/// call is named, not a `500` on every read); 404 when neither this host
+/// nor the log knows it (another tenant's run of the same id is not it).
 pub(crate) async fn load(
     state: &AppState,
-    run_id: &str,
-) -> Result<callai_engine::runlog::RecordedRun, ApiError> {
-    let unknown = || ApiError::not_found(format!("no run {run_id:?} on this host"));
+    run: RunKey<'_>,
+) -> Result<callai_engine::runlog::decode::Inspected, ApiError> {
+    let unknown = || ApiError::not_found(format!("no run {:?} on this host", run.run_id));
     let Some(log) = &state.runlog else {
         return Err(unknown());
     };
-    match log.load(run_id).await {
+    match log.inspect(run).await {
         Ok(run) => Ok(run),
         Err(RunLogError::NoSuchRun(_)) => Err(unknown()),
         Err(e) => Err(ApiError::internal(e.to_string())),

@@ -12,9 +12,6 @@ use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// The paths anyone may read: liveness and discovery.
-const OPEN_PATHS: [&str; 2] = ["/healthz", "/.well-known/openwop"];
-
 /// Who may call: every caller's token, checked on each request.
 #[derive(Debug, Clone)]
 pub struct Auth {
@@ -39,11 +36,23 @@ pub fn admin_token(
         }
         return Ok(None);
     }
-    match env(token_env) {
+    server_token("server.tokenEnv", token_env, env)
+}
+
+/// The token the variable `name` (the value of config key `key`; empty for
+/// none) holds, read through `env`: a variable named but unset or empty
+/// stops start-up.
+pub fn server_token(
+    key: &str,
+    name: &str,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Option<String>, String> {
+    if name.is_empty() {
+        return Ok(None);
+    }
+    match env(name) {
         Some(token) if !token.trim().is_empty() => Ok(Some(token.trim().to_owned())),
-        _ => Err(format!(
-            "server.tokenEnv: the variable {token_env} holds no token"
-        )),
+        _ => Err(format!("{key}: the variable {name} holds no token")),
     }
 }
 
@@ -55,13 +64,58 @@ impl Auth {
 
     /// The caller whose token `header` (the `Authorization` value) carries.
     fn bearer(&self, header: Option<&[u8]>) -> Option<&Arc<Tenant>> {
-        // The scheme is case-insensitive (RFC 9110 §11.1), the token is not.
-        let given = header.and_then(|h| {
-            let (scheme, token) = h.split_at_checked(7)?;
-            scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
-        })?;
-        self.tenants.resolve(given)
+        self.tenants.resolve(bearer_token(header)?)
     }
+}
+
+/// The token of an `Authorization` value: the scheme is case-insensitive
+/// (RFC 9110 §11.1), the token is not.
+fn bearer_token(header: Option<&[u8]>) -> Option<&[u8]> {
+    header.and_then(|h| {
+        let (scheme, token) = h.split_at_checked(7)?;
+        scheme.eq_ignore_ascii_case(b"bearer ").then_some(token)
+    })
+}
+
+/// The middleware of `/metrics`: every tenant's figures, so it takes the
+/// admin's token or `[server] metricsTokenEnv`'s (a tenant reads its own
+/// through `/v1/budget`), or nothing on a server without tokens. A
+/// tenant's token is `403`, no token or an unknown one `401`.
+pub async fn require_metrics_token(
+    State(auth): State<Auth>,
+    request: Request,
+    next: Next,
+) -> Result<Response, Response> {
+    let given = bearer_token(
+        request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .map(|v| v.as_bytes()),
+    );
+    let reads = auth.tenants.open()
+        || given.is_some_and(|t| auth.tenants.is_metrics_token(t))
+        || given
+            .and_then(|t| auth.tenants.resolve(t))
+            .is_some_and(|c| c.name == crate::tenants::ADMIN);
+    if reads {
+        return Ok(next.run(request).await);
+    }
+    let error = match given.and_then(|t| auth.tenants.resolve(t)) {
+        Some(_) => ApiError::new(
+            ApiCode::Forbidden,
+            "/metrics shows every tenant's figures: it takes the admin's token or the metrics \
+             token; a tenant reads its own at /v1/budget",
+        ),
+        None if given.is_some() => ApiError::new(
+            ApiCode::Unauthorized,
+            "the bearer token is not this server's",
+        ),
+        None => ApiError::new(
+            ApiCode::Unauthorized,
+            "this server needs `Authorization: Bearer <token>`",
+        ),
+    };
+    Err(error.into_response())
 }
 
 /// The middleware: puts the [`Caller`] on the request, or answers 401 with
@@ -74,9 +128,6 @@ pub async fn require_token(
     next: Next,
 ) -> Result<Response, Response> {
     let path = request.uri().path();
-    if OPEN_PATHS.contains(&path) {
-        return Ok(next.run(request).await);
-    }
     let headers = request.headers();
     let header = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
     let api_key = match path {
@@ -118,6 +169,7 @@ pub fn answer_for_path(path: &str, error: ApiError) -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tenants::ServerTokens;
     use callai_engine::{Host, HostConfig};
 
     fn addr(text: &str) -> SocketAddr {
@@ -148,7 +200,11 @@ mod tests {
     #[test]
     fn the_token_must_match_exactly() {
         let host = Host::builder(HostConfig::default()).build().unwrap();
-        let tenants = Tenants::new(&host, Some("s3cret"), &Default::default(), &|_| None).unwrap();
+        let tokens = ServerTokens {
+            admin: Some("s3cret"),
+            metrics: None,
+        };
+        let tenants = Tenants::new(&host, tokens, &Default::default(), &|_| None).unwrap();
         let auth = Auth::new(Arc::new(tenants));
         // Issue 22 #17: the scheme in any case.
         for right in [&b"Bearer s3cret"[..], b"bearer s3cret", b"BEARER s3cret"] {

@@ -8,7 +8,7 @@ use crate::runner::Work;
 use crate::runs::RunEntry;
 use crate::tenants::Caller;
 use callai_engine::events::Event;
-use callai_engine::runlog::{Fence, Lease, RecordedRun, RunStatus};
+use callai_engine::runlog::{Fence, Lease, RecordedRun, RunKey, RunStatus};
 use callai_engine::{Journal, MockScript, RunLogError};
 use serde_json::json;
 use std::sync::Arc;
@@ -19,14 +19,14 @@ use std::time::Duration;
 /// A renewal that fails for another reason is tried again at the next
 /// tick: if the store stays away the lease lapses, another host takes over,
 /// and this host's next commit is refused by the fence.
-pub(crate) async fn keep_lease(state: &AppState, run_id: &str, fence: Option<Fence>) {
+pub(crate) async fn keep_lease(state: &AppState, run: RunKey<'_>, fence: Option<Fence>) {
     let (Some(log), Some(fence)) = (&state.runlog, fence) else {
         return std::future::pending().await;
     };
     let lease = state.runlog_config.lease();
     loop {
         tokio::time::sleep(lease / 3).await;
-        if let Err(RunLogError::Fenced(_)) = log.renew(run_id, fence, lease).await {
+        if let Err(RunLogError::Fenced(_)) = log.renew(run, fence, lease).await {
             return;
         }
     }
@@ -76,15 +76,16 @@ pub(crate) async fn take_over(state: Arc<AppState>) {
 /// Resumes a run this host just took over.
 async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: RecordedRun) {
     let log = state.runlog.clone().expect("claimed from the run log");
-    let run_id = run.run_id.clone();
+    let (tenant, run_id) = (run.tenant.clone(), run.run_id.clone());
     let fail = |message: String| {
         let log = log.clone();
-        let run_id = run_id.clone();
+        let (tenant, run_id) = (tenant.clone(), run_id.clone());
         async move {
-            eprintln!("callai serve: cannot resume run {run_id:?}: {message}");
+            let key = RunKey::new(&tenant, &run_id);
+            eprintln!("callai serve: cannot resume run {key}: {message}");
             let output = json!({"error": {"kind": "takeover", "message": message}});
             let _ = log
-                .finish(&run_id, fence, &[], RunStatus::Failed, &output.to_string())
+                .finish(key, fence, &[], RunStatus::Failed, &output.to_string())
                 .await;
         }
     };
@@ -109,21 +110,20 @@ async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: Recorde
         Ok(pack) => pack,
         Err(e) => return fail(e.message).await,
     };
-    // The run's calls stay held to its tenant's budget; a tenant this host
-    // does not know any more fails the run rather than run it unbudgeted.
-    let tenant = match spec.tenant.as_deref() {
-        None => state.tenants.admin().clone(),
-        Some(name) => match state.tenants.by_name(name) {
-            Some(tenant) => tenant.clone(),
-            None => {
-                return fail(format!(
-                    "its tenant {name:?} is not configured on this host"
-                ))
-                .await;
-            }
-        },
+    // The run stays its owner's, and its calls held to its owner's budget;
+    // a tenant this host does not know any more fails the run rather than
+    // run it unbudgeted.
+    let owner = match state.tenants.by_name(&tenant) {
+        Some(owner) => owner.clone(),
+        None => {
+            return fail(format!(
+                "its tenant {tenant:?} is not configured on this host"
+            ))
+            .await;
+        }
     };
     let entry = Arc::new(RunEntry::new(
+        tenant.clone(),
         run_id.clone(),
         spec.pack.clone(),
         run.node_id.clone(),
@@ -134,7 +134,7 @@ async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: Recorde
     let work = Work {
         state: state.clone(),
         entry,
-        caller: Caller(tenant),
+        caller: Caller(owner),
         pack,
         input: spec.input,
         script,

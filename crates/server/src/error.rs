@@ -27,6 +27,10 @@ pub enum ApiCode {
     Conflict,
     /// No bearer token, or not this server's.
     Unauthorized,
+    /// The caller's token does not reach this: another tenant's named by a
+    /// tenant, a shared pack changed by one, `/metrics` without the admin's
+    /// or the metrics token.
+    Forbidden,
     /// Every run slot and queue place is taken.
     Overloaded,
     /// The server is shutting down.
@@ -57,6 +61,7 @@ impl ApiCode {
             Self::MethodNotAllowed => "method_not_allowed",
             Self::Conflict => "conflict",
             Self::Unauthorized => "unauthorized",
+            Self::Forbidden => "forbidden",
             Self::Overloaded => "overloaded",
             Self::ShuttingDown => "shutting_down",
             Self::TooManyPacks => "too_many_packs",
@@ -80,6 +85,7 @@ impl ApiCode {
             Self::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Self::Conflict => StatusCode::CONFLICT,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden => StatusCode::FORBIDDEN,
             Self::Overloaded | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyPacks => StatusCode::INSUFFICIENT_STORAGE,
             Self::BudgetExceeded => StatusCode::TOO_MANY_REQUESTS,

@@ -1,9 +1,15 @@
 //! The packs a server runs: the bundled examples, every component of
-//! `--packs DIR` (named by file stem), and uploads. Each is compiled once
-//! per content hash, off the async workers, at most `[server] maxCompiles`
-//! at once, and kept pre-instantiated while a name holds it: a replaced
-//! upload's compiled code is dropped from the table, and freed once the
-//! last run holding it ends.
+//! `--packs DIR` (named by file stem), and uploads. Names live in
+//! namespaces: the bundled packs, `--packs` and the admin's uploads are
+//! shared (every caller may run them, only the admin changes them), and a
+//! tenant's uploads are its own (no other tenant sees, runs, replaces or
+//! deletes them; two tenants may each have a pack of one name). Compiled
+//! code is shared by content hash, never names: each component is compiled
+//! once, off the async workers, at most `[server] maxCompiles` at once (a
+//! tenant's uploads wait for each other first, not in front of everyone's),
+//! and kept pre-instantiated while a name holds it: a replaced upload's
+//! compiled code is dropped from the table, and freed once the last run
+//! holding it ends.
 
 use crate::error::{ApiCode, ApiError};
 use callai_host::{LoadError, Pack, PackRuntime};
@@ -16,9 +22,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::{OnceCell, Semaphore};
 
-/// At most this many uploaded packs are kept; past it an upload must
+/// At most this many uploaded packs are kept in all; past it an upload must
 /// replace one (same name).
 pub const MAX_UPLOADS: usize = 256;
+/// At most this many of them are one tenant's, so that no tenant can take
+/// every place.
+pub const MAX_UPLOADS_PER_TENANT: usize = 64;
 
 /// Where a pack's bytes come from.
 #[derive(Clone)]
@@ -99,6 +108,10 @@ impl fmt::Debug for BundledPack {
 pub struct PackInfo {
     /// The name runs use.
     pub name: String,
+    /// The tenant whose own it is; absent for a shared pack (bundled,
+    /// `--packs`, or the admin's upload).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
     /// The node id its events carry.
     pub node_id: String,
     /// SHA-256 of the component, hex.
@@ -111,14 +124,28 @@ pub struct PackInfo {
     pub source: PackSource,
 }
 
-/// The packs, by name, and their compiled forms, by content hash.
+/// A pack's name in its namespace: the tenant that owns it (`None`:
+/// shared) and the name.
+type Named = (Option<String>, String);
+
+/// The namespace of what `tenant` uploads: its own, or, for the admin, the
+/// shared one.
+fn namespace(tenant: &str) -> Option<String> {
+    (tenant != crate::tenants::ADMIN).then(|| tenant.to_owned())
+}
+
+/// The packs, by namespace and name, and their compiled forms, by content
+/// hash.
 #[derive(Debug)]
 pub struct PackStore {
     runtime: PackRuntime,
-    by_name: RwLock<BTreeMap<String, PackInfo>>,
+    by_name: RwLock<BTreeMap<Named, PackInfo>>,
     compiled: Mutex<HashMap<String, Arc<OnceCell<Pack>>>>,
     uploads: Mutex<usize>,
     compile_turns: Semaphore,
+    /// Each namespace's turn to queue for a compile: one upload of a
+    /// tenant at a time waits for [`PackStore::compile_turns`].
+    upload_turns: Mutex<HashMap<Option<String>, Arc<tokio::sync::Mutex<()>>>>,
     compiles: CompileLoad,
 }
 
@@ -166,12 +193,13 @@ impl PackStore {
                 let bytes = (b.bytes)();
                 let info = PackInfo {
                     name: b.name.clone(),
+                    tenant: None,
                     node_id: b.node_id,
                     sha256: sha256_hex(&bytes),
                     default_script: b.default_script,
                     source: PackSource::Bundled(b.bytes),
                 };
-                (b.name, info)
+                ((None, b.name), info)
             })
             .collect();
         Self {
@@ -180,6 +208,7 @@ impl PackStore {
             compiled: Mutex::new(HashMap::new()),
             uploads: Mutex::new(0),
             compile_turns: Semaphore::new(max_compiles.max(1)),
+            upload_turns: Mutex::new(HashMap::new()),
             compiles: CompileLoad::default(),
         }
     }
@@ -215,34 +244,53 @@ impl PackStore {
             let source = PackSource::File(path.clone());
             let bytes = source.bytes()?;
             let sha256 = sha256_hex(&bytes);
-            self.compile(&sha256, bytes)
+            self.compile(&sha256, bytes, Precheck::Needed)
                 .await
                 .map_err(|e| format!("--packs: {}: {}", path.display(), e.message))?;
             let info = PackInfo {
                 name: stem.clone(),
+                tenant: None,
                 node_id: stem.clone(),
                 sha256,
                 default_script: None,
                 source,
             };
-            self.by_name.write().expect("pack table").insert(stem, info);
+            self.by_name
+                .write()
+                .expect("pack table")
+                .insert((None, stem), info);
         }
         Ok(paths.len())
     }
 
-    /// Every pack, by name.
-    pub fn list(&self) -> Vec<PackInfo> {
-        self.by_name
-            .read()
-            .expect("pack table")
-            .values()
-            .cloned()
-            .collect()
+    /// The packs `tenant` may run, by name: its own, and the shared ones
+    /// whose names it has none of. `None` (the admin listing everything):
+    /// every pack of every namespace.
+    pub fn list(&self, tenant: Option<&str>) -> Vec<PackInfo> {
+        let table = self.by_name.read().expect("pack table");
+        let Some(tenant) = tenant else {
+            return table.values().cloned().collect();
+        };
+        let own = namespace(tenant);
+        let mut packs: BTreeMap<&str, &PackInfo> = BTreeMap::new();
+        for ((ns, name), info) in table.iter() {
+            if ns.is_none() {
+                packs.entry(name).or_insert(info);
+            } else if *ns == own {
+                packs.insert(name, info);
+            }
+        }
+        packs.into_values().cloned().collect()
     }
 
-    /// The pack called `name`.
-    pub fn get(&self, name: &str) -> Option<PackInfo> {
-        self.by_name.read().expect("pack table").get(name).cloned()
+    /// The pack `tenant` runs under `name`: its own, else a shared one.
+    pub fn get(&self, tenant: &str, name: &str) -> Option<PackInfo> {
+        let table = self.by_name.read().expect("pack table");
+        let key = |ns: Option<String>| (ns, name.to_owned());
+        table
+            .get(&key(namespace(tenant)))
+            .or_else(|| table.get(&key(None)))
+            .cloned()
     }
 
     /// The pack whose component hashes to `sha256`, under any name.
@@ -259,7 +307,7 @@ impl PackStore {
                 "the run log's pack {sha256} does not hash to its name"
             )));
         }
-        self.compile(sha256, bytes).await
+        self.compile(sha256, bytes, Precheck::Needed).await
     }
 
     /// Compiles `info`'s component, or returns the compiled one.
@@ -268,16 +316,19 @@ impl PackStore {
         let cell = self.cell(&info.sha256);
         cell.get_or_try_init(|| async {
             let bytes = source.bytes().map_err(ApiError::internal)?;
-            self.compile_now(bytes).await
+            self.compile_now(bytes, Precheck::Needed).await
         })
         .await
         .cloned()
     }
 
-    /// Stores an upload: refused when `name` is not a valid name, is a
-    /// bundled or `--packs` pack, or `bytes` is no component.
+    /// Stores `tenant`'s upload in its namespace (the admin's: the shared
+    /// one): refused when `name` is not a valid name, is a bundled or
+    /// `--packs` pack, is shared and the uploader a tenant, or `bytes` is
+    /// no component.
     pub async fn upload(
         &self,
+        tenant: &str,
         name: &str,
         node_id: Option<String>,
         bytes: Vec<u8>,
@@ -293,23 +344,28 @@ impl PackStore {
         {
             return Err(ApiError::invalid("nodeId", crate::body::NODE_ID_RULE));
         }
-        let replacing = match self.get(name).map(|p| p.source) {
-            Some(PackSource::Upload(_)) => true,
-            Some(_) => {
-                return Err(ApiError::conflict(format!(
-                    "{name:?} is a pack of this server's own (bundled or --packs); upload under another name"
-                )));
-            }
-            None => false,
-        };
-        if !replacing && *self.uploads.lock().expect("upload count") >= MAX_UPLOADS {
-            return Err(too_many_packs());
-        }
+        let ns = namespace(tenant);
+        let key: Named = (ns.clone(), name.to_owned());
+        self.may_upload(&key)?;
         let bytes: Arc<[u8]> = bytes.into();
         let sha256 = sha256_hex(&bytes);
-        self.compile(&sha256, bytes.clone()).await?;
+        // What the bytes say is refused before any wait: a component that
+        // cannot be a pack, or would cost too much to compile, takes no
+        // turn.
+        self.precheck(bytes.clone()).await?;
+        {
+            // A tenant's uploads queue for a compile one at a time, so that
+            // no tenant holds more than one place in the queue; waiting for
+            // that turn is waiting for a compile too.
+            let turn = self.upload_turn(&ns);
+            self.compiles.waiting.fetch_add(1, Ordering::Relaxed);
+            let _turn = turn.lock().await;
+            self.compiles.waiting.fetch_sub(1, Ordering::Relaxed);
+            self.compile(&sha256, bytes.clone(), Precheck::Done).await?;
+        }
         let info = PackInfo {
             name: name.to_owned(),
+            tenant: ns,
             node_id: node_id.unwrap_or_else(|| name.to_owned()),
             sha256,
             default_script: None,
@@ -317,16 +373,16 @@ impl PackStore {
         };
         let mut uploads = self.uploads.lock().expect("upload count");
         let mut table = self.by_name.write().expect("pack table");
-        let is_new = !table.contains_key(name);
+        let is_new = !table.contains_key(&key);
         if is_new {
-            if *uploads >= MAX_UPLOADS {
+            if let Err(e) = room_for(&table, *uploads, &key) {
                 drop(table);
                 self.forget_unnamed(&info.sha256);
-                return Err(too_many_packs());
+                return Err(e);
             }
             *uploads += 1;
         }
-        let replaced = table.insert(name.to_owned(), info.clone());
+        let replaced = table.insert(key, info.clone());
         drop(table);
         drop(uploads);
         if let Some(old) = replaced
@@ -335,6 +391,81 @@ impl PackStore {
             self.forget_unnamed(&old.sha256);
         }
         Ok(info)
+    }
+
+    /// Whether an upload may go under `key`: a shared pack is the admin's
+    /// to change (and a bundled or `--packs` one nobody's), and a new name
+    /// needs room.
+    fn may_upload(&self, key: &Named) -> Result<(), ApiError> {
+        let table = self.by_name.read().expect("pack table");
+        let (ns, name) = key;
+        if ns.is_some()
+            && let Some(shared) = table.get(&(None, name.clone()))
+        {
+            let what = match shared.source {
+                PackSource::Upload(_) => "the admin's",
+                _ => "this server's own",
+            };
+            return Err(ApiError::new(
+                ApiCode::Forbidden,
+                format!(
+                    "{name:?} is a shared pack ({what}), which tenants may run but not replace; \
+                     upload under another name"
+                ),
+            )
+            .with_detail("field", "name"));
+        }
+        match table.get(key).map(|p| &p.source) {
+            Some(PackSource::Upload(_)) => Ok(()),
+            Some(_) => Err(ApiError::conflict(format!(
+                "{name:?} is a pack of this server's own (bundled or --packs); upload under another name"
+            ))),
+            None => room_for(&table, *self.uploads.lock().expect("upload count"), key),
+        }
+    }
+
+    /// The lock a namespace's uploads take turns on.
+    fn upload_turn(&self, ns: &Option<String>) -> Arc<tokio::sync::Mutex<()>> {
+        let mut turns = self.upload_turns.lock().expect("upload turns");
+        // Turns of namespaces with no upload going on are dropped.
+        turns.retain(|_, t| Arc::strong_count(t) > 1);
+        turns.entry(ns.clone()).or_default().clone()
+    }
+
+    /// Deletes `tenant`'s upload `name` (the admin's: a shared upload).
+    /// A bundled or `--packs` pack cannot be deleted; a tenant deleting a
+    /// shared name is refused; a name its namespace does not hold is 404,
+    /// as one nobody holds.
+    pub fn delete(&self, tenant: &str, name: &str) -> Result<PackInfo, ApiError> {
+        let ns = namespace(tenant);
+        let key: Named = (ns.clone(), name.to_owned());
+        let mut uploads = self.uploads.lock().expect("upload count");
+        let mut table = self.by_name.write().expect("pack table");
+        match table.get(&key).map(|p| &p.source) {
+            Some(PackSource::Upload(_)) => {}
+            Some(_) => {
+                return Err(ApiError::conflict(format!(
+                    "{name:?} is a pack of this server's own (bundled or --packs); it cannot be deleted"
+                )));
+            }
+            None if ns.is_some() && table.contains_key(&(None, name.to_owned())) => {
+                return Err(ApiError::new(
+                    ApiCode::Forbidden,
+                    format!("{name:?} is a shared pack, which tenants may run but not delete"),
+                ));
+            }
+            None => {
+                return Err(ApiError::not_found(format!(
+                    "no pack {name:?} on this host"
+                )));
+            }
+        }
+        let gone = table.remove(&key).expect("looked up above");
+        *uploads = uploads.saturating_sub(1);
+        drop(table);
+        drop(uploads);
+        self.forget_unnamed(&gone.sha256);
+        Ok(gone)
     }
 
     /// Drops the compiled pack of `sha256` from the table when no name
@@ -365,10 +496,15 @@ impl PackStore {
             .clone()
     }
 
-    async fn compile(&self, sha256: &str, bytes: Arc<[u8]>) -> Result<Pack, ApiError> {
+    async fn compile(
+        &self,
+        sha256: &str,
+        bytes: Arc<[u8]>,
+        precheck: Precheck,
+    ) -> Result<Pack, ApiError> {
         let cell = self.cell(sha256);
         let result = cell
-            .get_or_try_init(|| self.compile_now(bytes))
+            .get_or_try_init(|| self.compile_now(bytes, precheck))
             .await
             .cloned();
         if result.is_err() {
@@ -378,17 +514,24 @@ impl PackStore {
         result
     }
 
-    /// Compiles on the blocking pool (a large component takes seconds),
-    /// once it has a turn: at most `maxCompiles` at once. What can be
-    /// refused without compiling (too large a function) is refused before
-    /// waiting for a turn.
-    async fn compile_now(&self, bytes: Arc<[u8]>) -> Result<Pack, ApiError> {
-        let checked = bytes.clone();
+    /// What can be refused of `bytes` without compiling them (not a pack's
+    /// shape, too large a function or too much code), on the blocking pool
+    /// (it reads every byte).
+    async fn precheck(&self, bytes: Arc<[u8]>) -> Result<(), ApiError> {
         let runtime = self.runtime.clone();
-        tokio::task::spawn_blocking(move || runtime.check(&checked))
+        tokio::task::spawn_blocking(move || runtime.check(&bytes))
             .await
             .map_err(|e| ApiError::internal(format!("the check task failed: {e}")))?
-            .map_err(refusal)?;
+            .map_err(refusal)
+    }
+
+    /// Compiles on the blocking pool (a large component takes seconds),
+    /// once it has a turn: at most `maxCompiles` at once. What can be
+    /// refused without compiling is refused before waiting for a turn.
+    async fn compile_now(&self, bytes: Arc<[u8]>, precheck: Precheck) -> Result<Pack, ApiError> {
+        if precheck == Precheck::Needed {
+            self.precheck(bytes.clone()).await?;
+        }
         self.compiles.waiting.fetch_add(1, Ordering::Relaxed);
         let turn = self.compile_turns.acquire().await;
         self.compiles.waiting.fetch_sub(1, Ordering::Relaxed);
@@ -406,10 +549,20 @@ impl PackStore {
     }
 }
 
+/// Whether what can be refused of a component without compiling it has
+/// been looked at already.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Precheck {
+    /// Yes: an upload checks before it waits for its turn.
+    Done,
+    /// No: look before compiling.
+    Needed,
+}
+
 /// Why a component was refused, as the API says it.
 fn refusal(error: LoadError) -> ApiError {
     match error {
-        LoadError::FunctionTooLarge { key, .. } => {
+        LoadError::FunctionTooLarge { key, .. } | LoadError::CodeTooLarge { key, .. } => {
             ApiError::over_limit(ApiCode::PayloadTooLarge, key, error.to_string())
         }
         e => ApiError::invalid(
@@ -419,11 +572,35 @@ fn refusal(error: LoadError) -> ApiError {
     }
 }
 
-fn too_many_packs() -> ApiError {
-    ApiError::new(
-        ApiCode::TooManyPacks,
-        format!("this server keeps at most {MAX_UPLOADS} uploaded packs"),
-    )
+/// Whether a new upload under `key` fits: at most [`MAX_UPLOADS`] in all
+/// (`uploads` now), and [`MAX_UPLOADS_PER_TENANT`] of a tenant's.
+fn room_for(
+    table: &BTreeMap<Named, PackInfo>,
+    uploads: usize,
+    key: &Named,
+) -> Result<(), ApiError> {
+    if uploads >= MAX_UPLOADS {
+        return Err(ApiError::new(
+            ApiCode::TooManyPacks,
+            format!("this server keeps at most {MAX_UPLOADS} uploaded packs"),
+        ));
+    }
+    if let Some(tenant) = &key.0 {
+        let own = table
+            .keys()
+            .filter(|(ns, _)| ns.as_ref() == Some(tenant))
+            .count();
+        if own >= MAX_UPLOADS_PER_TENANT {
+            return Err(ApiError::new(
+                ApiCode::TooManyPacks,
+                format!(
+                    "tenant {tenant:?} has {own} uploaded packs, the most one tenant keeps \
+                     ({MAX_UPLOADS_PER_TENANT}); replace or delete one"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

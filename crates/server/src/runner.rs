@@ -29,7 +29,7 @@ pub async fn start(
 ) -> Result<Response, ApiError> {
     let info = state
         .packs
-        .get(&request.pack)
+        .get(caller.name(), &request.pack)
         .ok_or_else(|| ApiError::not_found(format!("no pack {:?} on this host", request.pack)))?;
     if request.durable && state.runlog.is_none() {
         return Err(ApiError::invalid(
@@ -49,6 +49,7 @@ pub async fn start(
     let ticket = state.admission.admit()?;
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
     let entry = Arc::new(RunEntry::new(
+        caller.name().to_owned(),
         run_id.clone(),
         info.name.clone(),
         info.node_id.clone(),
@@ -63,13 +64,13 @@ pub async fn start(
         sha256: info.sha256.clone(),
         input: request.input.clone(),
         script: script_text.clone(),
-        tenant: (caller.0.name != crate::tenants::ADMIN).then(|| caller.0.name.clone()),
+        tenant: None,
     };
     let begun = begin(&state, &entry, &spec, request.durable, &info.source).await;
     let (journal, lease) = match begun {
         Ok(begun) => begun,
         Err(e) => {
-            state.runs.remove(&run_id);
+            state.runs.remove(&entry);
             return Err(e);
         }
     };
@@ -93,12 +94,12 @@ pub async fn start(
     }
     entry.wait().await;
     if entry.is_handed_on()
-        && let Ok(run) = crate::app::load(&state, &entry.run_id).await
+        && let Ok(run) = crate::app::load(&state, entry.key()).await
     {
         // Another host has the run now: say where the log has it.
-        let mut answer = runs::recorded_answer(&run);
+        let mut answer = runs::inspected_answer(&run);
         if request.events {
-            answer.events = Some(run.events);
+            answer.events = Some(run.run.events);
         }
         return Ok(axum::Json(answer).into_response());
     }
@@ -111,7 +112,8 @@ pub async fn start(
 
 /// The run's journal: recording into the run log when there is one (with
 /// what it was started with, so that it can be resumed; leased and its
-/// pack kept in the log when durable). A run id the log holds is a conflict.
+/// pack kept in the log when durable). A run id its tenant holds in the log
+/// is a conflict; another tenant's run of the same id is another run.
 async fn begin(
     state: &AppState,
     entry: &RunEntry,
@@ -136,7 +138,7 @@ async fn begin(
         lease,
         ..Recording::default()
     };
-    let journal = Journal::record(log.clone(), &entry.run_id, &entry.node_id, recording)
+    let journal = Journal::record(log.clone(), entry.key(), &entry.node_id, recording)
         .await
         .map_err(|e| match e {
             RunLogError::RunExists(id) => {
@@ -216,7 +218,7 @@ impl Work {
         let run = self
             .pack
             .run_with(&host, &entry.node_id, &self.input, options);
-        let lost = crate::durable::keep_lease(state, &entry.run_id, self.lease);
+        let lost = crate::durable::keep_lease(state, entry.key(), self.lease);
         let output: Result<RunOutput, &str> = tokio::select! {
             output = run => Ok(output),
             () = stop.cancelled() => Err("the host shut down while the run was going on"),
@@ -274,7 +276,7 @@ impl Work {
         }
         let lease = self.state.runlog_config.lease();
         matches!(
-            log.renew(&self.entry.run_id, fence, lease).await,
+            log.renew(self.entry.key(), fence, lease).await,
             Err(RunLogError::Fenced(_))
         )
     }
@@ -284,12 +286,12 @@ impl Work {
     /// closed as failed, so that nobody waits on it. What it committed stays.
     async fn hand_on_or_close(&self, fence: Option<Fence>, message: &str) {
         if let (Some(log), Some(lease)) = (&self.state.runlog, self.lease) {
-            let _ = log.release(&self.entry.run_id, lease).await;
+            let _ = log.release(self.entry.key(), lease).await;
         } else if let (Some(log), Some(fence)) = (&self.state.runlog, fence) {
             let output = json!({"error": {"kind": "shutdown", "message": message}});
             let _ = log
                 .finish(
-                    &self.entry.run_id,
+                    self.entry.key(),
                     fence,
                     &[],
                     RunStatus::Failed,
@@ -302,6 +304,6 @@ impl Work {
     fn end(&self, ok: bool, began: Option<Instant>) {
         let took = began.map_or(std::time::Duration::ZERO, |b| b.elapsed());
         self.state.metrics.run_finished(ok, took);
-        self.state.runs.finished(&self.entry.run_id);
+        self.state.runs.finished(&self.entry);
     }
 }

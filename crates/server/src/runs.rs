@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use callai_engine::RunError;
 use callai_engine::events::{Event, EventLog};
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_engine::runlog::decode::Inspected;
 use callai_engine::runlog::{RecordedRun, RunStatus};
 use callai_engine::wire::{CallError, CallResult};
 use callai_host::RunOutput;
@@ -68,7 +69,9 @@ pub enum Status {
 /// One run this server started.
 #[derive(Debug)]
 pub struct RunEntry {
-    /// Its id.
+    /// The tenant that owns it.
+    pub tenant: String,
+    /// Its id, unique among its tenant's runs.
     pub run_id: String,
     /// The pack it runs.
     pub pack: String,
@@ -86,9 +89,10 @@ pub struct RunEntry {
 }
 
 impl RunEntry {
-    /// A run about to be queued.
-    pub fn new(run_id: String, pack: String, node_id: String) -> Self {
+    /// Run `run_id` of `tenant`, about to be queued.
+    pub fn new(tenant: String, run_id: String, pack: String, node_id: String) -> Self {
         Self {
+            tenant,
             run_id,
             pack,
             node_id,
@@ -144,6 +148,11 @@ impl RunEntry {
     /// Whether it has ended.
     pub fn is_done(&self) -> bool {
         *self.done.borrow()
+    }
+
+    /// Its key in the run log.
+    pub fn key(&self) -> callai_engine::RunKey<'_> {
+        callai_engine::RunKey::new(&self.tenant, &self.run_id)
     }
 
     /// Completes when the run ends.
@@ -205,6 +214,24 @@ fn run_answer(run_id: &str, status: Status, calls: u32, tally: Tally) -> RunAnsw
     }
 }
 
+/// A run's status answer as the run log holds it; a record that does not
+/// read back is named in `error` (`kind` `corrupt`, with the run's own
+/// error, if it failed, as `runError`).
+pub fn inspected_answer(inspected: &Inspected) -> RunAnswer {
+    let mut answer = recorded_answer(&inspected.run);
+    if let Some(damage) = &inspected.damage {
+        let mut error = json!({
+            "kind": "corrupt",
+            "message": format!("the run log holds a record of this run that does not read back: {damage}"),
+        });
+        if let Some(own) = answer.error.take() {
+            error["runError"] = own;
+        }
+        answer.error = Some(error);
+    }
+    answer
+}
+
 /// A recorded run's status answer, from a run log.
 pub fn recorded_answer(run: &RecordedRun) -> RunAnswer {
     let status = match (run.status, &run.output) {
@@ -243,10 +270,17 @@ pub struct RunTable {
     inner: Mutex<Table>,
 }
 
+/// A run's key in the table: its tenant and id.
+type Key = (String, String);
+
+fn key_of(entry: &RunEntry) -> Key {
+    (entry.tenant.clone(), entry.run_id.clone())
+}
+
 #[derive(Debug)]
 struct Table {
-    runs: HashMap<String, Arc<RunEntry>>,
-    finished: VecDeque<String>,
+    runs: HashMap<Key, Arc<RunEntry>>,
+    finished: VecDeque<Key>,
     keep: usize,
 }
 
@@ -262,35 +296,44 @@ impl RunTable {
         }
     }
 
-    /// Adds a run; a run id this server already holds is a conflict.
+    /// Adds a run; a run its tenant already holds on this server is a
+    /// conflict.
     pub fn insert(&self, entry: Arc<RunEntry>) -> Result<(), ApiError> {
         let mut t = self.inner.lock().expect("run table");
-        if t.runs.contains_key(&entry.run_id) {
+        let key = key_of(&entry);
+        if t.runs.contains_key(&key) {
             return Err(ApiError::conflict(format!(
                 "run {:?} already exists on this host",
                 entry.run_id
             )));
         }
-        t.runs.insert(entry.run_id.clone(), entry);
+        t.runs.insert(key, entry);
         Ok(())
     }
 
-    /// Adds a run, or replaces the one of its id (a run this host held
+    /// Adds a run, or replaces the one of its key (a run this host held
     /// before, taken over again).
     pub fn put(&self, entry: Arc<RunEntry>) {
         let mut t = self.inner.lock().expect("run table");
-        t.runs.insert(entry.run_id.clone(), entry);
+        t.runs.insert(key_of(&entry), entry);
     }
 
     /// Forgets a run that never started (its admission was refused).
-    pub fn remove(&self, run_id: &str) {
-        self.inner.lock().expect("run table").runs.remove(run_id);
+    pub fn remove(&self, entry: &RunEntry) {
+        let key = key_of(entry);
+        let mut t = self.inner.lock().expect("run table");
+        if t.runs
+            .get(&key)
+            .is_some_and(|held| std::ptr::eq(&**held, entry))
+        {
+            t.runs.remove(&key);
+        }
     }
 
     /// A run has ended: it is kept until `keep` newer ones have.
-    pub fn finished(&self, run_id: &str) {
+    pub fn finished(&self, entry: &RunEntry) {
         let mut t = self.inner.lock().expect("run table");
-        t.finished.push_back(run_id.to_owned());
+        t.finished.push_back(key_of(entry));
         while t.finished.len() > t.keep {
             if let Some(old) = t.finished.pop_front() {
                 t.runs.remove(&old);
@@ -298,13 +341,14 @@ impl RunTable {
         }
     }
 
-    /// The run called `run_id`, if this server holds it.
-    pub fn get(&self, run_id: &str) -> Option<Arc<RunEntry>> {
+    /// Run `run_id` of `tenant`, if this server holds it.
+    pub fn get(&self, tenant: &str, run_id: &str) -> Option<Arc<RunEntry>> {
+        let key = (tenant.to_owned(), run_id.to_owned());
         self.inner
             .lock()
             .expect("run table")
             .runs
-            .get(run_id)
+            .get(&key)
             .cloned()
     }
 }
@@ -396,14 +440,27 @@ mod tests {
         let table = RunTable::new(2);
         for i in 0..4 {
             let id = format!("r{i}");
-            table
-                .insert(Arc::new(RunEntry::new(id.clone(), "p".into(), "n".into())))
-                .unwrap();
-            table.finished(&id);
+            let entry = Arc::new(RunEntry::new("a".into(), id, "p".into(), "n".into()));
+            table.insert(entry.clone()).unwrap();
+            table.finished(&entry);
         }
-        assert!(table.get("r0").is_none() && table.get("r1").is_none());
-        assert!(table.get("r2").is_some() && table.get("r3").is_some());
-        let again = Arc::new(RunEntry::new("r3".into(), "p".into(), "n".into()));
+        assert!(table.get("a", "r0").is_none() && table.get("a", "r1").is_none());
+        assert!(table.get("a", "r2").is_some() && table.get("a", "r3").is_some());
+        let again = Arc::new(RunEntry::new(
+            "a".into(),
+            "r3".into(),
+            "p".into(),
+            "n".into(),
+        ));
         assert_eq!(table.insert(again).unwrap_err().status().as_u16(), 409);
+        // Run ids are unique per owner: another tenant's r3 is its own.
+        let theirs = Arc::new(RunEntry::new(
+            "b".into(),
+            "r3".into(),
+            "p".into(),
+            "n".into(),
+        ));
+        table.insert(theirs).unwrap();
+        assert!(table.get("b", "r3").is_some() && table.get("c", "r3").is_none());
     }
 }

@@ -68,7 +68,7 @@ fn main() {
                     let run_id = format!("bench-{tag}-{w}-{n}");
                     n += 1;
                     let begin = BeginRun {
-                        run_id: &run_id,
+                        run: (&run_id).into(),
                         node_id: "bench.node",
                         seed: RunSeed::fresh(),
                         existing: ExistingRun::Refuse,
@@ -78,12 +78,12 @@ fn main() {
                     let fence = log.begin(&begin).await.expect("begin");
                     for i in 0..calls {
                         let c = call(i);
-                        log.commit_call(&run_id, fence, &c, &c.events)
+                        log.commit_call((&run_id).into(), fence, &c, &c.events)
                             .await
                             .expect("commit");
                         committed.fetch_add(1, Ordering::Relaxed);
                     }
-                    log.finish(&run_id, fence, &[], RunStatus::Ok, "{}")
+                    log.finish((&run_id).into(), fence, &[], RunStatus::Ok, "{}")
                         .await
                         .expect("finish");
                 }

@@ -95,6 +95,8 @@ fn join_schema(
 /// One stored run, as text and integers.
 #[derive(Debug, Clone)]
 pub struct RawRun {
+    /// The tenant that owns it.
+    pub tenant: String,
     /// The run id.
     pub run_id: String,
     /// The node.
@@ -117,9 +119,34 @@ pub struct RawRun {
     pub events: Vec<(String, i64)>,
 }
 
+/// A run read as far as its records allow: what [`RawRun::inspect`] gives
+/// a reader that wants to show a run (its status, its calls up to a
+/// damaged one), where a replay wants it whole.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Inspected {
+    /// The run, its calls up to the first that does not read back and its
+    /// events up to the first that does not.
+    pub run: RecordedRun,
+    /// What does not read back, naming the run and the call, if anything.
+    pub damage: Option<String>,
+}
+
 impl RawRun {
     /// Checks every record; `log` names the store in errors.
     pub fn check(self, log: &str) -> Result<RecordedRun, RunLogError> {
+        let path = log.to_owned();
+        let inspected = self.inspect(log)?;
+        match inspected.damage {
+            None => Ok(inspected.run),
+            Some(reason) => Err(RunLogError::Corrupt { path, reason }),
+        }
+    }
+
+    /// Reads the run as far as its records allow: a head that does not
+    /// read back (an unknown status, a spec that does not parse) is an
+    /// error; a damaged call or event ends what is read there, named in
+    /// [`Inspected::damage`].
+    pub fn inspect(self, log: &str) -> Result<Inspected, RunLogError> {
         let run_id = self.run_id;
         let corrupt = |what: String| RunLogError::Corrupt {
             path: log.into(),
@@ -134,42 +161,34 @@ impl RawRun {
                     .map_err(|e| corrupt(format!("its spec does not parse: {e}")))?,
             ),
         };
+        let damaged = |what: String| format!("run {run_id:?}: {what}");
+        let mut damage = None;
         let mut calls = Vec::with_capacity(self.calls.len());
         for (i, raw) in self.calls.into_iter().enumerate() {
-            let index = raw.index;
-            let at = |what: &str, e: &dyn std::fmt::Display| {
-                corrupt(format!("call {index}: {what}: {e}"))
-            };
-            if index != i as i64 {
-                return Err(corrupt(format!(
-                    "call {i} is missing (found call {index} there)"
-                )));
+            match read_call(i, raw) {
+                Ok(call) => calls.push(call),
+                Err(what) => {
+                    damage = Some(damaged(what));
+                    break;
+                }
             }
-            let outcome: Outcome = serde_json::from_str(&raw.outcome)
-                .map_err(|e| at("its outcome does not parse", &e))?;
-            outcome
-                .check()
-                .map_err(|e| at("its outcome is impossible", &e))?;
-            calls.push(RecordedCall {
-                node_id: raw.node_id,
-                index: index as u32,
-                entry: Entry::parse(&raw.entry).ok_or_else(|| at("unknown entry", &raw.entry))?,
-                request: join_schema(&raw.request, raw.schema.as_deref())
-                    .map_err(|e| at("its request does not parse", &e))?,
-                outcome,
-                events: serde_json::from_str(&raw.events)
-                    .map_err(|e| at("its events do not parse", &e))?,
-            });
         }
         let mut events = Vec::with_capacity(self.events.len());
         let mut event_times = Vec::with_capacity(self.events.len());
         for (text, at) in self.events {
-            let event: Event = serde_json::from_str(&text)
-                .map_err(|e| corrupt(format!("an event does not parse: {e}")))?;
-            events.push(event);
-            event_times.push(at.max(0) as u64);
+            match serde_json::from_str::<Event>(&text) {
+                Ok(event) => {
+                    events.push(event);
+                    event_times.push(at.max(0) as u64);
+                }
+                Err(e) => {
+                    damage.get_or_insert_with(|| damaged(format!("an event does not parse: {e}")));
+                    break;
+                }
+            }
         }
-        Ok(RecordedRun {
+        let run = RecordedRun {
+            tenant: self.tenant,
             run_id: run_id.clone(),
             node_id: self.node_id,
             seed: RunSeed {
@@ -183,8 +202,32 @@ impl RawRun {
             event_times,
             spec,
             durable: self.durable,
-        })
+        };
+        Ok(Inspected { run, damage })
     }
+}
+
+/// Call `i` of a run from its row; what does not read back, named.
+fn read_call(i: usize, raw: RawCall) -> Result<RecordedCall, String> {
+    let index = raw.index;
+    let at = |what: &str, e: &dyn std::fmt::Display| format!("call {index}: {what}: {e}");
+    if index != i as i64 {
+        return Err(format!("call {i} is missing (found call {index} there)"));
+    }
+    let outcome: Outcome =
+        serde_json::from_str(&raw.outcome).map_err(|e| at("its outcome does not parse", &e))?;
+    outcome
+        .check()
+        .map_err(|e| at("its outcome is impossible", &e))?;
+    Ok(RecordedCall {
+        node_id: raw.node_id,
+        index: index as u32,
+        entry: Entry::parse(&raw.entry).ok_or_else(|| at("unknown entry", &raw.entry))?,
+        request: join_schema(&raw.request, raw.schema.as_deref())
+            .map_err(|e| at("its request does not parse", &e))?,
+        outcome,
+        events: serde_json::from_str(&raw.events).map_err(|e| at("its events do not parse", &e))?,
+    })
 }
 
 /// JSON text of a record.

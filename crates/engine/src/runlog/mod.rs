@@ -14,6 +14,57 @@ use callai_wire::{CallError, CallResult, MAX_ATTEMPTS};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+/// The owner of what an embedder or `callai run` records, and of what
+/// `callai serve`'s admin (the `[server] tokenEnv` token, or every caller
+/// of a server without tokens) makes.
+pub const ADMIN: &str = "admin";
+
+/// A run's name in a log: the tenant that owns it and its id. Run ids are
+/// unique per owner: two tenants may both have `order-1001`, and one never
+/// reaches the other's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct RunKey<'a> {
+    /// The tenant whose run it is ([`ADMIN`] for an embedder's own).
+    pub tenant: &'a str,
+    /// The run id, unique among the tenant's runs.
+    pub run_id: &'a str,
+}
+
+impl<'a> RunKey<'a> {
+    /// Run `run_id` of `tenant`.
+    pub fn new(tenant: &'a str, run_id: &'a str) -> Self {
+        Self { tenant, run_id }
+    }
+
+    /// The admin's run `run_id`: what a log without tenants holds.
+    pub fn admin(run_id: &'a str) -> Self {
+        Self::new(ADMIN, run_id)
+    }
+}
+
+/// A bare run id is the admin's run of that id.
+impl<'a> From<&'a str> for RunKey<'a> {
+    fn from(run_id: &'a str) -> Self {
+        Self::admin(run_id)
+    }
+}
+
+/// A bare run id is the admin's run of that id.
+impl<'a> From<&'a String> for RunKey<'a> {
+    fn from(run_id: &'a String) -> Self {
+        Self::admin(run_id)
+    }
+}
+
+impl std::fmt::Display for RunKey<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.tenant {
+            ADMIN => write!(f, "{:?}", self.run_id),
+            tenant => write!(f, "{:?} of tenant {tenant:?}", self.run_id),
+        }
+    }
+}
+
 /// Which entry a call came through; part of its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -167,6 +218,8 @@ impl RunSeed {
 /// A run as the log holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRun {
+    /// The tenant that owns it ([`ADMIN`] for an embedder's own).
+    pub tenant: String,
     /// The run id.
     pub run_id: String,
     /// The node it ran.
@@ -206,8 +259,10 @@ pub struct RunSpec {
     /// The mock script (JSON text) the run was given, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub script: Option<String>,
-    /// The tenant whose budget the run's calls are held to (`callai
-    /// serve`), so that a host taking the run over holds them to it too.
+    /// The tenant that started the run, as logs written before runs had
+    /// owners kept it (read when such a log is migrated; the run's own
+    /// [`RecordedRun::tenant`] is what counts, and this is no longer
+    /// written).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tenant: Option<String>,
 }
@@ -235,8 +290,8 @@ pub enum ExistingRun {
 /// How a recording begins.
 #[derive(Debug, Clone, Copy)]
 pub struct BeginRun<'a> {
-    /// The run id.
-    pub run_id: &'a str,
+    /// The run: its owner and id.
+    pub run: RunKey<'a>,
     /// The node it runs.
     pub node_id: &'a str,
     /// Its sandbox's seed and clock.
@@ -319,8 +374,8 @@ pub enum RunLogError {
 /// Where recorded runs live. Every method is async, so that a log backed by
 /// a file or a database server never blocks an async worker.
 pub trait RunLog: Send + Sync {
-    /// Starts recording `run.run_id` with its sandbox's seed. An existing
-    /// run with that id is an error unless `run.existing` is
+    /// Starts recording `run.run` with its sandbox's seed. An existing
+    /// run of that owner and id is an error unless `run.existing` is
     /// [`ExistingRun::Overwrite`], which replaces
     /// it and fences off any recorder still writing the old one. With a
     /// lease the run is durable.
@@ -331,7 +386,7 @@ pub trait RunLog: Send + Sync {
     /// absent. Refused with [`RunLogError::Fenced`] when `fence` is stale.
     fn commit_call<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         call: &'a RecordedCall,
         events: &'a [Event],
@@ -340,7 +395,7 @@ pub trait RunLog: Send + Sync {
     /// Ends the run with its remaining events and its output.
     fn finish<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         events: &'a [Event],
         status: RunStatus,
@@ -348,7 +403,21 @@ pub trait RunLog: Send + Sync {
     ) -> BoxFuture<'a, Result<(), RunLogError>>;
 
     /// Loads a run for replay; every record is checked on the way in.
-    fn load<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<RecordedRun, RunLogError>>;
+    fn load<'a>(&'a self, run: RunKey<'a>) -> BoxFuture<'a, Result<RecordedRun, RunLogError>>;
+
+    /// Loads a run to show it (its status, its calls), as far as its
+    /// records read back: a damaged call ends it, named in the answer's
+    /// `damage`, where [`RunLog::load`] refuses the whole run. By default,
+    /// what `load` gives, or its refusal.
+    fn inspect<'a>(
+        &'a self,
+        run: RunKey<'a>,
+    ) -> BoxFuture<'a, Result<decode::Inspected, RunLogError>> {
+        Box::pin(async move {
+            let run = self.load(run).await?;
+            Ok(decode::Inspected { run, damage: None })
+        })
+    }
 
     /// Takes over a run that stopped before its end, to go on recording it:
     /// a new fence (any recorder still writing it is fenced off), a new
@@ -356,7 +425,7 @@ pub trait RunLog: Send + Sync {
     /// A finished run is refused with [`RunLogError::Finished`].
     fn resume<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         lease: Option<Lease<'a>>,
     ) -> BoxFuture<'a, Result<(Fence, RecordedRun), RunLogError>>;
 
@@ -364,7 +433,7 @@ pub trait RunLog: Send + Sync {
     /// [`RunLogError::Fenced`] when another host has taken the run over.
     fn renew<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
         duration: std::time::Duration,
     ) -> BoxFuture<'a, Result<(), RunLogError>>;
@@ -373,12 +442,13 @@ pub trait RunLog: Send + Sync {
     /// run over at once (a host shutting down).
     fn release<'a>(
         &'a self,
-        run_id: &'a str,
+        run: RunKey<'a>,
         fence: Fence,
     ) -> BoxFuture<'a, Result<(), RunLogError>>;
 
-    /// Takes over one durable run whose lease has lapsed, if there is one:
-    /// as [`RunLog::resume`] does, under a new lease held by `lease.owner`.
+    /// Takes over one durable run whose lease has lapsed, if there is one,
+    /// of any owner (the run it returns says whose): as [`RunLog::resume`]
+    /// does, under a new lease held by `lease.owner`.
     /// Several hosts may call this at once; each run goes to one of them.
     fn claim<'a>(
         &'a self,

@@ -4,7 +4,7 @@
 
 use crate::events::{Event, EventLog};
 use crate::runlog::{
-    BeginRun, Entry, ExistingRun, Fence, Lease, Outcome, RecordedCall, RecordedRun, RunLog,
+    BeginRun, Entry, ExistingRun, Fence, Lease, Outcome, RecordedCall, RecordedRun, RunKey, RunLog,
     RunLogError, RunSeed, RunSpec, RunStatus,
 };
 use serde_json::Value;
@@ -25,6 +25,7 @@ enum Mode {
     Live,
     Record {
         log: Arc<dyn RunLog>,
+        tenant: String,
         run_id: String,
         fence: Fence,
         /// Events of the run already committed.
@@ -87,18 +88,20 @@ impl Journal {
         }
     }
 
-    /// Starts recording `run_id` of `node_id` into `log`, as `recording`
-    /// says (`Recording::default()`: refuse a run id the log already holds,
-    /// keep no spec, no lease).
-    pub async fn record(
+    /// Starts recording `run` (a [`RunKey`], or a bare run id: the
+    /// admin's) of `node_id` into `log`, as `recording` says
+    /// (`Recording::default()`: refuse a run the log already holds, keep no
+    /// spec, no lease).
+    pub async fn record<'r>(
         log: Arc<dyn RunLog>,
-        run_id: &str,
+        run: impl Into<RunKey<'r>>,
         node_id: &str,
         recording: Recording<'_>,
     ) -> Result<Self, RunLogError> {
+        let run = run.into();
         let seed = RunSeed::fresh();
         let begin = BeginRun {
-            run_id,
+            run,
             node_id,
             seed,
             existing: recording.existing,
@@ -109,7 +112,8 @@ impl Journal {
         Ok(Self {
             mode: Mode::Record {
                 log,
-                run_id: run_id.into(),
+                tenant: run.tenant.into(),
+                run_id: run.run_id.into(),
                 fence,
                 flushed: 0,
                 resumed: None,
@@ -118,16 +122,16 @@ impl Journal {
         })
     }
 
-    /// Resumes `run_id`, a run that stopped before its end: its committed
+    /// Resumes `run`, a run that stopped before its end: its committed
     /// calls are served from `log` exactly as on replay, the first call past
-    /// them goes live, and the run goes on recording under its id (any
+    /// them goes live, and the run goes on recording under its key (any
     /// recorder still writing it is fenced off). A finished run is refused.
-    pub async fn resume(
+    pub async fn resume<'r>(
         log: Arc<dyn RunLog>,
-        run_id: &str,
+        run: impl Into<RunKey<'r>>,
         lease: Option<Lease<'_>>,
     ) -> Result<Self, RunLogError> {
-        let (fence, run) = log.resume(run_id, lease).await?;
+        let (fence, run) = log.resume(run.into(), lease).await?;
         Ok(Self::resumed(log, fence, run))
     }
 
@@ -138,6 +142,7 @@ impl Journal {
             seed: run.seed,
             mode: Mode::Record {
                 log,
+                tenant: run.tenant.clone(),
                 run_id: run.run_id.clone(),
                 fence,
                 flushed: 0,
@@ -146,9 +151,13 @@ impl Journal {
         }
     }
 
-    /// Loads `run_id` from `log` for replay.
-    pub async fn replay(log: &dyn RunLog, run_id: &str) -> Result<Self, RunLogError> {
-        let run = log.load(run_id).await?;
+    /// Loads `run` (a [`RunKey`], or a bare run id: the admin's) from
+    /// `log` for replay.
+    pub async fn replay<'r>(
+        log: &dyn RunLog,
+        run: impl Into<RunKey<'r>>,
+    ) -> Result<Self, RunLogError> {
+        let run = log.load(run.into()).await?;
         Ok(Self {
             seed: run.seed,
             mode: Mode::Replay { run: Box::new(run) },
@@ -283,7 +292,7 @@ impl Journal {
         events: &EventLog,
     ) -> Result<(), RunLogError> {
         if let Some(r) = self.recording(events) {
-            r.log.commit_call(r.run_id, r.fence, call, &r.new).await?;
+            r.log.commit_call(r.run, r.fence, call, &r.new).await?;
             *r.flushed += r.new.len();
         }
         Ok(())
@@ -297,9 +306,7 @@ impl Journal {
         output: &str,
     ) -> Result<(), RunLogError> {
         if let Some(r) = self.recording(events) {
-            r.log
-                .finish(r.run_id, r.fence, &r.new, status, output)
-                .await?;
+            r.log.finish(r.run, r.fence, &r.new, status, output).await?;
             *r.flushed += r.new.len();
         }
         Ok(())
@@ -310,13 +317,14 @@ impl Journal {
         match &mut self.mode {
             Mode::Record {
                 log,
+                tenant,
                 run_id,
                 fence,
                 flushed,
                 ..
             } => Some(Write {
                 log: &**log,
-                run_id,
+                run: RunKey::new(tenant, run_id),
                 fence: *fence,
                 new: events.since(*flushed),
                 flushed,
@@ -329,7 +337,7 @@ impl Journal {
 /// A recording journal's view for one write.
 struct Write<'a> {
     log: &'a dyn RunLog,
-    run_id: &'a str,
+    run: RunKey<'a>,
     fence: Fence,
     new: Vec<Event>,
     flushed: &'a mut usize,

@@ -84,7 +84,7 @@ impl BudgetConfig {
 
 /// Whether `name` can be a tenant's name: it is a metrics label and part of
 /// every key the ledger keeps.
-fn is_tenant_name(name: &str) -> bool {
+pub fn is_tenant_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .chars()

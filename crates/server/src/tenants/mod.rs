@@ -9,7 +9,7 @@ mod config;
 
 pub use allotment::Allotment;
 pub use budget::{TenantBudget, budget_answer};
-pub use config::{BudgetConfig, TenantConfig, TenantsConfig, validate};
+pub use config::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name, validate};
 
 use callai_engine::Host;
 use callai_engine::budget::{Limits, Window};
@@ -17,8 +17,9 @@ use callai_engine::config::{ConfigError, invalid};
 use std::sync::Arc;
 use subtle::ConstantTimeEq;
 
-/// The name `[server] tokenEnv`'s caller goes by.
-pub const ADMIN: &str = "admin";
+/// The name `[server] tokenEnv`'s caller goes by (and the owner of what
+/// it makes, as of everything a server without tokens makes).
+pub use callai_engine::runlog::ADMIN;
 
 /// A tenant's budget: its limits per window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,13 +46,36 @@ pub struct Tenant {
 #[derive(Debug, Clone)]
 pub struct Caller(pub Arc<Tenant>);
 
+impl Caller {
+    /// The caller's name: the owner of what it makes.
+    pub fn name(&self) -> &str {
+        &self.0.name
+    }
+
+    /// Whether it is the admin, who sees and manages everything.
+    pub fn is_admin(&self) -> bool {
+        self.0.name == ADMIN
+    }
+}
+
 /// Every caller the server knows, by token.
 #[derive(Debug)]
 pub struct Tenants {
     admin: Arc<Tenant>,
     /// `[server] tokenEnv`'s token; none: see [`Tenants::open`].
     admin_token: Option<Token>,
+    /// `[server] metricsTokenEnv`'s token: reads `/metrics`, nothing else.
+    metrics_token: Option<Token>,
     tenants: Vec<(Token, Arc<Tenant>)>,
+}
+
+/// The tokens of the server itself, beside its tenants'.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ServerTokens<'a> {
+    /// `[server] tokenEnv`'s: the admin's.
+    pub admin: Option<&'a str>,
+    /// `[server] metricsTokenEnv`'s: `/metrics` only.
+    pub metrics: Option<&'a str>,
 }
 
 /// A bearer token, never printed.
@@ -64,17 +88,25 @@ impl std::fmt::Debug for Token {
 }
 
 impl Tenants {
-    /// The callers of `host`: the admin (with `admin_token`, if any) and
-    /// every tenant of `config`, their tokens read through `env`. A token
-    /// variable that is unset or empty, a token two callers share, or an
-    /// `allowedProviders` naming a provider the host does not have stops
-    /// start-up naming the key.
+    /// The callers of `host`: the admin (with `tokens.admin`, if any), a
+    /// metrics scraper (with `tokens.metrics`, if any) and every tenant of
+    /// `config`, their tokens read through `env`. A token variable that is
+    /// unset or empty, a token two callers share, or an `allowedProviders`
+    /// naming a provider the host does not have stops start-up naming the
+    /// key.
     pub fn new(
         host: &Host,
-        admin_token: Option<&str>,
+        tokens: ServerTokens<'_>,
         config: &TenantsConfig,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<Self, ConfigError> {
+        let admin_token = tokens.admin;
+        if tokens.metrics.is_some() && tokens.metrics == admin_token {
+            return Err(invalid(
+                "server.metricsTokenEnv",
+                "its token is the admin's; the metrics token needs one of its own".into(),
+            ));
+        }
         let admin = Arc::new(Tenant {
             name: ADMIN.into(),
             host: host.clone(),
@@ -94,6 +126,7 @@ impl Tenants {
                     )
                 })?;
             let shared = admin_token == Some(token.as_str())
+                || tokens.metrics == Some(token.as_str())
                 || tenants.iter().any(|(t, _)| *t.0 == *token.as_bytes());
             if shared {
                 return Err(invalid(
@@ -131,8 +164,16 @@ impl Tenants {
         Ok(Self {
             admin,
             admin_token: admin_token.map(|t| Token(t.as_bytes().into())),
+            metrics_token: tokens.metrics.map(|t| Token(t.as_bytes().into())),
             tenants,
         })
+    }
+
+    /// Whether `given` is the metrics token (compared in constant time).
+    pub fn is_metrics_token(&self, given: &[u8]) -> bool {
+        self.metrics_token
+            .as_ref()
+            .is_some_and(|t| bool::from(given.ct_eq(&t.0)))
     }
 
     /// No token anywhere: every request is the admin's (a server listening
@@ -210,7 +251,11 @@ mod tests {
                 .find(|(n, _)| *n == k)
                 .map(|(_, v)| (*v).to_owned())
         };
-        Tenants::new(&host, Some("admin-token"), &config.tenants, &env)
+        let tokens = ServerTokens {
+            admin: Some("admin-token"),
+            metrics: Some("metrics-token"),
+        };
+        Tenants::new(&host, tokens, &config.tenants, &env)
     }
 
     #[test]
@@ -224,6 +269,9 @@ mod tests {
         assert_eq!(t.resolve(b"tok-b").unwrap().name, "b");
         assert_eq!(t.resolve(b"admin-token").unwrap().name, ADMIN);
         assert!(t.resolve(b"tok-c").is_none() && t.resolve(b"").is_none());
+        // The metrics token reads /metrics and is no caller of the API.
+        assert!(t.resolve(b"metrics-token").is_none());
+        assert!(t.is_metrics_token(b"metrics-token") && !t.is_metrics_token(b"tok-a"));
         assert_eq!(t.budgeted().collect::<Vec<_>>(), ["b"]);
         assert!(!t.open());
         assert!(!format!("{t:?}").contains("tok-a"));
