@@ -1,8 +1,11 @@
 //! The budget ledger and the idempotency keys of each run-log backend
-//! (issue 24), under the `Ledger` trait: concurrent reservations never pass
-//! a limit, a charge goes to the window its reservation was made in, a
-//! lapsed reservation is released, and keys are claimed, waited on,
-//! answered, refused with another body and released.
+//! (issues 24 and 31), under the `Ledger` trait: concurrent reservations
+//! never pass a limit, a chunk takes at most half of what is left and gives
+//! back what no call of it holds, a refusal says when a chunk may still
+//! give room back, a charge goes to the window its reservation was made
+//! in, a lapsed reservation is charged what it held (never released), and
+//! keys are claimed, waited on, answered, refused with another body and
+//! released.
 
 use callai_engine::RunLog;
 use callai_engine::budget::{
@@ -31,6 +34,7 @@ fn request<'a>(tenant: &'a str, need: Spend, ttl: Duration) -> ReserveRequest<'a
             input_tokens: None,
         },
         need,
+        calls: 1,
         owner: "test-host",
         ttl,
     }
@@ -57,7 +61,12 @@ async fn concurrent_reservations_never_pass_a_limit() {
         let mut admitted = Vec::new();
         for task in tasks {
             match task.await.unwrap() {
-                Reserved::Admitted(reservation, state) => {
+                Reserved::Admitted {
+                    reservation,
+                    state,
+                    calls,
+                } => {
+                    assert_eq!(calls, 1, "{}", backend.name());
                     assert!(
                         state.used().requests <= 100,
                         "{}: {state:?}",
@@ -65,8 +74,14 @@ async fn concurrent_reservations_never_pass_a_limit() {
                     );
                     admitted.push(reservation);
                 }
-                Reserved::Refused { key, left, needed } => {
+                Reserved::Refused {
+                    key,
+                    left,
+                    needed,
+                    pending,
+                } => {
                     assert_eq!((key, needed), ("requests", 3), "{}", backend.name());
+                    assert!(!pending, "{}: no chunk was asked for", backend.name());
                     assert!(left < 3, "{}: refused with {left} left", backend.name());
                 }
             }
@@ -95,7 +110,7 @@ async fn a_charge_goes_to_the_window_its_reservation_was_made_in() {
     for backend in Backend::all() {
         let log = backend.open().await;
         let r = request("t", spend(2, 100), Duration::from_secs(60));
-        let Reserved::Admitted(reservation, _) = ledger(&log).reserve(&r).await.unwrap() else {
+        let Reserved::Admitted { reservation, .. } = ledger(&log).reserve(&r).await.unwrap() else {
             panic!("{}: a first reservation fits", backend.name());
         };
         // As if it had been made an hour ago, in the window before this one.
@@ -127,37 +142,127 @@ async fn a_charge_goes_to_the_window_its_reservation_was_made_in() {
     }
 }
 
+/// Issue 31 #6: a reservation whose host died may have had its calls reach
+/// the provider, so when it lapses it is charged what it held, never
+/// released; its host, if it comes back, settles it for what it spent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_lapsed_reservation_is_released_and_its_late_charge_still_counts() {
+async fn a_lapsed_reservation_is_charged_what_it_held_until_its_host_settles_it() {
     for backend in Backend::all() {
+        let name = backend.name();
         let log = backend.open().await;
         let r = request("t", spend(60, 100), Duration::ZERO);
-        let Reserved::Admitted(lapsed, _) = ledger(&log).reserve(&r).await.unwrap() else {
-            panic!("{}: fits", backend.name());
+        let Reserved::Admitted {
+            reservation: lapsed,
+            ..
+        } = ledger(&log).reserve(&r).await.unwrap()
+        else {
+            panic!("{name}: fits");
         };
         tokio::time::sleep(Duration::from_millis(20)).await;
-        // 60 + 60 would not fit; the first lapsed (its host died).
+        // 60 + 60 do not fit: the lapsed one counts as spent.
         let r = request("t", spend(60, 100), Duration::from_secs(60));
-        let Reserved::Admitted(live, state) = ledger(&log).reserve(&r).await.unwrap() else {
-            panic!("{}: the lapsed one was released", backend.name());
-        };
-        assert_eq!(state.reserved, spend(60, 100), "{}", backend.name());
-        // A late charge of the lapsed one releases nothing more.
+        let refused = ledger(&log).reserve(&r).await.unwrap();
+        assert_eq!(
+            refused,
+            Reserved::Refused {
+                key: "requests",
+                left: 40,
+                needed: 60,
+                pending: false
+            },
+            "{name}"
+        );
+        let state = ledger(&log).window("t", Window::Hour).await.unwrap();
+        assert_eq!(
+            (state.spent, state.reserved),
+            (spend(60, 100), Spend::default()),
+            "{name}: charged, not released"
+        );
+        // Its host came back and settles it: what it spent replaces it.
         let state = ledger(&log).settle("t", lapsed, spend(1, 5)).await.unwrap();
         assert_eq!(
             (state.spent, state.reserved),
-            (spend(1, 5), spend(60, 100)),
-            "{}",
-            backend.name()
+            (spend(1, 5), Spend::default()),
+            "{name}"
         );
+        let Reserved::Admitted {
+            reservation: live,
+            state,
+            ..
+        } = ledger(&log).reserve(&r).await.unwrap()
+        else {
+            panic!("{name}: fits once the lapsed one was settled");
+        };
+        assert_eq!(state.reserved, spend(60, 100), "{name}");
         let state = ledger(&log).settle("t", live, spend(2, 7)).await.unwrap();
         assert_eq!(
             (state.spent, state.reserved),
             (spend(3, 12), Spend::default()),
-            "{}",
-            backend.name()
+            "{name}"
         );
         let _: Reservation = live;
+    }
+}
+
+/// Issue 31 #5: a chunk is granted at most half of what is left (and one
+/// call's worst case when only that fits); a trim charges what its settled
+/// calls spent and gives back what no call of it holds; while a chunk is
+/// in the window, a refusal says room may come back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chunk_takes_half_of_what_is_left_and_gives_back_what_no_call_holds() {
+    for backend in Backend::all() {
+        let name = backend.name();
+        let log = backend.open().await;
+        let chunk = ReserveRequest {
+            calls: 256,
+            ..request("t", spend(3, 10), Duration::from_secs(60))
+        };
+        let Reserved::Admitted {
+            reservation,
+            calls,
+            state,
+        } = ledger(&log).reserve(&chunk).await.unwrap()
+        else {
+            panic!("{name}: fits");
+        };
+        assert_eq!(calls, 16, "{name}: 16 × 3 is the most in half of 100");
+        assert_eq!(state.reserved, spend(48, 160), "{name}");
+        // The rest goes in smaller chunks, and then one call at a time.
+        let mut granted = vec![];
+        loop {
+            match ledger(&log).reserve(&chunk).await.unwrap() {
+                Reserved::Admitted { calls, .. } => granted.push(calls),
+                Reserved::Refused {
+                    left,
+                    needed,
+                    pending,
+                    ..
+                } => {
+                    assert_eq!((left, needed), (1, 3), "{name}");
+                    assert!(pending, "{name}: chunks hold room that may come back");
+                    break;
+                }
+            }
+        }
+        assert_eq!(granted, [8, 4, 2, 1, 1, 1], "{name}");
+        // The first chunk: 5 calls settled having spent 1 request each, 2
+        // in flight; the rest of its 48 goes back.
+        let state = ledger(&log)
+            .trim("t", reservation, spend(5, 20), spend(6, 20))
+            .await
+            .unwrap();
+        assert_eq!(state.spent, spend(5, 20), "{name}");
+        assert_eq!(state.reserved.requests, 99 - 48 + 6, "{name}");
+        let Reserved::Admitted { calls, .. } = ledger(&log).reserve(&chunk).await.unwrap() else {
+            panic!("{name}: the room given back fits");
+        };
+        assert!(calls >= 1, "{name}");
+        // Settled: its last calls' spend charged, nothing more held.
+        let state = ledger(&log)
+            .settle("t", reservation, spend(2, 9))
+            .await
+            .unwrap();
+        assert_eq!(state.spent, spend(7, 29), "{name}");
     }
 }
 

@@ -9,6 +9,8 @@ use callai_tests::serve::{TestServer, metric_in};
 use serde_json::{Value, json};
 
 const CONFIG: &str = r#"
+[server]
+metricsTokenEnv = "METRICS_TOKEN"
 [retry]
 backoffBaseMs = 1
 backoffMaxMs = 2
@@ -24,12 +26,15 @@ allowedProviders = []
 "#;
 
 const BOOKAI: &str = "tok-bookai";
+/// `/metrics` shows every tenant's figures: a scraper's token of its own.
+const METRICS: &str = "tok-metrics";
 
 async fn server(dir: &tempfile::TempDir) -> TestServer {
     let log = dir.path().join("runs.db");
     TestServer::start_with(CONFIG, Some(&log), |k| match k {
         "BOOKAI_TOKEN" => Some(BOOKAI.into()),
         "FREE_TOKEN" => Some("tok-free".into()),
+        "METRICS_TOKEN" => Some(METRICS.into()),
         _ => None,
     })
     .await
@@ -112,7 +117,7 @@ fn call(max_tokens: u32, max_attempts: u32, script: Value) -> Value {
 }
 
 async fn mock_requests(server: &TestServer) -> f64 {
-    let metrics = send(server, "GET", "/metrics", None, Some(BOOKAI)).await;
+    let metrics = send(server, "GET", "/metrics", None, Some(METRICS)).await;
     let text = metrics.body.as_str().unwrap().to_owned();
     callai_tests::serve::samples(&text, "callai_provider_requests_total")
         .iter()
@@ -208,7 +213,7 @@ async fn the_worst_case_is_reserved_and_what_was_spent_is_charged() {
         86_400_000
     );
 
-    let text = send(&server, "GET", "/metrics", None, Some(BOOKAI))
+    let text = send(&server, "GET", "/metrics", None, Some(METRICS))
         .await
         .body;
     let text = text.as_str().unwrap();

@@ -5,7 +5,8 @@ use crate::budget::{self, Held, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{
-    CallMachine, CallSpec, Clock, DriveOptions, Effects, Jitter, SchemaCache, Sleeper, drive,
+    CallMachine, CallSpec, Charging, Clock, DriveOptions, Effects, Jitter, SchemaCache, Sleeper,
+    drive,
 };
 use crate::events::{Event, EventSink};
 use crate::mock::{MockProvider, MockScript};
@@ -301,7 +302,8 @@ impl Host {
         let schema_bytes = schema.as_ref().map(|s| s.text_bytes());
         let held = match &options.budget {
             Some(budget) => {
-                let worst = budget::worst_case(&self.config, request, schema_bytes);
+                let overhead = provider.input_overhead_tokens();
+                let worst = budget::worst_case(&self.config, request, schema_bytes, overhead);
                 match Held::reserve(budget, worst).await {
                     Ok(held) => Some(held),
                     Err(e) => {
@@ -327,10 +329,14 @@ impl Host {
         let drive_options = DriveOptions {
             deadline: options.deadline,
             max_response_bytes,
-            deltas: options.deltas.as_ref().map(DeltaSink::as_fn),
-            tally: held
-                .as_ref()
-                .map(|h| (&*h.tally, schema_bytes.unwrap_or(0))),
+            deltas: options.deltas.as_ref(),
+            tally: held.as_ref().map(|h| Charging {
+                tally: &h.tally,
+                schema_bytes: schema_bytes.unwrap_or(0),
+                overhead: provider.input_overhead_tokens(),
+                budget: &*h.budget,
+                provider: name,
+            }),
         };
         let result = drive(
             machine,

@@ -48,6 +48,19 @@ impl ProviderKind {
         }
     }
 
+    /// Input tokens reserved per attempt for what the provider adds to a
+    /// request unseen when `inputOverheadTokens` is absent: Anthropic puts
+    /// a tool-use system prompt before a forced tool call (native
+    /// structured output), 313 to 346 tokens on current models by its
+    /// documentation; OpenAI-compatible servers add nothing the request's
+    /// own per-message and per-request margins do not cover.
+    pub fn default_input_overhead(self) -> u64 {
+        match self {
+            Self::Openai => 0,
+            Self::Anthropic => 400,
+        }
+    }
+
     /// The model used when `model` is absent.
     pub fn default_model(self) -> &'static str {
         match self {
@@ -76,6 +89,9 @@ pub struct ProviderConfig {
     pub native: Option<bool>,
     /// Per-request timeout.
     pub timeout_ms: Option<u64>,
+    /// Input tokens the provider adds to each request unseen (a hidden
+    /// system prompt), reserved for each attempt of a budgeted call.
+    pub input_overhead_tokens: Option<u64>,
 }
 
 /// A section with its defaults filled in.
@@ -95,6 +111,8 @@ pub struct ProviderSettings {
     pub native: bool,
     /// Per-request timeout in milliseconds.
     pub timeout_ms: u64,
+    /// Input tokens reserved per attempt for what the provider adds unseen.
+    pub input_overhead_tokens: u64,
 }
 
 impl ProviderConfig {
@@ -137,6 +155,9 @@ impl ProviderConfig {
                 .unwrap_or_else(|| kind.default_model().into()),
             native: self.native.unwrap_or(true),
             timeout_ms: self.timeout_ms.unwrap_or(60_000),
+            input_overhead_tokens: self
+                .input_overhead_tokens
+                .unwrap_or_else(|| kind.default_input_overhead()),
         })
     }
 }
@@ -165,6 +186,12 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
             return Err(invalid(
                 &format!("providers.{name}.timeoutMs"),
                 format!("must be 1..3600000, got {}", s.timeout_ms),
+            ));
+        }
+        if s.input_overhead_tokens > 1_000_000 {
+            return Err(invalid(
+                &format!("providers.{name}.inputOverheadTokens"),
+                format!("must be 0..1000000, got {}", s.input_overhead_tokens),
             ));
         }
         let http_url = url::Url::parse(&s.base_url)

@@ -1,20 +1,20 @@
 //! Budgets and idempotency keys on PostgreSQL, shared by every host on the
-//! database. A reservation is one statement: an upsert of the window row
-//! whose `DO UPDATE ... WHERE` adds the call's worst case only if it fits
-//! beside what is spent and reserved. Concurrent reservations on one window
-//! queue on its row lock, and each re-checks the condition against the row
-//! as the previous one left it (READ COMMITTED's re-evaluation of an
-//! updated row), so no interleaving takes a window past its limits. Times
-//! are the server's clock, as leases are.
+//! database. A reservation is one transaction that locks its window's row
+//! (`FOR UPDATE`): concurrent reservations on one window queue on that
+//! lock, and each decides what fits against the row as the previous one
+//! left it, so no interleaving takes a window past its limits. The
+//! arithmetic (what a chunk is granted, what a trim, a settle or a lapse
+//! does to the window) is the engine's, shared with the SQLite ledger.
+//! Times are the server's clock, as leases are.
 
 use crate::PostgresRunLog;
 use callai_engine::BoxFuture;
 use callai_engine::budget::{
     KeyClaim, KeyState, Ledger, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer, Window,
-    WindowState, first_misfit,
+    WindowChange, WindowState, adjustment, grant, signed,
 };
 use callai_engine::runlog::RunLogError;
-use tokio_postgres::Row;
+use tokio_postgres::{GenericClient, Row};
 
 /// Now on the server, in ms since the Unix epoch.
 const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
@@ -22,6 +22,14 @@ const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 /// The window columns every statement returns, after the window's start.
 const COLUMNS: &str = "spent_requests, spent_output, spent_input, \
      reserved_requests, reserved_output, reserved_input";
+
+/// A week, in ms: lapsed reservations no host settled within it are
+/// forgotten (what they held stays charged).
+const WEEK_MS: i64 = 7 * 24 * 3_600_000;
+
+/// How often a reservation that two transactions' locks deadlocked on is
+/// tried again before it fails.
+const TRIES: usize = 3;
 
 /// A window from a row of (window_ms, the six [`COLUMNS`]), NULLs as 0.
 fn window_of(row: &Row) -> WindowState {
@@ -41,35 +49,62 @@ fn window_of(row: &Row) -> WindowState {
     }
 }
 
-fn signed(value: u64) -> i64 {
-    value.min(i64::MAX as u64) as i64
+fn amounts(s: &Spend) -> [i64; 3] {
+    [s.requests, s.output_tokens, s.input_tokens].map(signed)
 }
 
-fn window_length(window: Window) -> i64 {
-    window.length().map_or(0, |l| l.as_millis() as i64)
+/// A reservation's row: its window, what it holds, whether it lapsed.
+fn held_of(row: &Row) -> (u64, Spend, bool) {
+    let n = |i: usize| row.get::<_, i64>(i).max(0) as u64;
+    let held = Spend {
+        requests: n(1),
+        output_tokens: n(2),
+        input_tokens: n(3),
+    };
+    (n(0), held, row.get(4))
+}
+
+/// Whether `e` is a deadlock or a serialization failure, worth a retry.
+fn is_retryable(e: &tokio_postgres::Error) -> bool {
+    use tokio_postgres::error::SqlState;
+    e.code().is_some_and(|c| {
+        *c == SqlState::T_R_DEADLOCK_DETECTED || *c == SqlState::T_R_SERIALIZATION_FAILURE
+    })
 }
 
 impl PostgresRunLog {
-    /// Releases the tenant's reservations that lapsed (their hosts died or
-    /// stalled past the call's wall time and a lease).
-    async fn release_lapsed(&self, tenant: &str) -> Result<(), RunLogError> {
+    /// Charges the tenant's reservations that lapsed (their hosts died or
+    /// stalled past a call's wall time and a lease): what each held moves
+    /// from reserved to spent; they stay, to be settled if their host comes
+    /// back, for a week.
+    async fn lapse(&self, tenant: &str) -> Result<(), RunLogError> {
         let conn = self.conn().await?;
         let sql = format!(
             "WITH gone AS (
-                 DELETE FROM callai_budget_reservations
-                 WHERE tenant = $1 AND expires_ms < {NOW_MS}
+                 UPDATE callai_budget_reservations SET lapsed = true
+                 WHERE tenant = $1 AND NOT lapsed AND expires_ms < {NOW_MS}
                  RETURNING window_ms, requests, output, input),
              sums AS (
                  SELECT window_ms, sum(requests)::bigint AS r, sum(output)::bigint AS o,
                         sum(input)::bigint AS i
                  FROM gone GROUP BY window_ms)
              UPDATE callai_budget_windows b SET
+                 spent_requests = b.spent_requests + sums.r,
+                 spent_output = b.spent_output + sums.o,
+                 spent_input = b.spent_input + sums.i,
                  reserved_requests = b.reserved_requests - sums.r,
                  reserved_output = b.reserved_output - sums.o,
                  reserved_input = b.reserved_input - sums.i
              FROM sums WHERE b.tenant = $1 AND b.window_ms = sums.window_ms"
         );
         conn.execute(&sql, &[&tenant])
+            .await
+            .map_err(self.storage())?;
+        let forget = format!(
+            "DELETE FROM callai_budget_reservations
+             WHERE tenant = $1 AND lapsed AND expires_ms < {NOW_MS} - $2"
+        );
+        conn.execute(&forget, &[&tenant, &WEEK_MS])
             .await
             .map_err(self.storage())?;
         Ok(())
@@ -90,70 +125,195 @@ impl PostgresRunLog {
         Ok(window_of(&row))
     }
 
-    /// One try at the reservation: the window and the reservation when it
-    /// fit, none when it did not.
-    async fn try_reserve(
-        &self,
-        request: &ReserveRequest<'_>,
-    ) -> Result<Option<(Reservation, WindowState)>, RunLogError> {
-        let conn = self.conn().await?;
-        let sql = format!(
-            "WITH w AS (SELECT CASE WHEN $2::bigint = 0 THEN 0 ELSE ms - ms % $2::bigint END
-                        AS start FROM (SELECT {NOW_MS} AS ms) now),
-             ins AS (
-                 INSERT INTO callai_budget_windows AS b
-                     (tenant, window_ms, reserved_requests, reserved_output, reserved_input)
-                 SELECT $1, w.start, $3, $4, $5 FROM w
-                 WHERE ($6::bigint IS NULL OR $3 <= $6) AND ($7::bigint IS NULL OR $4 <= $7)
-                   AND ($8::bigint IS NULL OR $5 <= $8)
-                 ON CONFLICT (tenant, window_ms) DO UPDATE SET
-                     reserved_requests = b.reserved_requests + excluded.reserved_requests,
-                     reserved_output = b.reserved_output + excluded.reserved_output,
-                     reserved_input = b.reserved_input + excluded.reserved_input
-                 WHERE ($6::bigint IS NULL OR b.spent_requests + b.reserved_requests + $3 <= $6)
-                   AND ($7::bigint IS NULL OR b.spent_output + b.reserved_output + $4 <= $7)
-                   AND ($8::bigint IS NULL OR b.spent_input + b.reserved_input + $5 <= $8)
-                 RETURNING b.window_ms, {COLUMNS}),
-             res AS (
-                 INSERT INTO callai_budget_reservations
-                     (tenant, window_ms, requests, output, input, owner, expires_ms)
-                 SELECT $1, ins.window_ms, $3, $4, $5, $9, {NOW_MS} + $10 FROM ins
-                 RETURNING id)
-             SELECT ins.window_ms, {COLUMNS}, res.id FROM ins, res"
-        );
-        let (need, limits) = (request.need, request.limits);
-        let row = conn
-            .query_opt(
-                &sql,
+    /// One try at the reservation, in one transaction holding the window's
+    /// row lock.
+    async fn try_reserve(&self, request: &ReserveRequest<'_>) -> Result<Reserved, Failed> {
+        let mut conn = self.conn().await.map_err(Failed::Log)?;
+        let tx = conn.transaction().await?;
+        let now: i64 = tx.query_one(&format!("SELECT {NOW_MS}"), &[]).await?.get(0);
+        let window_ms = request.window.start_ms(now.max(0) as u64) as i64;
+        tx.execute(
+            "INSERT INTO callai_budget_windows (tenant, window_ms) VALUES ($1, $2)
+             ON CONFLICT DO NOTHING",
+            &[&request.tenant, &window_ms],
+        )
+        .await?;
+        let row = tx
+            .query_one(
+                &format!(
+                    "SELECT window_ms, {COLUMNS} FROM callai_budget_windows
+                     WHERE tenant = $1 AND window_ms = $2 FOR UPDATE"
+                ),
+                &[&request.tenant, &window_ms],
+            )
+            .await?;
+        let state = window_of(&row);
+        let calls = match grant(&request.limits, &state, &request.need, request.calls) {
+            Ok(calls) => calls,
+            Err(Reserved::Refused {
+                key, left, needed, ..
+            }) => {
+                let pending: bool = tx
+                    .query_one(
+                        "SELECT EXISTS (SELECT 1 FROM callai_budget_reservations
+                         WHERE tenant = $1 AND window_ms = $2 AND calls > 1 AND NOT lapsed)",
+                        &[&request.tenant, &window_ms],
+                    )
+                    .await?
+                    .get(0);
+                tx.commit().await?;
+                return Ok(Reserved::Refused {
+                    key,
+                    left,
+                    needed,
+                    pending,
+                });
+            }
+            Err(other) => return Ok(other),
+        };
+        let need = request.need;
+        let held = amounts(&Spend {
+            requests: need.requests.saturating_mul(calls),
+            output_tokens: need.output_tokens.saturating_mul(calls),
+            input_tokens: need.input_tokens.saturating_mul(calls),
+        });
+        let state = apply(&tx, request.tenant, window_ms, ([0; 3], held)).await?;
+        let id: i64 = tx
+            .query_one(
+                &format!(
+                    "INSERT INTO callai_budget_reservations
+                         (tenant, window_ms, requests, output, input, owner, expires_ms, calls)
+                     VALUES ($1, $2, $3, $4, $5, $6, {NOW_MS} + $7, $8) RETURNING id"
+                ),
                 &[
                     &request.tenant,
-                    &window_length(request.window),
-                    &signed(need.requests),
-                    &signed(need.output_tokens),
-                    &signed(need.input_tokens),
-                    &limits.requests.map(signed),
-                    &limits.output_tokens.map(signed),
-                    &limits.input_tokens.map(signed),
+                    &window_ms,
+                    &held[0],
+                    &held[1],
+                    &held[2],
                     &request.owner,
                     &(request.ttl.as_millis() as i64),
+                    &signed(calls),
                 ],
             )
+            .await?
+            .get(0);
+        tx.commit().await?;
+        Ok(Reserved::Admitted {
+            reservation: Reservation {
+                id,
+                window_ms: window_ms as u64,
+            },
+            calls,
+            state,
+        })
+    }
+
+    /// Settles (`hold` none: the row deleted) or trims a reservation, in
+    /// one transaction.
+    async fn change(
+        &self,
+        tenant: &str,
+        reservation: Reservation,
+        charge: Spend,
+        hold: Option<Spend>,
+    ) -> Result<WindowState, RunLogError> {
+        let mut conn = self.conn().await?;
+        let tx = conn.transaction().await.map_err(self.storage())?;
+        let read = match hold {
+            None => {
+                "DELETE FROM callai_budget_reservations WHERE id = $1 AND tenant = $2
+                 RETURNING window_ms, requests, output, input, lapsed"
+            }
+            Some(_) => {
+                "SELECT window_ms, requests, output, input, lapsed
+                 FROM callai_budget_reservations WHERE id = $1 AND tenant = $2 FOR UPDATE"
+            }
+        };
+        let row = tx
+            .query_opt(read, &[&reservation.id, &tenant])
             .await
             .map_err(self.storage())?;
-        Ok(row.map(|row| {
-            let state = window_of(&row);
-            let reservation = Reservation {
-                id: row.get(7),
-                window_ms: state.window_ms,
-            };
-            (reservation, state)
-        }))
+        let hold_or_none = hold.unwrap_or_default();
+        let (window_ms, change) = match row.as_ref().map(held_of) {
+            Some((window_ms, held, lapsed)) => {
+                if let Some(hold) = hold {
+                    let [r, o, i] = amounts(&hold);
+                    tx.execute(
+                        "UPDATE callai_budget_reservations SET requests = $2, output = $3,
+                             input = $4 WHERE id = $1",
+                        &[&reservation.id, &r, &o, &i],
+                    )
+                    .await
+                    .map_err(self.storage())?;
+                }
+                (window_ms, adjustment(held, lapsed, charge, hold_or_none))
+            }
+            // Gone (a lapsed reservation forgotten): the charge alone.
+            None => (reservation.window_ms, (amounts(&charge), [0; 3])),
+        };
+        let state = apply(&tx, tenant, window_ms as i64, change)
+            .await
+            .map_err(self.storage())?;
+        tx.commit().await.map_err(self.storage())?;
+        Ok(state)
     }
 }
 
-/// How often a reservation that found no room but whose window, read
-/// again, has room (calls settled in between) is tried again.
-const TRIES: usize = 3;
+/// Why a try at a reservation failed: the database (maybe worth another
+/// try), or the run log before it (no connection).
+enum Failed {
+    Db(tokio_postgres::Error),
+    Log(RunLogError),
+}
+
+impl From<tokio_postgres::Error> for Failed {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Self::Db(e)
+    }
+}
+
+/// Adds `change` to a window (made if absent), its state after.
+async fn apply(
+    tx: &impl GenericClient,
+    tenant: &str,
+    window_ms: i64,
+    (spent, reserved): WindowChange,
+) -> Result<WindowState, tokio_postgres::Error> {
+    let row = tx
+        .query_one(
+            &format!(
+                "INSERT INTO callai_budget_windows AS b (tenant, window_ms,
+                     spent_requests, spent_output, spent_input,
+                     reserved_requests, reserved_output, reserved_input)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                 ON CONFLICT (tenant, window_ms) DO UPDATE SET
+                     spent_requests = b.spent_requests + excluded.spent_requests,
+                     spent_output = b.spent_output + excluded.spent_output,
+                     spent_input = b.spent_input + excluded.spent_input,
+                     reserved_requests = b.reserved_requests + excluded.reserved_requests,
+                     reserved_output = b.reserved_output + excluded.reserved_output,
+                     reserved_input = b.reserved_input + excluded.reserved_input
+                 RETURNING b.window_ms, {COLUMNS}"
+            ),
+            &[
+                &tenant,
+                &window_ms,
+                &spent[0],
+                &spent[1],
+                &spent[2],
+                &reserved[0],
+                &reserved[1],
+                &reserved[2],
+            ],
+        )
+        .await?;
+    Ok(window_of(&row))
+}
+
+fn window_length(window: Window) -> i64 {
+    window.length().map_or(0, |l| l.as_millis() as i64)
+}
 
 impl Ledger for PostgresRunLog {
     fn reserve<'a>(
@@ -161,30 +321,16 @@ impl Ledger for PostgresRunLog {
         request: &'a ReserveRequest<'a>,
     ) -> BoxFuture<'a, Result<Reserved, RunLogError>> {
         Box::pin(async move {
-            self.release_lapsed(request.tenant).await?;
-            for _ in 0..TRIES {
-                if let Some((reservation, state)) = self.try_reserve(request).await? {
-                    return Ok(Reserved::Admitted(reservation, state));
-                }
-                let state = self.read_window(request.tenant, request.window).await?;
-                if let Some(refused) = first_misfit(&request.limits, &state, &request.need) {
-                    return Ok(refused);
+            self.lapse(request.tenant).await?;
+            let mut tries = 0;
+            loop {
+                match self.try_reserve(request).await {
+                    Ok(reserved) => return Ok(reserved),
+                    Err(Failed::Db(e)) if is_retryable(&e) && tries + 1 < TRIES => tries += 1,
+                    Err(Failed::Db(e)) => return Err(self.storage()(e)),
+                    Err(Failed::Log(e)) => return Err(e),
                 }
             }
-            // Still no room after room was seen each time: the window is
-            // that busy; refuse on what was last read as the tightest key.
-            let state = self.read_window(request.tenant, request.window).await?;
-            let left = request.limits.left(&state);
-            let need = request.need.by_key();
-            let (i, _) = (0..3)
-                .filter_map(|i| left[i].map(|l| (i, l)))
-                .min_by_key(|(_, l)| *l)
-                .unwrap_or((0, 0));
-            Ok(Reserved::Refused {
-                key: need[i].0,
-                left: left[i].unwrap_or(0),
-                needed: need[i].1,
-            })
         })
     }
 
@@ -194,41 +340,17 @@ impl Ledger for PostgresRunLog {
         reservation: Reservation,
         spent: Spend,
     ) -> BoxFuture<'a, Result<WindowState, RunLogError>> {
-        // Charged to the window the reservation's row names (the handle's
-        // copy when it lapsed and was released already).
-        Box::pin(async move {
-            let conn = self.conn().await?;
-            let sql = format!(
-                "WITH r AS (DELETE FROM callai_budget_reservations WHERE id = $1
-                            RETURNING window_ms, requests, output, input)
-                 INSERT INTO callai_budget_windows AS b
-                     (tenant, window_ms, spent_requests, spent_output, spent_input)
-                 VALUES ($2, COALESCE((SELECT window_ms FROM r), $3), $4, $5, $6)
-                 ON CONFLICT (tenant, window_ms) DO UPDATE SET
-                     spent_requests = b.spent_requests + excluded.spent_requests,
-                     spent_output = b.spent_output + excluded.spent_output,
-                     spent_input = b.spent_input + excluded.spent_input,
-                     reserved_requests = b.reserved_requests - COALESCE((SELECT requests FROM r), 0),
-                     reserved_output = b.reserved_output - COALESCE((SELECT output FROM r), 0),
-                     reserved_input = b.reserved_input - COALESCE((SELECT input FROM r), 0)
-                 RETURNING b.window_ms, {COLUMNS}"
-            );
-            let row = conn
-                .query_one(
-                    &sql,
-                    &[
-                        &reservation.id,
-                        &tenant,
-                        &(reservation.window_ms as i64),
-                        &signed(spent.requests),
-                        &signed(spent.output_tokens),
-                        &signed(spent.input_tokens),
-                    ],
-                )
-                .await
-                .map_err(self.storage())?;
-            Ok(window_of(&row))
-        })
+        Box::pin(self.change(tenant, reservation, spent, None))
+    }
+
+    fn trim<'a>(
+        &'a self,
+        tenant: &'a str,
+        reservation: Reservation,
+        charge: Spend,
+        hold: Spend,
+    ) -> BoxFuture<'a, Result<WindowState, RunLogError>> {
+        Box::pin(self.change(tenant, reservation, charge, Some(hold)))
     }
 
     fn window<'a>(
@@ -237,7 +359,7 @@ impl Ledger for PostgresRunLog {
         window: Window,
     ) -> BoxFuture<'a, Result<WindowState, RunLogError>> {
         Box::pin(async move {
-            self.release_lapsed(tenant).await?;
+            self.lapse(tenant).await?;
             self.read_window(tenant, window).await
         })
     }

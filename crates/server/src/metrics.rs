@@ -52,6 +52,13 @@ pub struct Metrics {
     client_retries: Family<EndpointLabel, Counter>,
     budget_spent: Family<SpendLabels, Counter>,
     budget_refused: Family<TenantLabel, Counter>,
+    budget_overrun: Family<OverrunLabels, Counter>,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OverrunLabels {
+    tenant: String,
+    provider: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -64,10 +71,12 @@ struct SpendLabels {
 /// `callai_budget_refused_total`.
 #[derive(Debug, Clone)]
 pub struct BudgetCounters {
+    tenant: String,
     requests: Counter,
     output_tokens: Counter,
     input_tokens: Counter,
     refused: Counter,
+    overrun: Family<OverrunLabels, Counter>,
 }
 
 impl BudgetCounters {
@@ -81,6 +90,16 @@ impl BudgetCounters {
     /// A call was refused.
     pub fn refused(&self) {
         self.refused.inc();
+    }
+
+    /// An attempt to `provider` reported more than its worst case.
+    pub fn overrun(&self, provider: &str) {
+        self.overrun
+            .get_or_create(&OverrunLabels {
+                tenant: self.tenant.clone(),
+                provider: provider.to_owned(),
+            })
+            .inc();
     }
 }
 
@@ -125,6 +144,24 @@ impl Metrics {
         let client_retries = Family::<EndpointLabel, Counter>::default();
         let budget_spent = Family::<SpendLabels, Counter>::default();
         let budget_refused = Family::<TenantLabel, Counter>::default();
+        let budget_overrun = Family::<OverrunLabels, Counter>::default();
+        registry.register(
+            "callai_budget_overrun",
+            "Provider requests of budgeted calls that reported more than their worst case \
+             (output past max_tokens, input past its bound and the provider's inputOverheadTokens); \
+             charged what they reported. Stays 0 with a correct configuration",
+            budget_overrun.clone(),
+        );
+        let providers: Vec<&str> = providers.into_iter().collect();
+        let tenants: Vec<&str> = tenants.into_iter().collect();
+        for tenant in &tenants {
+            for provider in &providers {
+                let _ = budget_overrun.get_or_create(&OverrunLabels {
+                    tenant: (*tenant).to_owned(),
+                    provider: (*provider).to_owned(),
+                });
+            }
+        }
         registry.register(
             "callai_budget_spent",
             "What tenants' settled calls were charged, by tenant and kind (requests, output_tokens, input_tokens)",
@@ -135,15 +172,15 @@ impl Metrics {
             "Calls refused before any request because their worst case did not fit the tenant's budget",
             budget_refused.clone(),
         );
-        for tenant in tenants {
+        for tenant in &tenants {
             for kind in SPEND_KINDS {
                 let _ = budget_spent.get_or_create(&SpendLabels {
-                    tenant: tenant.to_owned(),
+                    tenant: (*tenant).to_owned(),
                     kind,
                 });
             }
             let _ = budget_refused.get_or_create(&TenantLabel {
-                tenant: tenant.to_owned(),
+                tenant: (*tenant).to_owned(),
             });
         }
         // prometheus-client adds `_total` to counters.
@@ -210,15 +247,15 @@ impl Metrics {
         for outcome in outcomes {
             let _ = calls.get_or_create(&OutcomeLabel { outcome });
         }
-        for provider in providers {
+        for provider in &providers {
             for reason in RequestReason::ALL {
                 let _ = requests.get_or_create(&RequestLabels {
-                    provider: provider.to_owned(),
+                    provider: (*provider).to_owned(),
                     reason: reason.as_str(),
                 });
             }
             let _ = output_tokens.get_or_create(&ProviderLabel {
-                provider: provider.to_owned(),
+                provider: (*provider).to_owned(),
             });
         }
         Self {
@@ -236,6 +273,7 @@ impl Metrics {
             client_retries,
             budget_spent,
             budget_refused,
+            budget_overrun,
         }
     }
 
@@ -249,6 +287,8 @@ impl Metrics {
             })
         };
         BudgetCounters {
+            tenant: tenant.to_owned(),
+            overrun: self.budget_overrun.clone(),
             requests: spent(SPEND_KINDS[0]),
             output_tokens: spent(SPEND_KINDS[1]),
             input_tokens: spent(SPEND_KINDS[2]),

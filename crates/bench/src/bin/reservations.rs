@@ -47,11 +47,12 @@ fn main() {
                         input_tokens: None,
                     },
                     need,
+                    calls: 1,
                     owner: "bench",
                     ttl: Duration::from_secs(60),
                 };
                 while Instant::now() < until {
-                    let Reserved::Admitted(reservation, _) =
+                    let Reserved::Admitted { reservation, .. } =
                         ledger.reserve(&request).await.expect("reserve")
                     else {
                         panic!("a budget this large always fits");

@@ -14,7 +14,7 @@ pub(crate) mod worst_case;
 
 pub use ledger::{
     KeyClaim, KeyState, Ledger, Limits, ReserveRequest, Reserved, StoredAnswer, Window,
-    WindowState, first_misfit,
+    WindowChange, WindowState, adjustment, first_misfit, grant, signed,
 };
 
 pub(crate) use worst_case::request_bound;
@@ -72,6 +72,15 @@ pub trait Budget: Send + Sync {
     /// to its end even when the call was dropped (the future is spawned),
     /// so it must own what it needs.
     fn settle(&self, reservation: Reservation, spent: Spend) -> BoxFuture<'static, ()>;
+
+    /// An attempt to `provider` reported more than it was asked for: `over`
+    /// beyond its `maxTokens` and its input's bound (with the provider's
+    /// `inputOverheadTokens`). It is charged what it reported; this says
+    /// so, for the operator (a counter, a log line). With a correct
+    /// configuration it never happens.
+    fn overrun(&self, provider: &str, over: Spend) {
+        let _ = (provider, over);
+    }
 }
 
 /// A budget shared by the calls it governs.
@@ -118,23 +127,30 @@ impl Tally {
     }
 
     /// Its usage came back: what it reported replaces the worst case (an
-    /// amount it did not report stays charged at the worst).
+    /// amount it did not report stays charged at the worst). What it
+    /// reported beyond the worst case (a provider billing past its
+    /// `max_tokens`, or hidden input past the configured overhead) is
+    /// charged too, and returned.
     pub(crate) fn reported(
         &self,
         max_tokens: u32,
         input_bound: u64,
         input: Option<u32>,
         output: Option<u32>,
-    ) {
+    ) -> Spend {
+        let mut over = Spend::default();
         if let Some(output) = output {
             self.output.fetch_add(u64::from(output), Ordering::Relaxed);
             self.output
                 .fetch_sub(u64::from(max_tokens), Ordering::Relaxed);
+            over.output_tokens = u64::from(output).saturating_sub(u64::from(max_tokens));
         }
         if let Some(input) = input {
             self.input.fetch_add(u64::from(input), Ordering::Relaxed);
             self.input.fetch_sub(input_bound, Ordering::Relaxed);
+            over.input_tokens = u64::from(input).saturating_sub(input_bound);
         }
+        over
     }
 
     /// It never reached the provider: not an attempt, nothing to charge.
@@ -159,7 +175,7 @@ impl Tally {
 /// ends, or, when the call is dropped first (its client went away, its run
 /// was stopped), settled with what the tally says by then.
 pub(crate) struct Held {
-    budget: SharedBudget,
+    pub(crate) budget: SharedBudget,
     reservation: Option<Reservation>,
     pub(crate) tally: Arc<Tally>,
 }
@@ -211,7 +227,10 @@ mod tests {
                 input_tokens: 300
             }
         );
-        t.reported(2000, 300, Some(120), Some(1500));
+        assert_eq!(
+            t.reported(2000, 300, Some(120), Some(1500)),
+            Spend::default()
+        );
         t.sent(4000, 310);
         t.reported(4000, 310, None, None);
         t.sent(4000, 310);
@@ -222,6 +241,29 @@ mod tests {
                 requests: 2,
                 output_tokens: 5500,
                 input_tokens: 430
+            }
+        );
+    }
+
+    #[test]
+    fn what_a_provider_reports_past_its_worst_case_is_charged_and_returned() {
+        let t = Tally::default();
+        t.sent(100, 50);
+        let over = t.reported(100, 50, Some(80), Some(130));
+        assert_eq!(
+            over,
+            Spend {
+                requests: 0,
+                output_tokens: 30,
+                input_tokens: 30
+            }
+        );
+        assert_eq!(
+            t.spent(),
+            Spend {
+                requests: 1,
+                output_tokens: 130,
+                input_tokens: 80
             }
         );
     }

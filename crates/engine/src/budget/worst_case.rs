@@ -57,14 +57,21 @@ pub fn attempt_budgets(config: &HostConfig, request: &CallRequest, structured: b
 }
 
 /// The worst case of one call: every request its policy allows, each at
-/// its largest output budget and with the most text it could carry.
+/// its largest output budget and with the most text it could carry, and
+/// `overhead` input tokens the provider adds to each.
 /// `schema_bytes` is the length of the `responseSchema`'s text for a
 /// structured call.
-pub fn worst_case(config: &HostConfig, request: &CallRequest, schema_bytes: Option<u64>) -> Spend {
+pub fn worst_case(
+    config: &HostConfig,
+    request: &CallRequest,
+    schema_bytes: Option<u64>,
+    overhead: u64,
+) -> Spend {
     let budgets = attempt_budgets(config, request, schema_bytes.is_some());
     let text = text_bound(&request.messages, request.system_prompt.as_deref());
     let mut input = 0u64;
     for i in 0..budgets.len() {
+        input = input.saturating_add(overhead);
         input = input.saturating_add(match (i, schema_bytes) {
             // A text call is never retried with other text.
             (_, None) => text,
@@ -134,10 +141,10 @@ mod tests {
             r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 2000, "retry": {"maxAttempts": 3}}"#,
         );
         assert_eq!(attempt_budgets(&c, &r, true), vec![2000, 4000, 8000]);
-        let w = worst_case(&c, &r, Some(20));
+        let w = worst_case(&c, &r, Some(20), 0);
         assert_eq!((w.requests, w.output_tokens), (3, 14000));
         // A text call's truncation is not retried: no growth.
-        let w = worst_case(&c, &r, None);
+        let w = worst_case(&c, &r, None, 0);
         assert_eq!((w.requests, w.output_tokens), (3, 6000));
         assert_eq!(
             w.input_tokens,
@@ -180,11 +187,21 @@ mod tests {
     }
 
     #[test]
+    fn a_providers_hidden_input_is_reserved_for_every_attempt() {
+        let c = config("");
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "x"}], "retry": {"maxAttempts": 2}}"#,
+        );
+        let plain = worst_case(&c, &r, None, 0).input_tokens;
+        assert_eq!(worst_case(&c, &r, None, 400).input_tokens, plain + 2 * 400);
+    }
+
+    #[test]
     fn a_structured_call_reserves_its_schema_and_its_retries_text() {
         let c = config("");
         let r = request(r#"{"messages": [{"role": "user", "content": "abcd"}], "maxTokens": 100}"#);
-        let text = worst_case(&c, &r, None).input_tokens;
-        let structured = worst_case(&c, &r, Some(50)).input_tokens;
+        let text = worst_case(&c, &r, None, 0).input_tokens;
+        let structured = worst_case(&c, &r, Some(50), 0).input_tokens;
         assert!(structured > text + 3 * 50 + 2 * MAX_COMPLAINT_BYTES as u64);
     }
 }

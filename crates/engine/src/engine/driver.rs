@@ -5,11 +5,12 @@
 use super::classify::{Verdict, classify};
 use super::machine::{CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
-use crate::budget::{Tally, request_bound};
+use crate::budget::{Budget, Spend, Tally, request_bound};
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
 use crate::provider::{
-    BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
+    BoxFuture, DeltaSink, DeltaTarget, FailureKind, Provider, ProviderFailure, ProviderReply,
+    ProviderRequest,
 };
 use callai_wire::{CallError, CallResult};
 use std::fmt;
@@ -139,10 +140,24 @@ pub(crate) struct DriveOptions<'a> {
     /// The largest reply text.
     pub max_response_bytes: u64,
     /// Where a streamed text call's text goes as it arrives.
-    pub deltas: Option<&'a (dyn Fn(&str) + Send + Sync)>,
-    /// What the call's attempts spent, kept for its budget, with the
-    /// length of its schema's text.
-    pub tally: Option<(&'a Tally, u64)>,
+    pub deltas: Option<&'a DeltaSink>,
+    /// What the call's attempts spent, kept for its budget.
+    pub tally: Option<Charging<'a>>,
+}
+
+/// How a budgeted call's attempts are charged as they go.
+#[derive(Clone, Copy)]
+pub(crate) struct Charging<'a> {
+    /// The running tally.
+    pub tally: &'a Tally,
+    /// The length of the call's schema text (0 for a text call).
+    pub schema_bytes: u64,
+    /// The provider's hidden input per attempt.
+    pub overhead: u64,
+    /// Told when an attempt reports more than its worst case.
+    pub budget: &'a dyn Budget,
+    /// The provider's name, for that report.
+    pub provider: &'a str,
 }
 
 /// Sends `request`: streamed to `deltas` when the call is a text call whose
@@ -151,26 +166,43 @@ pub(crate) struct DriveOptions<'a> {
 async fn send(
     provider: &dyn Provider,
     request: &ProviderRequest,
-    deltas: Option<&(dyn Fn(&str) + Send + Sync)>,
+    deltas: Option<&DeltaSink>,
     text_call: bool,
 ) -> Result<ProviderReply, ProviderFailure> {
     let Some(deltas) = deltas.filter(|_| text_call) else {
         return provider.complete(request).await;
     };
-    let forwarded = std::sync::atomic::AtomicBool::new(false);
-    let forward = |text: &str| {
-        if !text.is_empty() {
-            forwarded.store(true, std::sync::atomic::Ordering::Relaxed);
-            deltas(text);
-        }
+    let forward = Forwarded {
+        to: deltas.clone(),
+        any: std::sync::atomic::AtomicBool::new(false),
     };
-    match provider.complete_streaming(request, &forward).await {
-        Err(mut f) if forwarded.load(std::sync::atomic::Ordering::Relaxed) && f.was_sent() => {
+    let forward = Arc::new(forward);
+    let sink = DeltaSink::with_target(Arc::clone(&forward));
+    match provider.complete_streaming(request, &sink).await {
+        Err(mut f) if forward.any.load(std::sync::atomic::Ordering::Relaxed) && f.was_sent() => {
             f.kind = FailureKind::Interrupted;
             f.message = format!("{} (after part of the reply was streamed)", f.message);
             Err(f)
         }
         other => other,
+    }
+}
+
+/// A sink that passes text on and remembers whether any went: a failure
+/// after some did is not retried (the caller has that text).
+struct Forwarded {
+    to: DeltaSink,
+    any: std::sync::atomic::AtomicBool,
+}
+
+impl DeltaTarget for Forwarded {
+    fn push(&self, text: &str) {
+        self.any.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.to.send(text);
+    }
+
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.to.ready())
     }
 }
 
@@ -207,15 +239,23 @@ pub(crate) async fn drive(
                 }
                 let text_call = machine.schema().is_none();
                 let max_tokens = attempt.request.max_tokens;
-                let bound = tally.map_or(0, |(t, schema_bytes)| {
-                    let bound = request_bound(&attempt.request, schema_bytes);
-                    t.sent(max_tokens, bound);
+                let bound = tally.map_or(0, |c| {
+                    let bound = request_bound(&attempt.request, c.schema_bytes) + c.overhead;
+                    c.tally.sent(max_tokens, bound);
                     bound
                 });
                 let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
-                        if let Some((t, _)) = tally {
-                            t.reported(max_tokens, bound, reply.input_tokens, reply.output_tokens);
+                        if let Some(c) = tally {
+                            let over = c.tally.reported(
+                                max_tokens,
+                                bound,
+                                reply.input_tokens,
+                                reply.output_tokens,
+                            );
+                            if over != Spend::default() {
+                                c.budget.overrun(c.provider, over);
+                            }
                         }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Ok(&reply));
@@ -225,10 +265,10 @@ pub(crate) async fn drive(
                         Outcome::Reply(reply, verdict)
                     }
                     Err(failure) => {
-                        if let Some((t, _)) = tally
+                        if let Some(c) = tally
                             && (failure.kind == FailureKind::Unreached || !failure.was_sent())
                         {
-                            t.unsent(max_tokens, bound);
+                            c.tally.unsent(max_tokens, bound);
                         }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Err(&failure));

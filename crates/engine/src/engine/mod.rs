@@ -14,8 +14,8 @@ mod reason;
 pub(crate) mod recovery;
 pub(crate) mod schema;
 
+pub(crate) use driver::{Charging, DriveOptions, Effects, drive};
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};
-pub(crate) use driver::{DriveOptions, Effects, drive};
 pub(crate) use machine::{CallMachine, CallSpec};
 pub use reason::RequestReason;
 pub(crate) use schema::SchemaCache;

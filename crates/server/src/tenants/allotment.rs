@@ -1,18 +1,27 @@
 //! A host's allotment of a tenant's budget: reservations in the run log's
-//! database made a chunk at a time, so that a call's own reservation is a
-//! few arithmetic steps in memory instead of a database transaction.
+//! database made a chunk of calls at a time, so that a call's own
+//! reservation is a few arithmetic steps in memory instead of a database
+//! transaction.
 //!
-//! Each chunk is one reservation in the database, of room for [`CHUNK`]
-//! worst cases (or of exactly one call's, when that much is not left).
-//! Calls carve their worst case out of a chunk and, when they settle, leave
-//! what they really spent in it; a chunk takes no more calls once it is
-//! [`MAX_AGE`] old or its window ended, and when its last call has settled
-//! (or it has been idle for [`LINGER`]) it is settled in the database: its
-//! calls' spend charged, the rest released. So the database's spent and
-//! reserved never pass the budget (every chunk is a reservation that fit),
-//! and a call that does not fit is refused before any request. A host that
-//! dies holding chunks loses them as it would lose single reservations:
-//! they lapse with its lease.
+//! A chunk is one reservation in the database, sized to the calls waiting
+//! for one and the rate calls have come at (at most [`CHUNK`] worst cases;
+//! the ledger grants no more than half of what is left, and one call's
+//! worst case when only that fits). Calls carve their worst case out of a
+//! chunk and, when they settle, leave what they really spent in it. A
+//! chunk takes calls for [`MAX_AGE`] at most; then it is trimmed in the
+//! database to what its calls in flight hold (their spend charged, the
+//! rest released), and trimmed again as they settle, until the last one
+//! settles it. So the database's spent and reserved never pass the budget
+//! (every chunk is a reservation that fit), and room a chunk holds that no
+//! call of it holds goes back within a chunk's life.
+//!
+//! No call is refused while there is room for it: one that does not fit
+//! first gives back the free room of this host's own chunks, then, if
+//! another host holds chunks in the window (the ledger says `pending`),
+//! asks again until those have given theirs back ([`RECLAIM`]), and only
+//! then is refused. A host that dies holding chunks has them charged in
+//! full when they lapse: their calls may have reached the provider, and
+//! the chunk is the only bound the database knows.
 
 use super::{Plan, budget::unavailable};
 use crate::metrics::{BudgetCounters, Metrics};
@@ -23,72 +32,33 @@ use callai_engine::events::now_ms;
 use callai_engine::wire::CallError;
 use callai_engine::{BoxFuture, RunLog};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-/// Worst cases one chunk has room for, when that much is left: a chunk is
-/// one database reservation and one charge for this many calls. Near the
-/// limit a chunk takes half of what is left, down to one call's worst case.
+/// The most worst cases one chunk is asked for: a chunk is one database
+/// reservation and one charge for this many calls.
 const CHUNK: u64 = 256;
-/// A chunk older than this takes no more calls, so spend reaches the
-/// database at least this often under steady load.
+/// A chunk older than this takes no more calls, so its room goes back and
+/// spend reaches the database at least this often under steady load.
 const MAX_AGE: Duration = Duration::from_millis(500);
-/// How long an idle chunk waits for its next call before it is settled.
+/// How long an idle chunk waits for its next call before it is settled,
+/// and how often a chunk is looked at.
 const LINGER: Duration = Duration::from_millis(20);
-/// How often a database settle that failed is tried again.
+/// How long a call that does not fit waits for other hosts' chunks to give
+/// their free room back before it is refused: a chunk's life, and a few of
+/// the looks that trim it.
+const RECLAIM: Duration = Duration::from_millis(500 + 5 * 20);
+/// How often such a call asks again.
+const POLL: Duration = Duration::from_millis(25);
+/// How often a database settle or trim that failed is tried again.
 const SETTLE_TRIES: u32 = 3;
-
-/// One reservation in the database, shared by the calls carved from it.
-#[derive(Debug)]
-struct Chunk {
-    reservation: Reservation,
-    size: Spend,
-    /// The worst cases of the calls in flight.
-    carved: Spend,
-    /// What its settled calls spent (not yet charged in the database).
-    spent: Spend,
-    in_flight: u32,
-    opened: Instant,
-    /// Takes new calls.
-    open: bool,
-    /// Since when no call of it has been in flight.
-    idle_since: Option<Instant>,
-}
-
-impl Chunk {
-    fn fits(&self, worst: &Spend, window_ms: u64) -> bool {
-        let free = self.free();
-        self.open
-            && self.reservation.window_ms == window_ms
-            && self.opened.elapsed() < MAX_AGE
-            && free.requests >= worst.requests
-            && free.output_tokens >= worst.output_tokens
-            && free.input_tokens >= worst.input_tokens
-    }
-
-    fn free(&self) -> Spend {
-        Spend {
-            requests: self
-                .size
-                .requests
-                .saturating_sub(self.carved.requests + self.spent.requests),
-            output_tokens: self
-                .size
-                .output_tokens
-                .saturating_sub(self.carved.output_tokens + self.spent.output_tokens),
-            input_tokens: self
-                .size
-                .input_tokens
-                .saturating_sub(self.carved.input_tokens + self.spent.input_tokens),
-        }
-    }
-}
 
 fn add(a: Spend, b: Spend) -> Spend {
     Spend {
-        requests: a.requests + b.requests,
-        output_tokens: a.output_tokens + b.output_tokens,
-        input_tokens: a.input_tokens + b.input_tokens,
+        requests: a.requests.saturating_add(b.requests),
+        output_tokens: a.output_tokens.saturating_add(b.output_tokens),
+        input_tokens: a.input_tokens.saturating_add(b.input_tokens),
     }
 }
 
@@ -105,6 +75,56 @@ fn times(a: Spend, n: u64) -> Spend {
         requests: a.requests.saturating_mul(n),
         output_tokens: a.output_tokens.saturating_mul(n),
         input_tokens: a.input_tokens.saturating_mul(n),
+    }
+}
+
+fn covers(room: &Spend, worst: &Spend) -> bool {
+    room.requests >= worst.requests
+        && room.output_tokens >= worst.output_tokens
+        && room.input_tokens >= worst.input_tokens
+}
+
+/// One reservation in the database, shared by the calls carved from it.
+#[derive(Debug)]
+struct Chunk {
+    reservation: Reservation,
+    /// What the reservation holds in the database.
+    held: Spend,
+    /// The worst cases of the calls in flight.
+    carved: Spend,
+    /// What its settled calls spent since it was last trimmed (not yet
+    /// charged in the database).
+    spent: Spend,
+    in_flight: u32,
+    opened: Instant,
+    /// Takes new calls.
+    open: bool,
+    /// A call settled since it was last trimmed.
+    dirty: bool,
+    /// Since when no call of it has been in flight.
+    idle_since: Option<Instant>,
+}
+
+impl Chunk {
+    /// Room no call of it holds.
+    fn free(&self) -> Spend {
+        sub(self.held, add(self.carved, self.spent))
+    }
+
+    fn fits(&self, worst: &Spend, window_ms: u64) -> bool {
+        self.open
+            && self.reservation.window_ms == window_ms
+            && self.opened.elapsed() < MAX_AGE
+            && covers(&self.free(), worst)
+    }
+
+    /// What a trim charges and holds now: its calls' spend, and their
+    /// worst cases; the chunk holds that much from here on.
+    fn take_trim(&mut self) -> (Spend, Spend) {
+        let charge = std::mem::take(&mut self.spent);
+        self.held = self.carved;
+        self.dirty = false;
+        (charge, self.carved)
     }
 }
 
@@ -128,6 +148,24 @@ impl Chunks {
         self.carves.insert(id, (chunk.reservation.id, worst));
         Reservation { id, window_ms }
     }
+
+    fn index(&self, id: i64) -> Option<usize> {
+        self.chunks.iter().position(|c| c.reservation.id == id)
+    }
+}
+
+/// What the database is to do with a chunk, decided under the lock and
+/// done after it.
+enum Write {
+    Trim(Reservation, Spend, Spend),
+    Settle(Reservation, Spend),
+}
+
+/// How often calls have been carved, to size the next chunk.
+#[derive(Debug)]
+struct Rate {
+    since: Instant,
+    carves: u64,
 }
 
 /// This host's allotment of one tenant's budget.
@@ -142,6 +180,11 @@ pub struct Allotment {
     ttl: Duration,
     counters: BudgetCounters,
     chunks: Mutex<Chunks>,
+    /// One database reservation at a time; the calls that wait for it are
+    /// its demand.
+    refill: tokio::sync::Mutex<Rate>,
+    waiting: AtomicU64,
+    carved: AtomicU64,
     /// The window as the database last answered for it.
     last: Mutex<Option<WindowState>>,
 }
@@ -173,26 +216,62 @@ impl Allotment {
             ttl,
             counters: metrics.budget_counters(tenant),
             chunks: Mutex::default(),
+            refill: tokio::sync::Mutex::new(Rate {
+                since: Instant::now(),
+                carves: 0,
+            }),
+            waiting: AtomicU64::new(0),
+            carved: AtomicU64::new(0),
             last: Mutex::default(),
         })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Chunks> {
+        self.chunks.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// What is left of each limited key as this host sees it: what the
     /// database last said was left, and the room in its own chunks.
     pub fn remaining(&self) -> Option<[Option<u64>; 3]> {
         let state = (*self.last.lock().unwrap_or_else(|p| p.into_inner()))?;
-        let chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-        let free = chunks
+        let free = self
+            .lock()
             .chunks
             .iter()
-            .filter(|c| c.open && c.reservation.window_ms == state.window_ms)
+            .filter(|c| c.reservation.window_ms == state.window_ms)
             .fold(Spend::default(), |acc, c| add(acc, c.free()));
         let left = self.plan.limits.left(&state);
         let free = [free.requests, free.output_tokens, free.input_tokens];
         Some(std::array::from_fn(|i| left[i].map(|l| l + free[i])))
     }
 
-    async fn reserve_in_db(&self, need: Spend) -> Result<Reserved, CallError> {
+    /// Carves `worst` from an open chunk of this window that has room.
+    fn carve(&self, worst: &Spend, window_ms: u64) -> Option<Reservation> {
+        let mut chunks = self.lock();
+        let i = chunks
+            .chunks
+            .iter()
+            .position(|c| c.fits(worst, window_ms))?;
+        self.carved.fetch_add(1, Ordering::Relaxed);
+        Some(chunks.carve(i, *worst))
+    }
+
+    /// How many worst cases the next chunk asks for: the calls waiting for
+    /// it, or as many as came in the last chunk's life at the rate they
+    /// came, whichever is more.
+    fn chunk_calls(&self, rate: &mut Rate) -> u64 {
+        let carved = self.carved.swap(0, Ordering::Relaxed) + rate.carves;
+        let elapsed = rate.since.elapsed().max(Duration::from_millis(1));
+        let expected = (carved as u128 * MAX_AGE.as_millis() / elapsed.as_millis()) as u64;
+        *rate = Rate {
+            since: Instant::now(),
+            carves: 0,
+        };
+        let waiting = self.waiting.load(Ordering::Relaxed);
+        expected.max(waiting + 1).clamp(1, CHUNK)
+    }
+
+    async fn reserve_in_db(&self, need: Spend, calls: u64) -> Result<Reserved, CallError> {
         let ledger = self
             .log
             .ledger()
@@ -202,6 +281,7 @@ impl Allotment {
             window: self.plan.window,
             limits: self.plan.limits,
             need,
+            calls,
             owner: &self.owner,
             ttl: self.ttl,
         };
@@ -209,69 +289,121 @@ impl Allotment {
             .reserve(&request)
             .await
             .map_err(|e| unavailable(&self.tenant, e.to_string()))?;
-        if let Reserved::Admitted(_, state) = &reserved {
-            *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(*state);
+        if let Reserved::Admitted { state, .. } = &reserved {
+            self.remember(*state);
         }
         Ok(reserved)
     }
 
-    fn install(
-        &self,
-        reservation: Reservation,
-        size: Spend,
-        open: bool,
-        worst: Spend,
-    ) -> Reservation {
-        let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+    fn remember(&self, state: WindowState) {
+        *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
+    }
+
+    /// Installs a chunk of `calls` worst cases `worst` and carves this
+    /// call's out of it. A chunk of one call takes no other.
+    fn install(&self, reservation: Reservation, calls: u64, worst: Spend) -> Reservation {
+        let mut chunks = self.lock();
         chunks.chunks.push(Chunk {
             reservation,
-            size,
+            held: times(worst, calls),
             carved: Spend::default(),
             spent: Spend::default(),
             in_flight: 0,
             opened: Instant::now(),
-            open,
+            open: calls > 1,
+            dirty: false,
             idle_since: None,
         });
         let index = chunks.chunks.len() - 1;
         let carved = chunks.carve(index, worst);
         drop(chunks);
-        if open {
+        if calls > 1 {
             self.watch(reservation.id);
         }
         carved
     }
 
-    /// Charges a chunk's calls in the database and releases the rest.
-    async fn settle_chunk(&self, chunk: Chunk) {
+    /// Gives back the room of this host's chunks in `window_ms` that no
+    /// call of theirs holds: each takes no more calls and is trimmed (or
+    /// settled, with no call in flight). Whether any room went back.
+    async fn give_back(&self, window_ms: u64) -> bool {
+        let writes: Vec<Write> = {
+            let mut chunks = self.lock();
+            let mut writes = Vec::new();
+            let mut i = 0;
+            while i < chunks.chunks.len() {
+                let c = &mut chunks.chunks[i];
+                if c.reservation.window_ms != window_ms || c.free() == Spend::default() {
+                    i += 1;
+                    continue;
+                }
+                c.open = false;
+                if c.in_flight == 0 {
+                    let c = chunks.chunks.remove(i);
+                    writes.push(Write::Settle(c.reservation, c.spent));
+                } else {
+                    let (charge, hold) = c.take_trim();
+                    writes.push(Write::Trim(c.reservation, charge, hold));
+                    i += 1;
+                }
+            }
+            writes
+        };
+        let gave = !writes.is_empty();
+        for write in writes {
+            self.write(write).await;
+        }
+        gave
+    }
+
+    /// Does `write` in the database, tried again a few times; a trim that
+    /// fails leaves its charge with the chunk, to go with its next write.
+    async fn write(&self, write: Write) {
         let Some(ledger) = self.log.ledger() else {
             return;
         };
         let mut error = None;
         for attempt in 0..SETTLE_TRIES {
-            match ledger
-                .settle(&self.tenant, chunk.reservation, chunk.spent)
-                .await
-            {
+            let done = match &write {
+                Write::Trim(r, charge, hold) => ledger.trim(&self.tenant, *r, *charge, *hold).await,
+                Write::Settle(r, spent) => ledger.settle(&self.tenant, *r, *spent).await,
+            };
+            match done {
                 Ok(state) => {
-                    *self.last.lock().unwrap_or_else(|p| p.into_inner()) = Some(state);
+                    self.remember(state);
                     return;
                 }
                 Err(e) => error = Some(e),
             }
             tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
         }
-        if let Some(e) = error {
-            eprintln!(
-                "callai serve: cannot charge tenant {:?} {:?}: {e}; its reservation lapses with its lease",
-                self.tenant, chunk.spent
-            );
+        let error = error.map(|e| e.to_string()).unwrap_or_default();
+        match write {
+            Write::Trim(r, charge, _) => {
+                let mut chunks = self.lock();
+                if let Some(i) = chunks.index(r.id) {
+                    let c = &mut chunks.chunks[i];
+                    c.spent = add(c.spent, charge);
+                    c.dirty = true;
+                }
+                eprintln!(
+                    "callai serve: cannot trim a budget chunk of tenant {:?}: {error}; tried again later",
+                    self.tenant
+                );
+            }
+            Write::Settle(_, spent) => eprintln!(
+                "callai serve: cannot charge tenant {:?} {spent:?}: {error}; its reservation is \
+                 charged in full when it lapses",
+                self.tenant
+            ),
         }
     }
 
     /// Watches open chunk `id` (one task for its whole life, not one per
-    /// call): once it has been idle for [`LINGER`], or is past
-    /// [`MAX_AGE`] with no call in flight, it is settled.
+    /// call): past [`MAX_AGE`] it takes no more calls and is trimmed to its
+    /// calls in flight, and trimmed again as they settle; once none is in
+    /// flight (and it has been idle for [`LINGER`], or is closed) it is
+    /// settled.
     fn watch(&self, id: i64) {
         let Some(me) = self.me.upgrade() else {
             return;
@@ -282,21 +414,36 @@ impl Allotment {
         runtime.spawn(async move {
             loop {
                 tokio::time::sleep(LINGER).await;
-                let done = {
-                    let mut chunks = me.chunks.lock().unwrap_or_else(|p| p.into_inner());
-                    let Some(i) = chunks.chunks.iter().position(|c| c.reservation.id == id) else {
+                let write = {
+                    let mut chunks = me.lock();
+                    let Some(i) = chunks.index(id) else {
                         return;
                     };
+                    let window_ms = me.plan.window.start_ms(now_ms());
                     let c = &mut chunks.chunks[i];
-                    let idle = c.idle_since.is_some_and(|t| t.elapsed() >= LINGER);
-                    if c.opened.elapsed() >= MAX_AGE {
+                    let closing = c.open
+                        && (c.opened.elapsed() >= MAX_AGE || c.reservation.window_ms != window_ms);
+                    if closing {
                         c.open = false;
                     }
-                    (c.in_flight == 0 && (idle || !c.open)).then(|| chunks.chunks.remove(i))
+                    let idle = c.idle_since.is_some_and(|t| t.elapsed() >= LINGER);
+                    if c.in_flight == 0 && (idle || !c.open) {
+                        let c = chunks.chunks.remove(i);
+                        Some(Write::Settle(c.reservation, c.spent))
+                    } else if !c.open && (closing || c.dirty) && c.free() != Spend::default() {
+                        let (charge, hold) = c.take_trim();
+                        Some(Write::Trim(c.reservation, charge, hold))
+                    } else {
+                        None
+                    }
                 };
-                if let Some(chunk) = done {
-                    me.settle_chunk(chunk).await;
-                    return;
+                match write {
+                    Some(settle @ Write::Settle(..)) => {
+                        me.write(settle).await;
+                        return;
+                    }
+                    Some(trim) => me.write(trim).await,
+                    None => {}
                 }
             }
         });
@@ -305,9 +452,10 @@ impl Allotment {
     /// Settles every chunk at once, calls in flight or not (a host shutting
     /// down, once its calls have ended).
     pub async fn flush(&self) {
-        let all = std::mem::take(&mut self.chunks.lock().unwrap_or_else(|p| p.into_inner()).chunks);
+        let all = std::mem::take(&mut self.lock().chunks);
         for chunk in all {
-            self.settle_chunk(chunk).await;
+            self.write(Write::Settle(chunk.reservation, chunk.spent))
+                .await;
         }
     }
 }
@@ -315,29 +463,44 @@ impl Allotment {
 impl Budget for Allotment {
     fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, CallError>> {
         Box::pin(async move {
-            let window_ms = self.plan.window.start_ms(now_ms());
-            {
-                let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
-                if let Some(i) = chunks.chunks.iter().position(|c| c.fits(&worst, window_ms)) {
-                    return Ok(chunks.carve(i, worst));
-                }
-            }
-            // A chunk with room for several calls; when that much is not
-            // left, half of what is, down to this call's alone.
-            let mut calls = CHUNK;
+            let deadline = Instant::now() + RECLAIM;
             loop {
-                let chunk = times(worst, calls);
-                match self.reserve_in_db(chunk).await? {
-                    Reserved::Admitted(r, _) => {
-                        return Ok(self.install(r, chunk, calls > 1, worst));
-                    }
-                    Reserved::Refused { key, left, needed } if calls == 1 => {
+                let window_ms = self.plan.window.start_ms(now_ms());
+                if let Some(carved) = self.carve(&worst, window_ms) {
+                    return Ok(carved);
+                }
+                self.waiting.fetch_add(1, Ordering::Relaxed);
+                let mut rate = self.refill.lock().await;
+                self.waiting.fetch_sub(1, Ordering::Relaxed);
+                // Another call may have refilled while this one waited.
+                if let Some(carved) = self.carve(&worst, window_ms) {
+                    return Ok(carved);
+                }
+                let calls = self.chunk_calls(&mut rate);
+                match self.reserve_in_db(worst, calls).await? {
+                    Reserved::Admitted {
+                        reservation, calls, ..
+                    } => return Ok(self.install(reservation, calls, worst)),
+                    Reserved::Refused {
+                        key,
+                        left,
+                        needed,
+                        pending,
+                    } => {
+                        drop(rate);
+                        // Room this host holds but no call of it does is
+                        // free: given back, it is asked for again at once.
+                        if self.give_back(window_ms).await {
+                            continue;
+                        }
+                        // Another host's chunks may hold some: they give it
+                        // back within their life.
+                        if pending && Instant::now() < deadline {
+                            tokio::time::sleep(POLL).await;
+                            continue;
+                        }
                         self.counters.refused();
                         return Err(budget_exceeded(key, left, needed));
-                    }
-                    Reserved::Refused { left, needed, .. } => {
-                        let per_call = (needed / calls).max(1);
-                        calls = (left / per_call / 2).clamp(1, calls - 1);
                     }
                 }
             }
@@ -347,21 +510,18 @@ impl Budget for Allotment {
     fn settle(&self, reservation: Reservation, spent: Spend) -> BoxFuture<'static, ()> {
         self.counters.spent(&spent);
         let done = {
-            let mut chunks = self.chunks.lock().unwrap_or_else(|p| p.into_inner());
+            let mut chunks = self.lock();
             let Some((chunk_id, worst)) = chunks.carves.remove(&reservation.id) else {
                 return Box::pin(async {});
             };
-            let Some(i) = chunks
-                .chunks
-                .iter()
-                .position(|c| c.reservation.id == chunk_id)
-            else {
+            let Some(i) = chunks.index(chunk_id) else {
                 return Box::pin(async {});
             };
             let chunk = &mut chunks.chunks[i];
             chunk.carved = sub(chunk.carved, worst);
             chunk.spent = add(chunk.spent, spent);
             chunk.in_flight -= 1;
+            chunk.dirty = true;
             let window_ms = self.plan.window.start_ms(now_ms());
             let closed = !chunk.open
                 || chunk.opened.elapsed() >= MAX_AGE
@@ -374,6 +534,7 @@ impl Budget for Allotment {
                     None
                 }
                 (_, true) => {
+                    // Its watcher trims it.
                     chunk.open = false;
                     None
                 }
@@ -386,6 +547,19 @@ impl Budget for Allotment {
         let Some(me) = self.me.upgrade() else {
             return Box::pin(async {});
         };
-        Box::pin(async move { me.settle_chunk(chunk).await })
+        Box::pin(async move {
+            me.write(Write::Settle(chunk.reservation, chunk.spent))
+                .await;
+        })
+    }
+
+    fn overrun(&self, provider: &str, over: Spend) {
+        self.counters.overrun(provider);
+        eprintln!(
+            "callai serve: provider {provider:?} reported more than tenant {:?}'s call asked for \
+             ({} output and {} input tokens over its max_tokens and input bound); charged what it \
+             reported. Raise [providers.{provider}] inputOverheadTokens if its hidden input grew",
+            self.tenant, over.output_tokens, over.input_tokens
+        );
     }
 }
