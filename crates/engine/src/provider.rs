@@ -151,6 +151,12 @@ impl ProviderFailure {
         Self::new(kind, Some(status), message)
     }
 
+    /// With the HTTP status of the answer it came of, when it names none.
+    pub fn at(mut self, status: u16) -> Self {
+        self.status = self.status.or(Some(status));
+        self
+    }
+
     /// Whether this failure reached the provider (and so is an attempt).
     pub fn was_sent(&self) -> bool {
         !matches!(
@@ -176,6 +182,12 @@ pub trait Provider: Send + Sync {
     fn default_model(&self) -> &str;
     /// Whether native structured output may be used.
     fn supports_native(&self) -> bool;
+    /// Input tokens the provider adds to each request beyond what it is
+    /// sent (a hidden system prompt, as Anthropic's for tool use): reserved
+    /// for each attempt of a budgeted call.
+    fn input_overhead_tokens(&self) -> u64 {
+        0
+    }
     /// Sends one request.
     fn complete<'a>(
         &'a self,
@@ -183,35 +195,81 @@ pub trait Provider: Send + Sync {
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>>;
 
     /// Sends one request of a text call whose caller streams, handing the
-    /// reply's text to `deltas` as it arrives, and returns the whole reply
-    /// (its usage and stop reason) at the end. By default the reply is
-    /// fetched with [`Provider::complete`] and handed over as one delta.
+    /// reply's text to `deltas` as it arrives (waiting on
+    /// [`DeltaSink::ready`] between pieces, so that a reader that falls
+    /// behind slows the provider down rather than piling text up), and
+    /// returns the whole reply (its usage and stop reason) at the end. By
+    /// default the reply is fetched with [`Provider::complete`] and handed
+    /// over as one delta.
     fn complete_streaming<'a>(
         &'a self,
         request: &'a ProviderRequest,
-        deltas: &'a (dyn Fn(&str) + Send + Sync),
+        deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
             let reply = self.complete(request).await?;
-            deltas(&reply.content);
+            deltas.send(&reply.content);
             Ok(reply)
         })
     }
 }
 
+/// Where a [`DeltaSink`] hands streamed text.
+pub trait DeltaTarget: Send + Sync {
+    /// Takes a piece of text.
+    fn push(&self, text: &str);
+
+    /// Completes once the target has room for more (its reader caught up);
+    /// at once for a target that never falls behind.
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(std::future::ready(()))
+    }
+}
+
+impl<T: DeltaTarget + ?Sized> DeltaTarget for Arc<T> {
+    fn push(&self, text: &str) {
+        (**self).push(text);
+    }
+
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        (**self).ready()
+    }
+}
+
+/// A target that hands each piece to a function, never behind.
+struct FnTarget<F>(F);
+
+impl<F: Fn(&str) + Send + Sync> DeltaTarget for FnTarget<F> {
+    fn push(&self, text: &str) {
+        (self.0)(text);
+    }
+}
+
 /// Where a streamed text call's text goes as the provider sends it.
 #[derive(Clone)]
-pub struct DeltaSink(Arc<dyn Fn(&str) + Send + Sync>);
+pub struct DeltaSink(Arc<dyn DeltaTarget>);
 
 impl DeltaSink {
     /// A sink that hands each piece of text to `f`.
     pub fn new(f: impl Fn(&str) + Send + Sync + 'static) -> Self {
-        Self(Arc::new(f))
+        Self(Arc::new(FnTarget(f)))
     }
 
-    /// The sink as the function it calls.
-    pub fn as_fn(&self) -> &(dyn Fn(&str) + Send + Sync) {
-        &*self.0
+    /// A sink over `target`, which may ask for a pause ([`DeltaTarget::ready`]).
+    pub fn with_target(target: impl DeltaTarget + 'static) -> Self {
+        Self(Arc::new(target))
+    }
+
+    /// Hands `text` over (nothing for empty text).
+    pub fn send(&self, text: &str) {
+        if !text.is_empty() {
+            self.0.push(text);
+        }
+    }
+
+    /// Completes once the reader has room for more.
+    pub async fn ready(&self) {
+        self.0.ready().await;
     }
 }
 

@@ -1,10 +1,13 @@
 //! An HTTP provider: one wire format (OpenAI-compatible, Anthropic) behind
 //! the common [`Provider`] plumbing.
 
-use super::events::{StreamRedaction, Streamed};
+use super::events::{Sse, Streamed};
 use super::http::{ApiKey, HttpClient};
-use callai_engine::{BoxFuture, Provider, ProviderFailure, ProviderReply, ProviderRequest};
-use serde_json::Value;
+use super::redact::StreamRedaction;
+use callai_engine::{
+    BoxFuture, DeltaSink, Provider, ProviderFailure, ProviderReply, ProviderRequest,
+};
+use serde::de::DeserializeOwned;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -16,17 +19,24 @@ pub trait WireFormat: Send + Sync + 'static {
     const NATIVE_TERMS: &'static [&'static str];
     /// The auth (and version) headers.
     fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)>;
+    /// A whole success answer, typed.
+    type Answer: DeserializeOwned + Send;
+    /// One event of a streamed answer, typed.
+    type Event: DeserializeOwned + Send;
+    /// A streamed answer as far as its events went.
+    type Folded: Default + Send;
     /// The request body for one attempt, as JSON bytes; `model` when the
     /// request names none. Serialized straight from the request (the schema
     /// is borrowed, never copied into a JSON tree per attempt).
     fn body(model: &str, request: &ProviderRequest, delivery: Delivery) -> Vec<u8>;
-    /// Reads a success response.
-    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure>;
-    /// A response as [`WireFormat::reply`] reads it, before any event.
-    fn stream_start() -> Value;
-    /// Folds one streamed event into the response `acc` builds up; the text
-    /// it adds, if any.
-    fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure>;
+    /// Reads a success answer.
+    fn reply(answer: Self::Answer) -> Result<ProviderReply, ProviderFailure>;
+    /// Folds one streamed event in; the text it adds, if any.
+    fn fold(acc: &mut Self::Folded, event: Self::Event) -> Result<Option<String>, ProviderFailure>;
+    /// The stream's own end marker came (OpenAI's `[DONE]`).
+    fn done(acc: &mut Self::Folded);
+    /// The reply a stream made, once it ended; a failure when it was cut.
+    fn finish(acc: Self::Folded) -> Result<ProviderReply, ProviderFailure>;
 }
 
 /// Whether an attempt asks for its answer whole or as server-sent events.
@@ -47,6 +57,8 @@ pub struct HttpProvider<W> {
     headers: Vec<(&'static str, String)>,
     model: String,
     native: bool,
+    /// Input tokens it adds to each request unseen.
+    overhead: u64,
     wire: PhantomData<W>,
 }
 
@@ -68,8 +80,16 @@ impl<W: WireFormat> HttpProvider<W> {
             endpoint,
             model: model.to_owned(),
             native,
+            overhead: 0,
             wire: PhantomData,
         })
+    }
+
+    /// With `tokens` of input reserved per attempt for what the provider
+    /// adds unseen.
+    pub fn with_input_overhead(mut self, tokens: u64) -> Self {
+        self.overhead = tokens;
+        self
     }
 
     /// The headers every attempt carries, borrowed.
@@ -97,6 +117,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         self.native
     }
 
+    fn input_overhead_tokens(&self) -> u64 {
+        self.overhead
+    }
+
     fn complete<'a>(
         &'a self,
         request: &'a ProviderRequest,
@@ -120,44 +144,48 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
     fn complete_streaming<'a>(
         &'a self,
         request: &'a ProviderRequest,
-        deltas: &'a (dyn Fn(&str) + Send + Sync),
+        deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
             let headers = self.headers();
             let body = W::body(&self.model, request, Delivery::Streamed);
-            let mut acc = W::stream_start();
-            let mut redaction = StreamRedaction::new(self.http.redactor());
-            let streamed = {
-                let mut on_event = |event: &Value| {
-                    if let Some(text) = W::fold_event(&mut acc, event)?
-                        && let Some(out) = redaction.push(&text)
-                    {
-                        deltas(&out);
-                    }
-                    Ok(())
-                };
-                self.http
-                    .post_events(&self.endpoint, &headers, body, &mut on_event)
-                    .await?
-            };
-            let (status, response, streamed_text) = match streamed {
-                Streamed::Events(status) => (status, acc, true),
+            let streamed = self
+                .http
+                .post_events::<W::Answer>(&self.endpoint, &headers, body)
+                .await?;
+            let (status, mut reply) = match streamed {
                 // The server did not stream: its whole answer is one piece.
-                Streamed::Whole(status, whole) => (status, whole, false),
+                Streamed::Whole(status, whole) => {
+                    let mut reply = W::reply(whole).map_err(|f| f.at(status))?;
+                    reply.content = self.http.redact(&reply.content).into_owned();
+                    deltas.send(&reply.content);
+                    (status, reply)
+                }
+                Streamed::Events(status, mut events) => {
+                    let mut acc = W::Folded::default();
+                    let mut redaction = StreamRedaction::new(self.http.redactor());
+                    while let Some(event) = events.next::<W::Event>(&self.http).await {
+                        match event? {
+                            Sse::Done => W::done(&mut acc),
+                            Sse::Event(event) => {
+                                if let Some(text) = W::fold(&mut acc, event)? {
+                                    deltas.send(&redaction.push(&text));
+                                    // A reader that fell behind holds the
+                                    // provider's stream here.
+                                    deltas.ready().await;
+                                }
+                            }
+                        }
+                    }
+                    let mut reply = W::finish(acc).map_err(|f| f.at(status))?;
+                    deltas.send(&redaction.finish());
+                    if let std::borrow::Cow::Owned(clean) = self.http.redact(&reply.content) {
+                        reply.content = clean;
+                    }
+                    (status, reply)
+                }
             };
-            let mut reply = W::reply(&response).map_err(|mut f| {
-                f.status = f.status.or(Some(status));
-                f
-            })?;
             reply.status = Some(status);
-            if let std::borrow::Cow::Owned(clean) = self.http.redact(&reply.content) {
-                reply.content = clean;
-            }
-            match redaction.finish() {
-                Some(rest) if streamed_text => deltas(&rest),
-                _ if !streamed_text => deltas(&reply.content),
-                _ => {}
-            }
             Ok(reply)
         })
     }

@@ -6,6 +6,7 @@
 use super::redact::Redactor;
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::StructuredOutput;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
@@ -166,27 +167,27 @@ impl HttpClient {
         &self.redactor
     }
 
-    /// POSTs `body` as JSON and returns the status and the parsed JSON
-    /// response, or the
-    /// failure: timeouts, connection errors, 408, 429 (with its
-    /// `retry-after`) and 5xx are transient; a redirect is not followed; any
-    /// other status is a rejection; a 2xx body over the cap is not read, and
-    /// one that is not JSON (or is cut short) is transient.
-    pub async fn post_json(
+    /// POSTs `body` as JSON and returns the status and the answer read as
+    /// an `A`, or the failure: timeouts, connection errors, 408, 429 (with
+    /// its `retry-after`) and 5xx are transient; a redirect is not followed;
+    /// any other status is a rejection; a 2xx body over the cap is not
+    /// read, and one that is not JSON (or is cut short), or not an `A`, is
+    /// transient.
+    pub async fn post_json<A: DeserializeOwned>(
         &self,
         url: &reqwest::Url,
         headers: &[(&str, &str)],
         body: Vec<u8>,
-    ) -> Result<(u16, Value), ProviderFailure> {
+    ) -> Result<(u16, A), ProviderFailure> {
         let response = self.post(url, headers, body).await?;
         self.read_json(response).await
     }
 
-    /// Reads a success response's JSON body, up to the cap.
-    pub(crate) async fn read_json(
+    /// Reads a success response's JSON body, up to the cap, as an `A`.
+    pub(crate) async fn read_json<A: DeserializeOwned>(
         &self,
         response: reqwest::Response,
-    ) -> Result<(u16, Value), ProviderFailure> {
+    ) -> Result<(u16, A), ProviderFailure> {
         let status = response.status().as_u16();
         let text = match read_capped(response, self.max_body, false).await {
             Ok(text) => text,
@@ -202,39 +203,41 @@ impl HttpClient {
                 ));
             }
         };
-        let value = serde_json::from_slice(&text).map_err(|e| {
+        let answer = serde_json::from_slice(&text).map_err(|e| {
+            let what = if e.is_data() {
+                "is not an answer of its API"
+            } else {
+                "is not valid JSON"
+            };
             ProviderFailure::new(
                 FailureKind::Transient,
                 Some(status),
-                format!("the provider's response is not valid JSON ({e})"),
+                format!("the provider's response {what} ({e})"),
             )
         })?;
-        Ok((status, value))
+        Ok((status, answer))
     }
 
     /// One attempt: POSTs `body` and reads the reply with `parse`, its text
     /// redacted. When the request asked for native structured output and a
     /// 400 names one of `native_terms`, the failure says the native mode was
     /// rejected.
-    pub async fn attempt(
+    pub async fn attempt<A: DeserializeOwned>(
         &self,
         url: &reqwest::Url,
         headers: &[(&str, &str)],
         body: Vec<u8>,
         request: &ProviderRequest,
         native_terms: &[&str],
-        parse: fn(&Value) -> Result<ProviderReply, ProviderFailure>,
+        parse: fn(A) -> Result<ProviderReply, ProviderFailure>,
     ) -> Result<ProviderReply, ProviderFailure> {
         let native = request
             .structured
             .as_ref()
             .is_some_and(|s| s.mode == StructuredOutput::Native);
         match self.post_json(url, headers, body).await {
-            Ok((status, response)) => {
-                let mut reply = parse(&response).map_err(|mut f| {
-                    f.status = f.status.or(Some(status));
-                    f
-                })?;
+            Ok((status, answer)) => {
+                let mut reply = parse(answer).map_err(|f| f.at(status))?;
                 reply.status = Some(status);
                 if let Cow::Owned(clean) = self.redact(&reply.content) {
                     reply.content = clean;
@@ -316,11 +319,6 @@ fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
         .map(|ms| ms / 1000.0)
         .or_else(|| number("retry-after"))?;
     Some(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX))
-}
-
-/// Reads a token count; absent, null or out of range is `None`.
-pub fn tokens(v: Option<&Value>) -> Option<u32> {
-    v?.as_u64().and_then(|n| u32::try_from(n).ok())
 }
 
 /// Whether a 400 rejects the native structured-output mechanism (the model

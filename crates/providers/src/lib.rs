@@ -31,6 +31,7 @@ mod events;
 mod http;
 mod openai;
 mod redact;
+mod usage;
 
 pub use config::{ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate};
 
@@ -100,12 +101,17 @@ fn start_one(
     let http = HttpClient::new(key(s, env)?, timeout, max_body)
         .map_err(|message| invalid(&format!("providers.{}", s.name), message))?;
     let url = |message| invalid(&format!("providers.{}.baseUrl", s.name), message);
+    let overhead = s.input_overhead_tokens;
     Ok(match s.kind {
-        ProviderKind::Openai => {
-            Arc::new(OpenAi::new(http, &s.base_url, &s.model, s.native).map_err(url)?)
-        }
-        ProviderKind::Anthropic => {
-            Arc::new(Anthropic::new(http, &s.base_url, &s.model, s.native).map_err(url)?)
-        }
+        ProviderKind::Openai => Arc::new(
+            OpenAi::new(http, &s.base_url, &s.model, s.native)
+                .map_err(url)?
+                .with_input_overhead(overhead),
+        ),
+        ProviderKind::Anthropic => Arc::new(
+            Anthropic::new(http, &s.base_url, &s.model, s.native)
+                .map_err(url)?
+                .with_input_overhead(overhead),
+        ),
     })
 }

@@ -1,12 +1,15 @@
 //! The Anthropic Messages API. Native structured output is a forced tool
 //! call whose input schema is the caller's `responseSchema`.
 
+mod answer;
+
 use super::adapter::{Delivery, WireFormat};
-use super::http::{ApiKey, tokens};
-use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
+use super::http::ApiKey;
+use answer::{Event, Folded, Message};
+use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{Role, StructuredOutput};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// The API version this adapter speaks.
@@ -124,97 +127,25 @@ impl WireFormat for AnthropicWire {
         serde_json::to_vec(&body).expect("a messages body serializes")
     }
 
+    type Answer = Message;
+    type Event = Event;
+    type Folded = Folded;
+
     /// Reads a Messages API response: the forced tool call's input (as JSON
     /// text) when there is one, else the text blocks.
-    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
-        let blocks = response["content"].as_array().ok_or_else(|| {
-            ProviderFailure::new(
-                FailureKind::Transient,
-                Some(200),
-                "the response has no content",
-            )
-        })?;
-        let tool_input = blocks
-            .iter()
-            .find(|b| b["type"] == "tool_use" && b["name"] == TOOL)
-            .map(|b| b["input"].to_string());
-        let content = tool_input.unwrap_or_else(|| {
-            blocks
-                .iter()
-                .filter(|b| b["type"] == "text")
-                .filter_map(|b| b["text"].as_str())
-                .collect::<Vec<_>>()
-                .join("")
-        });
-        let stop = match response["stop_reason"].as_str() {
-            Some("end_turn" | "stop_sequence" | "tool_use") => StopReason::Stop,
-            Some("max_tokens") => StopReason::Length,
-            Some("refusal") => StopReason::Refusal,
-            _ => StopReason::Other,
-        };
-        let usage = response.get("usage");
-        Ok(ProviderReply {
-            content,
-            stop,
-            input_tokens: tokens(usage.and_then(|u| u.get("input_tokens"))),
-            output_tokens: tokens(usage.and_then(|u| u.get("output_tokens"))),
-            model: response["model"].as_str().map(str::to_owned),
-            status: None,
-        })
-    }
-
-    fn stream_start() -> Value {
-        json!({"content": [], "usage": {}})
+    fn reply(answer: Message) -> Result<ProviderReply, ProviderFailure> {
+        answer.into_reply()
     }
 
     /// One Messages API event: the message's start (model, input usage),
     /// its blocks and their text, its end (stop reason, output usage).
-    fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure> {
-        let merge_usage = |acc: &mut Value, usage: Option<&Value>| {
-            if let Some(Value::Object(usage)) = usage {
-                for (k, v) in usage {
-                    acc["usage"][k] = v.clone();
-                }
-            }
-        };
-        match event["type"].as_str() {
-            Some("message_start") => {
-                acc["model"] = event["message"]["model"].clone();
-                merge_usage(acc, event["message"].get("usage"));
-            }
-            Some("content_block_start") => {
-                if let Some(blocks) = acc["content"].as_array_mut() {
-                    blocks.push(event["content_block"].clone());
-                }
-            }
-            Some("content_block_delta") => {
-                let index = event["index"].as_u64().unwrap_or(0) as usize;
-                let delta = &event["delta"];
-                if delta["type"] == "text_delta"
-                    && let Some(text) = delta["text"].as_str()
-                {
-                    let block = &mut acc["content"][index];
-                    let before = block["text"].as_str().unwrap_or_default();
-                    block["text"] = format!("{before}{text}").into();
-                    return Ok(Some(text.to_owned()));
-                }
-            }
-            Some("message_delta") => {
-                acc["stop_reason"] = event["delta"]["stop_reason"].clone();
-                merge_usage(acc, event.get("usage"));
-            }
-            Some("error") => {
-                let message = event["error"]["message"]
-                    .as_str()
-                    .unwrap_or("an error in the stream");
-                return Err(ProviderFailure::new(
-                    FailureKind::Transient,
-                    None,
-                    format!("the provider's stream failed: {message}"),
-                ));
-            }
-            _ => {}
-        }
-        Ok(None)
+    fn fold(acc: &mut Folded, event: Event) -> Result<Option<String>, ProviderFailure> {
+        acc.fold(event)
+    }
+
+    fn done(_: &mut Folded) {}
+
+    fn finish(acc: Folded) -> Result<ProviderReply, ProviderFailure> {
+        acc.into_reply()
     }
 }

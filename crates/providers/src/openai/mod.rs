@@ -2,12 +2,15 @@
 //! server, LM Studio). Native structured output is
 //! `response_format: {type: "json_schema"}`.
 
+mod answer;
+
 use super::adapter::{Delivery, WireFormat};
-use super::http::{ApiKey, tokens};
-use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest, StopReason};
+use super::http::ApiKey;
+use answer::{Chunk, Completion, Folded};
+use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{Role, StructuredOutput};
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The OpenAI chat-completions wire format.
 #[derive(Debug)]
@@ -111,76 +114,25 @@ impl WireFormat for OpenAiWire {
         serde_json::to_vec(&body).expect("a chat body serializes")
     }
 
-    /// Reads a chat-completions response.
-    fn reply(response: &Value) -> Result<ProviderReply, ProviderFailure> {
-        let choice = response.pointer("/choices/0").ok_or_else(|| {
-            ProviderFailure::new(
-                FailureKind::Transient,
-                Some(200),
-                "the response has no choices",
-            )
-        })?;
-        let message = &choice["message"];
-        let refusal = message["refusal"].as_str().filter(|r| !r.is_empty());
-        let stop = match (refusal, choice["finish_reason"].as_str()) {
-            (Some(_), _) => StopReason::Refusal,
-            (None, Some("stop")) => StopReason::Stop,
-            (None, Some("length")) => StopReason::Length,
-            (None, Some("content_filter")) => StopReason::ContentFilter,
-            (None, Some("tool_calls" | "function_call")) => StopReason::ToolCall,
-            _ => StopReason::Other,
-        };
-        let content = refusal.or(message["content"].as_str()).unwrap_or_default();
-        let usage = response.get("usage");
-        Ok(ProviderReply {
-            content: content.to_owned(),
-            stop,
-            input_tokens: tokens(usage.and_then(|u| u.get("prompt_tokens"))),
-            output_tokens: tokens(usage.and_then(|u| u.get("completion_tokens"))),
-            model: response["model"].as_str().map(str::to_owned),
-            status: None,
-        })
-    }
+    type Answer = Completion;
+    type Event = Chunk;
+    type Folded = Folded;
 
-    fn stream_start() -> Value {
-        json!({"choices": [{"message": {"content": ""}, "finish_reason": null}]})
+    fn reply(answer: Completion) -> Result<ProviderReply, ProviderFailure> {
+        answer.into_reply()
     }
 
     /// A `chat.completion.chunk`: its delta's text, finish reason, model,
     /// and (in the last chunk, asked for with `include_usage`) usage.
-    fn fold_event(acc: &mut Value, event: &Value) -> Result<Option<String>, ProviderFailure> {
-        if let Some(error) = event.get("error") {
-            let message = error["message"]
-                .as_str()
-                .unwrap_or("an error in the stream");
-            return Err(ProviderFailure::new(
-                FailureKind::Transient,
-                None,
-                format!("the provider's stream failed: {message}"),
-            ));
-        }
-        if let Some(model) = event.get("model").filter(|m| m.is_string()) {
-            acc["model"] = model.clone();
-        }
-        if let Some(usage) = event.get("usage").filter(|u| u.is_object()) {
-            acc["usage"] = usage.clone();
-        }
-        let Some(choice) = event.pointer("/choices/0") else {
-            return Ok(None);
-        };
-        let slot = &mut acc["choices"][0];
-        if let Some(reason) = choice["finish_reason"].as_str() {
-            slot["finish_reason"] = reason.into();
-        }
-        if let Some(refusal) = choice.pointer("/delta/refusal").and_then(Value::as_str) {
-            let before = slot["message"]["refusal"].as_str().unwrap_or_default();
-            slot["message"]["refusal"] = format!("{before}{refusal}").into();
-        }
-        let Some(text) = choice.pointer("/delta/content").and_then(Value::as_str) else {
-            return Ok(None);
-        };
-        let before = slot["message"]["content"].as_str().unwrap_or_default();
-        slot["message"]["content"] = format!("{before}{text}").into();
-        Ok(Some(text.to_owned()))
+    fn fold(acc: &mut Folded, event: Chunk) -> Result<Option<String>, ProviderFailure> {
+        acc.fold(event)
+    }
+
+    fn done(acc: &mut Folded) {
+        acc.done();
+    }
+
+    fn finish(acc: Folded) -> Result<ProviderReply, ProviderFailure> {
+        acc.into_reply()
     }
 }

@@ -8,6 +8,9 @@
 use base64::Engine as _;
 use base64::engine::GeneralPurpose;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+mod scan;
+
+use scan::Scanner;
 use std::borrow::Cow;
 use std::collections::HashSet;
 
@@ -67,25 +70,46 @@ impl Redactor {
         if self.key.is_empty() {
             return Cow::Borrowed(text);
         }
-        let decoded = Decoded::new(text);
-        let spans = decoded.runs_of(&self.runs, MIN_RUN.min(self.key.len()));
-        let mut out = if spans.is_empty() {
+        let mut out = String::with_capacity(text.len());
+        let mut scanner = Scanner::new(self);
+        scanner.push(text, &mut out);
+        scanner.finish(&mut out);
+        if out == text {
             Cow::Borrowed(text)
         } else {
-            let mut s = String::with_capacity(text.len());
-            let mut at = 0;
-            for (start, end) in spans {
-                s.push_str(&text[at..start]);
-                s.push_str(REDACTED);
-                at = end;
+            Cow::Owned(out)
+        }
+    }
+}
+
+/// A text redacted as it streams in pieces: what [`Redactor::redact`]
+/// makes of the whole, let go as soon as no key can still be in it, in
+/// time linear in the text and with a bounded tail held back.
+#[derive(Debug)]
+pub(crate) struct StreamRedaction<'a>(Option<Scanner<'a>>);
+
+impl<'a> StreamRedaction<'a> {
+    pub(crate) fn new(redactor: &'a Redactor) -> Self {
+        Self((!redactor.key.is_empty()).then(|| Scanner::new(redactor)))
+    }
+
+    /// Takes `text`; what may be relayed now (empty when none).
+    pub(crate) fn push<'t>(&mut self, text: &'t str) -> Cow<'t, str> {
+        match &mut self.0 {
+            None => Cow::Borrowed(text),
+            Some(scanner) => {
+                let mut out = String::new();
+                scanner.push(text, &mut out);
+                Cow::Owned(out)
             }
-            s.push_str(&text[at..]);
-            Cow::Owned(s)
-        };
-        for core in &self.base64 {
-            if out.contains(core.as_str()) {
-                out = Cow::Owned(out.replace(core.as_str(), REDACTED));
-            }
+        }
+    }
+
+    /// What is left at the end of the stream (empty when none).
+    pub(crate) fn finish(self) -> String {
+        let mut out = String::new();
+        if let Some(scanner) = self.0 {
+            scanner.finish(&mut out);
         }
         out
     }
@@ -104,85 +128,6 @@ fn is_format(c: char) -> bool {
         | '\u{2060}'..='\u{206F}' | '\u{3164}' | '\u{FE00}'..='\u{FE0F}' | '\u{FEFF}'
         | '\u{FFA0}' | '\u{FFF0}'..='\u{FFF8}' | '\u{1D173}'..='\u{1D17A}'
         | '\u{E0000}'..='\u{E0FFF}')
-}
-
-/// A text decoded unit by unit (`\uXXXX`, `\/`, `%XX` or one character),
-/// format characters left out, each decoded byte remembering where its unit
-/// stood in the original.
-struct Decoded {
-    /// The decoded bytes, lower-cased ASCII.
-    bytes: Vec<u8>,
-    /// For each decoded byte, its unit's span in the original text.
-    spans: Vec<(usize, usize)>,
-}
-
-impl Decoded {
-    fn new(text: &str) -> Self {
-        let raw = text.as_bytes();
-        let hex = |s: &[u8]| {
-            std::str::from_utf8(s)
-                .ok()
-                .and_then(|h| u32::from_str_radix(h, 16).ok())
-        };
-        let (mut bytes, mut spans) = (Vec::with_capacity(raw.len()), Vec::with_capacity(raw.len()));
-        let mut i = 0;
-        while i < raw.len() {
-            let unit: (Option<u8>, usize) = match raw[i] {
-                b'\\' if raw.get(i + 1) == Some(&b'u') => {
-                    match raw.get(i + 2..i + 6).and_then(hex) {
-                        Some(c) if c < 0x80 => (Some(c as u8), 6),
-                        Some(c) if char::from_u32(c).is_some_and(is_format) => (None, 6),
-                        _ => (Some(raw[i]), 1),
-                    }
-                }
-                b'\\' if matches!(raw.get(i + 1), Some(b'/' | b'\\' | b'"')) => {
-                    (Some(raw[i + 1]), 2)
-                }
-                b'%' => match raw.get(i + 1..i + 3).and_then(hex) {
-                    Some(c) => (Some(c as u8), 3),
-                    None => (Some(raw[i]), 1),
-                },
-                b if b < 0x80 => (Some(b), 1),
-                _ => {
-                    // A character beyond ASCII: left out when invisible, else
-                    // kept whole (it is in no key of ASCII).
-                    let c = text[i..].chars().next().expect("a character starts here");
-                    let len = c.len_utf8();
-                    if is_format(c) {
-                        (None, len)
-                    } else {
-                        bytes.extend_from_slice(&raw[i..i + len]);
-                        spans.extend(std::iter::repeat_n((i, i + len), len));
-                        i += len;
-                        continue;
-                    }
-                }
-            };
-            if let (Some(byte), len) = unit {
-                bytes.push(byte.to_ascii_lowercase());
-                spans.push((i, i + len));
-            }
-            i += unit.1;
-        }
-        Self { bytes, spans }
-    }
-
-    /// The original spans of every stretch of the text made of `runs` (of
-    /// `n` bytes each), widened to whole units, overlapping stretches merged.
-    fn runs_of(&self, runs: &HashSet<Box<[u8]>>, n: usize) -> Vec<(usize, usize)> {
-        let mut found: Vec<(usize, usize)> = Vec::new();
-        for (start, window) in self.bytes.windows(n).enumerate() {
-            if !runs.contains(window) {
-                continue;
-            }
-            let (from, to) = (self.spans[start].0, self.spans[start + n - 1].1);
-            match found.last_mut() {
-                Some(last) if from <= last.1 => last.1 = last.1.max(to),
-                _ => found.push((from, to)),
-            }
-        }
-        found
-    }
 }
 
 #[cfg(test)]
@@ -274,5 +219,103 @@ mod tests {
             }
             assert!(redacted.starts_with("error: key <"), "{redacted}");
         }
+    }
+
+    /// What a stream relays, pushed in pieces of `size` bytes (at char
+    /// boundaries), and the most it held back at any time.
+    fn streamed(r: &Redactor, text: &str, size: usize) -> (String, usize) {
+        let mut stream = StreamRedaction::new(r);
+        let (mut out, mut held) = (String::new(), 0);
+        let mut at = 0;
+        while at < text.len() {
+            let mut end = (at + size).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            out.push_str(&stream.push(&text[at..end]));
+            held = held.max(end.saturating_sub(out.len()));
+            at = end;
+        }
+        out.push_str(&stream.finish());
+        (out, held)
+    }
+
+    #[test]
+    fn a_key_split_across_pieces_is_redacted_as_a_whole() {
+        let key = "sk-test-SUPERSECRET-0248";
+        let r = Redactor::new(Some(key));
+        let mut stream = StreamRedaction::new(&r);
+        let mut relayed = String::new();
+        for piece in ["here is ", "sk-test-SUP", "ERSECRET", "-0248 and", " more"] {
+            relayed.push_str(&stream.push(piece));
+        }
+        relayed.push_str(&stream.finish());
+        assert!(!relayed.contains("SUPERSECRET"), "{relayed}");
+        assert!(!relayed.contains("sk-test-SUP"), "{relayed}");
+        assert_eq!(relayed, "here is [redacted] and more");
+    }
+
+    /// Issue 31 #8: however a text is cut into pieces, the stream relays
+    /// what the whole text redacts to.
+    #[test]
+    fn a_stream_relays_what_the_whole_text_redacts_to_however_it_is_cut() {
+        let r = Redactor::new(Some(KEY));
+        let b64 = STANDARD.encode(format!("ab:{KEY}").as_bytes());
+        let texts = [
+            format!("error: {KEY} given"),
+            format!("x{}y", KEY.to_uppercase()),
+            format!("{}\\u200b{}", &KEY[..10], &KEY[10..]),
+            format!("%2F{}%2f and \\u0073{}", &KEY[..12], &KEY[12..]),
+            format!("{KEY}{KEY} twice, then {} ... {}", &KEY[..15], &KEY[15..]),
+            format!("token {b64} end"),
+            format!("ünïcödé {}\u{200B}{} ✓", &KEY[..9], &KEY[9..]),
+            "no key at all, only \\ and % and \\u00".to_owned(),
+            "a".repeat(300),
+        ];
+        for text in &texts {
+            let whole = r.redact(text).into_owned();
+            for size in [1, 2, 3, 5, 7, 8, 13, 100] {
+                assert_eq!(
+                    streamed(&r, text, size).0,
+                    whole,
+                    "{text:?} in pieces of {size}"
+                );
+            }
+        }
+    }
+
+    /// Words go out as they come: a character the key does not hold ends
+    /// every match through it, so nothing before it waits for the next
+    /// piece.
+    #[test]
+    fn a_stream_of_words_is_relayed_word_by_word() {
+        let r = Redactor::new(Some(KEY));
+        let mut stream = StreamRedaction::new(&r);
+        assert_eq!(stream.push("Half "), "Half ");
+        assert_eq!(stream.push("a story, "), "a story, ");
+        assert_eq!(stream.push("more"), "");
+        assert_eq!(stream.finish(), "more");
+    }
+
+    /// Issue 31 #8: text without whitespace is let go as it comes; the
+    /// stream holds back a bounded tail, not the whole text.
+    #[test]
+    fn a_stream_without_whitespace_holds_back_a_bounded_tail() {
+        let r = Redactor::new(Some(KEY));
+        let text = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo".repeat(3000);
+        let (out, held) = streamed(&r, &text, 100);
+        assert_eq!(out, text);
+        assert!(
+            held < 200,
+            "held back {held} bytes of a stream with no whitespace"
+        );
+        // An invisible flood is cut off too.
+        let flood = "\u{200B}".repeat(20_000);
+        let (out, held) = streamed(&r, &flood, 100);
+        assert_eq!(out, flood);
+        assert!(
+            held < 8 * 1024,
+            "held back {held} bytes of invisible characters"
+        );
     }
 }

@@ -13,11 +13,17 @@ use crate::body::CallBody;
 use crate::tenants::Caller;
 use axum::body::{Body, Bytes};
 use axum::response::Response;
-use callai_engine::DeltaSink;
 use callai_engine::wire::CallResult;
+use callai_engine::{BoxFuture, DeltaSink, DeltaTarget};
 use std::convert::Infallible;
 use std::sync::Arc;
-use tokio::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tokio::sync::{Notify, mpsc};
+
+/// The most text a stream holds for a client that has not read it: past
+/// it the call waits (and so does its provider's stream) until the client
+/// reads, or the write timeout cuts the connection.
+const UNREAD_BYTES: usize = 64 << 10;
 
 /// How an API frames a streamed text call.
 pub trait Framer: Send + 'static {
@@ -37,6 +43,52 @@ enum Piece {
     End(Result<CallResult, DropinError>),
 }
 
+/// The text a client has not read yet, in bytes, and who waits for it to
+/// go down.
+#[derive(Debug, Default)]
+struct Unread {
+    bytes: AtomicUsize,
+    read: Notify,
+}
+
+impl Unread {
+    /// The client took `n` bytes.
+    fn took(&self, n: usize) {
+        self.bytes.fetch_sub(n, Ordering::AcqRel);
+        self.read.notify_waiters();
+    }
+}
+
+/// Where the call's text goes: queued for the client, the call held back
+/// while more than [`UNREAD_BYTES`] are queued.
+struct ToClient {
+    pieces: mpsc::UnboundedSender<Piece>,
+    unread: Arc<Unread>,
+}
+
+impl DeltaTarget for ToClient {
+    fn push(&self, text: &str) {
+        self.unread.bytes.fetch_add(text.len(), Ordering::AcqRel);
+        let _ = self.pieces.send(Piece::Text(text.to_owned()));
+    }
+
+    fn ready(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            loop {
+                let read = self.unread.read.notified();
+                tokio::pin!(read);
+                read.as_mut().enable();
+                if self.unread.bytes.load(Ordering::Acquire) <= UNREAD_BYTES
+                    || self.pieces.is_closed()
+                {
+                    return;
+                }
+                read.await;
+            }
+        })
+    }
+}
+
 /// Runs `call` with its text relayed to the client by `framer`.
 pub async fn relay(
     state: Arc<AppState>,
@@ -46,10 +98,11 @@ pub async fn relay(
     mut framer: impl Framer,
 ) -> Result<Response, DropinError> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Piece>();
-    let to_client = tx.clone();
-    // The reply is bounded by limits.maxResponseBytes, so is what queues.
-    let sink = DeltaSink::new(move |text: &str| {
-        let _ = to_client.send(Piece::Text(text.to_owned()));
+    let unread = Arc::new(Unread::default());
+    // What queues is bounded by UNREAD_BYTES: the call waits past it.
+    let sink = DeltaSink::with_target(ToClient {
+        pieces: tx.clone(),
+        unread: unread.clone(),
     });
     let task_state = state.clone();
     state.tasks.spawn(async move {
@@ -70,20 +123,26 @@ pub async fn relay(
             return Err(DropinError::from_api(api, e));
         }
     };
+    if let Piece::Text(text) = &first {
+        unread.took(text.len());
+    }
     let mut frames = framer.start();
     let done = frame_piece(&mut framer, first, &mut frames);
     let initial = Bytes::from(sse::encode(frames));
     let rest = futures_util::stream::unfold(
-        (rx, framer, done),
-        |(mut rx, mut framer, done)| async move {
+        (rx, framer, done, unread),
+        |(mut rx, mut framer, done, unread)| async move {
             if done {
                 return None;
             }
             let piece = rx.recv().await?;
+            if let Piece::Text(text) = &piece {
+                unread.took(text.len());
+            }
             let mut frames = Vec::new();
             let done = frame_piece(&mut framer, piece, &mut frames);
             let bytes = Bytes::from(sse::encode(frames));
-            Some((Ok::<_, Infallible>(bytes), (rx, framer, done)))
+            Some((Ok::<_, Infallible>(bytes), (rx, framer, done, unread)))
         },
     );
     let stream = futures_util::StreamExt::chain(

@@ -1,8 +1,10 @@
 //! What one connection is doing, for its watchdog: idle between requests,
 //! reading a request head, or busy with a request. The socket reports the
-//! bytes it reads, the service reports a request's start and its answer's
-//! end, and the watchdog closes the connection when a phase outlasts its
-//! timeout (`headerTimeoutMs` for a head, `idleTimeoutMs` between requests).
+//! bytes it reads and whether its writes wait for the client, the service
+//! reports a request's start and its answer's end, and the watchdog closes
+//! the connection when a phase outlasts its timeout (`headerTimeoutMs` for
+//! a head, `idleTimeoutMs` between requests, `writeTimeoutMs` for an
+//! answer the client reads none of).
 //!
 //! At `maxConnections` the accept loop closes the connection idle the
 //! longest to make room, as nginx reuses its keep-alive connections: an
@@ -32,6 +34,9 @@ pub enum Phase {
     /// A request is being answered (its body read, its handler run, its
     /// answer written).
     Busy,
+    /// An answer is being written and the client has read none of it for
+    /// a while (its socket buffer is full).
+    Stalled,
 }
 
 /// The timeouts of the phases.
@@ -41,12 +46,17 @@ pub struct PhaseTimeouts {
     pub header: Duration,
     /// Between requests on a keep-alive connection.
     pub idle: Duration,
+    /// An answer the client reads none of.
+    pub write: Duration,
 }
 
 #[derive(Debug)]
 struct State {
     phase: Phase,
     since: Instant,
+    /// Since when a write of the answer has waited for the client to read,
+    /// with no byte written since.
+    stalled: Option<Instant>,
     /// Asked to close to make room for a new connection.
     evicted: bool,
 }
@@ -66,6 +76,7 @@ impl Activity {
             state: Mutex::new(State {
                 phase: Phase::Idle,
                 since: Instant::now(),
+                stalled: None,
                 evicted: false,
             }),
             changed: Notify::new(),
@@ -85,6 +96,23 @@ impl Activity {
     /// Bytes were read: an idle connection starts a head.
     fn read_bytes(&self) {
         self.set(Some(Phase::Idle), Phase::Head);
+    }
+
+    /// A write found the client's socket full: the stall starts, unless it
+    /// had.
+    fn write_blocked(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        if state.stalled.is_none() {
+            state.stalled = Some(Instant::now());
+            drop(state);
+            self.changed.notify_one();
+        }
+    }
+
+    /// Bytes were written: the client reads.
+    fn wrote(&self) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.stalled = None;
     }
 
     /// A request's head is complete and its handler starts.
@@ -117,15 +145,16 @@ impl Activity {
         true
     }
 
-    /// When the current phase runs out, or `None` while busy.
+    /// When the current phase runs out, or `None` while busy (and
+    /// writing, or not writing at all).
     fn deadline(&self, timeouts: PhaseTimeouts) -> (Phase, Option<Instant>) {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
-        let limit = match state.phase {
-            Phase::Idle => Some(timeouts.idle),
-            Phase::Head => Some(timeouts.header),
-            Phase::Busy => None,
-        };
-        (state.phase, limit.map(|l| state.since + l))
+        match (state.phase, state.stalled) {
+            (Phase::Idle, _) => (Phase::Idle, Some(state.since + timeouts.idle)),
+            (Phase::Head, _) => (Phase::Head, Some(state.since + timeouts.header)),
+            (_, Some(stalled)) => (Phase::Stalled, Some(stalled + timeouts.write)),
+            (phase, None) => (phase, None),
+        }
     }
 
     /// Returns the phase that outlasted its timeout, or [`Phase::Idle`]
@@ -155,6 +184,18 @@ impl Activity {
     }
 }
 
+impl Activity {
+    /// What a write came to: waiting (the client's socket is full), or
+    /// bytes gone.
+    fn watch_write(&self, poll: &Poll<std::io::Result<usize>>) {
+        match poll {
+            Poll::Pending => self.write_blocked(),
+            Poll::Ready(Ok(n)) if *n > 0 => self.wrote(),
+            Poll::Ready(_) => {}
+        }
+    }
+}
+
 /// Held while a request is answered; dropping it (with the answer's body)
 /// makes the connection idle again.
 #[derive(Debug)]
@@ -166,7 +207,8 @@ impl Drop for BusyGuard {
     }
 }
 
-/// A socket that reports the bytes it reads to its connection's activity.
+/// A socket that reports to its connection's activity the bytes it reads,
+/// and whether its writes go through or wait for the client to read.
 #[derive(Debug)]
 pub struct WatchedIo<T> {
     inner: T,
@@ -201,7 +243,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write(cx, buf)
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        self.activity.watch_write(&poll);
+        poll
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
@@ -217,7 +261,9 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for WatchedIo<T> {
         cx: &mut Context<'_>,
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
-        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        self.activity.watch_write(&poll);
+        poll
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -3,7 +3,9 @@
 //! the connections in the middle of a request new ones wait in the kernel's
 //! backlog, never an exhausted file table), in time (`headerTimeoutMs` for
 //! a request head, `bodyTimeoutMs` for its body, `idleTimeoutMs` between
-//! requests), and a shutdown that always ends: draining asks each
+//! requests, `writeTimeoutMs` for an answer its client stops reading: the
+//! connection is closed, which drops the answer and cancels its call), and
+//! a shutdown that always ends: draining asks each
 //! connection to close after its answer, closing drops whatever is still
 //! open.
 //!
@@ -42,6 +44,8 @@ pub struct ConnectionLimits {
     pub body: Duration,
     /// Between requests on a keep-alive connection.
     pub idle: Duration,
+    /// An answer whose client reads none of it.
+    pub write: Duration,
     /// Connections open at once.
     pub max_connections: usize,
 }
@@ -53,6 +57,7 @@ impl ConnectionLimits {
             header: Duration::from_millis(server.header_timeout_ms),
             body: Duration::from_millis(server.body_timeout_ms),
             idle: Duration::from_millis(server.idle_timeout_ms),
+            write: Duration::from_millis(server.write_timeout_ms),
             max_connections: server.max_connections as usize,
         }
     }
@@ -61,6 +66,7 @@ impl ConnectionLimits {
         PhaseTimeouts {
             header: self.header,
             idle: self.idle,
+            write: self.write,
         }
     }
 }

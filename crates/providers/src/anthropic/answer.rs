@@ -1,0 +1,330 @@
+//! What the Messages API answers, typed: a message, or the events of one
+//! streamed, folded as they come (each piece appended once, so a long
+//! stream costs time linear in its length). The forced tool's input is
+//! kept as the JSON text it came as, never parsed here.
+
+use super::TOOL;
+use crate::usage::{ErrorObject, Tokens, nullable};
+use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// A message.
+#[derive(Debug, Deserialize)]
+pub struct Message {
+    #[serde(default)]
+    content: Option<Vec<Block>>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    usage: Usage,
+}
+
+/// A content block: text, or a tool call with its input.
+#[derive(Debug, Default, Deserialize)]
+struct Block {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    input: Option<Box<RawValue>>,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct Usage {
+    #[serde(default)]
+    input_tokens: Tokens,
+    #[serde(default)]
+    output_tokens: Tokens,
+}
+
+/// One event of a stream.
+#[derive(Debug, Deserialize)]
+pub struct Event {
+    #[serde(rename = "type", default)]
+    kind: String,
+    #[serde(default)]
+    message: Option<StartMessage>,
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    content_block: Option<Block>,
+    #[serde(default, deserialize_with = "nullable")]
+    delta: Delta,
+    #[serde(default)]
+    usage: Option<PartialUsage>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+/// `message_start`'s message: the model and the input usage.
+#[derive(Debug, Deserialize)]
+struct StartMessage {
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<PartialUsage>,
+}
+
+/// Usage as events carry it: each count when it is there.
+#[derive(Debug, Default, Deserialize)]
+struct PartialUsage {
+    #[serde(default)]
+    input_tokens: Option<Tokens>,
+    #[serde(default)]
+    output_tokens: Option<Tokens>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct Delta {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    partial_json: Option<String>,
+    #[serde(default)]
+    stop_reason: Option<String>,
+}
+
+/// A streamed block as far as its deltas went.
+#[derive(Debug, Default)]
+struct FoldedBlock {
+    kind: String,
+    name: Option<String>,
+    text: String,
+    input: String,
+}
+
+/// A streamed message as far as its events went.
+#[derive(Debug, Default)]
+pub struct Folded {
+    blocks: Vec<FoldedBlock>,
+    stop_reason: Option<String>,
+    model: Option<String>,
+    usage: Usage,
+    /// `message_stop` came.
+    stopped: bool,
+}
+
+fn stop(reason: Option<&str>) -> StopReason {
+    match reason {
+        Some("end_turn" | "stop_sequence" | "tool_use") => StopReason::Stop,
+        Some("max_tokens") => StopReason::Length,
+        Some("refusal") => StopReason::Refusal,
+        _ => StopReason::Other,
+    }
+}
+
+fn reply(
+    content: String,
+    reason: Option<&str>,
+    model: Option<String>,
+    usage: Usage,
+) -> ProviderReply {
+    ProviderReply {
+        content,
+        stop: stop(reason),
+        input_tokens: usage.input_tokens.0,
+        output_tokens: usage.output_tokens.0,
+        model,
+        status: None,
+    }
+}
+
+impl Message {
+    /// Its reply: the forced tool call's input (as JSON text) when there
+    /// is one, else its text blocks.
+    pub fn into_reply(self) -> Result<ProviderReply, ProviderFailure> {
+        let blocks = self.content.ok_or_else(|| {
+            ProviderFailure::new(
+                FailureKind::Transient,
+                Some(200),
+                "the response has no content",
+            )
+        })?;
+        let tool_input = blocks
+            .iter()
+            .find(|b| b.kind == "tool_use" && b.name.as_deref() == Some(TOOL))
+            .map(|b| b.input.as_ref().map_or("null", |i| i.get()).to_owned());
+        let content = tool_input.unwrap_or_else(|| {
+            blocks
+                .iter()
+                .filter(|b| b.kind == "text")
+                .filter_map(|b| b.text.as_deref())
+                .collect()
+        });
+        Ok(reply(
+            content,
+            self.stop_reason.as_deref(),
+            self.model,
+            self.usage,
+        ))
+    }
+}
+
+impl Folded {
+    fn merge(&mut self, usage: Option<PartialUsage>) {
+        let Some(usage) = usage else {
+            return;
+        };
+        if let Some(n) = usage.input_tokens {
+            self.usage.input_tokens = n;
+        }
+        if let Some(n) = usage.output_tokens {
+            self.usage.output_tokens = n;
+        }
+    }
+
+    /// Folds in one event; the text it adds, if any.
+    pub fn fold(&mut self, event: Event) -> Result<Option<String>, ProviderFailure> {
+        match event.kind.as_str() {
+            "message_start" => {
+                if let Some(message) = event.message {
+                    self.model = message.model;
+                    self.merge(message.usage);
+                }
+            }
+            "content_block_start" => {
+                let block = event.content_block.unwrap_or_default();
+                self.blocks.push(FoldedBlock {
+                    kind: block.kind,
+                    name: block.name,
+                    text: block.text.unwrap_or_default(),
+                    input: String::new(),
+                });
+            }
+            "content_block_delta" => {
+                let index = event.index.unwrap_or(0);
+                let Some(block) = self.blocks.get_mut(index) else {
+                    return Ok(None);
+                };
+                match event.delta.kind.as_deref() {
+                    Some("text_delta") => {
+                        let text = event.delta.text.filter(|t| !t.is_empty());
+                        if let Some(text) = &text {
+                            block.text.push_str(text);
+                        }
+                        return Ok(text);
+                    }
+                    Some("input_json_delta") => {
+                        if let Some(json) = &event.delta.partial_json {
+                            block.input.push_str(json);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            "message_delta" => {
+                if event.delta.stop_reason.is_some() {
+                    self.stop_reason = event.delta.stop_reason;
+                }
+                self.merge(event.usage);
+            }
+            "message_stop" => self.stopped = true,
+            "error" => {
+                let message = event
+                    .error
+                    .and_then(|e| e.message)
+                    .unwrap_or_else(|| "an error in the stream".into());
+                return Err(ProviderFailure::new(
+                    FailureKind::Transient,
+                    None,
+                    format!("the provider's stream failed: {message}"),
+                ));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// The reply the stream made; a stream that ended with neither a stop
+    /// reason nor `message_stop` was cut, and is a failure.
+    pub fn into_reply(mut self) -> Result<ProviderReply, ProviderFailure> {
+        if !self.stopped && self.stop_reason.is_none() {
+            return Err(ProviderFailure::new(
+                FailureKind::Transient,
+                None,
+                "the provider's stream ended before its end (no stop reason, no message_stop): the reply was cut",
+            ));
+        }
+        let tool = self
+            .blocks
+            .iter()
+            .position(|b| b.kind == "tool_use" && b.name.as_deref() == Some(TOOL));
+        let content = match tool {
+            Some(i) => self.blocks.swap_remove(i).input,
+            None => self
+                .blocks
+                .iter()
+                .filter(|b| b.kind == "text")
+                .map(|b| b.text.as_str())
+                .collect(),
+        };
+        Ok(reply(
+            content,
+            self.stop_reason.as_deref(),
+            self.model,
+            self.usage,
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(json: &str) -> Event {
+        serde_json::from_str(json).unwrap()
+    }
+
+    #[test]
+    fn a_message_reads_its_tool_input_as_sent() {
+        let m: Message = serde_json::from_str(
+            r#"{"model": "c", "stop_reason": "tool_use", "usage": {"input_tokens": 9},
+                "content": [{"type": "text", "text": "x"},
+                            {"type": "tool_use", "name": "respond", "input": {"a": [1, 2]}}]}"#,
+        )
+        .unwrap();
+        let r = m.into_reply().unwrap();
+        assert_eq!(r.content, r#"{"a": [1, 2]}"#);
+        assert_eq!((r.input_tokens, r.output_tokens), (Some(9), None));
+    }
+
+    #[test]
+    fn a_stream_folds_its_blocks_and_needs_its_end() {
+        let mut f = Folded::default();
+        for e in [
+            r#"{"type": "message_start", "message": {"model": "c", "usage": {"input_tokens": 5}}}"#,
+            r#"{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}"#,
+        ] {
+            f.fold(event(e)).unwrap();
+        }
+        let text = f
+            .fold(event(
+                r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}}"#,
+            ))
+            .unwrap();
+        assert_eq!(text.as_deref(), Some("hi"));
+        f.fold(event(
+            r#"{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}"#,
+        ))
+        .unwrap();
+        f.fold(event(r#"{"type": "message_stop"}"#)).unwrap();
+        let r = f.into_reply().unwrap();
+        assert_eq!(r.content, "hi");
+        assert_eq!((r.input_tokens, r.output_tokens), (Some(5), Some(2)));
+        // Issue 31 #14: a stream that just ends is a cut.
+        let mut cut = Folded::default();
+        cut.fold(event(
+            r#"{"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}"#,
+        ))
+        .unwrap();
+        assert!(cut.into_reply().unwrap_err().message.contains("cut"));
+    }
+}
