@@ -1,7 +1,8 @@
 //! Components made byte by byte, for tests of what the host does before it
 //! compiles one: a core module with a function of a chosen size wrapped in
-//! a component (a compile bomb when large), and a component made distinct
-//! by a custom section.
+//! a component (a compile bomb when large), as no pack or in a pack node's
+//! shape (it exports `run`), and a component made distinct by a custom
+//! section.
 
 /// `n` as unsigned LEB128.
 fn leb(mut n: usize, out: &mut Vec<u8>) {
@@ -44,6 +45,88 @@ pub fn component_with_function(body_len: usize, tag: &str) -> Vec<u8> {
     let mut component = b"\0asm\x0d\0\x01\0".to_vec();
     section(1, &module, &mut component);
     with_custom_section(component, tag)
+}
+
+/// A pack node's shape around a function of `body_len` bytes: a component
+/// that exports `run: func(input: string) -> result<string, string>`
+/// (lifted from a core function that answers `Ok("")`) and whose core
+/// module also holds the large function, which the host compiles but never
+/// calls. It passes every check made before a compile, then takes as long
+/// to compile as its function makes it; `tag` (a custom section) makes its
+/// bytes distinct.
+pub fn pack_with_function(body_len: usize, tag: &str) -> Vec<u8> {
+    use wasm_encoder::{
+        CanonicalOption, CodeSection, ComponentBuilder, ComponentExportKind, ComponentValType,
+        ExportKind, ExportSection, Function, FunctionSection, Instruction, MemorySection,
+        MemoryType, Module, PrimitiveValType, TypeSection, ValType,
+    };
+    let i32s = |n: usize| vec![ValType::I32; n];
+    let mut types = TypeSection::new();
+    types.ty().function([], []);
+    types.ty().function(i32s(2), i32s(1));
+    types.ty().function(i32s(4), i32s(1));
+    let mut functions = FunctionSection::new();
+    for ty in [0, 1, 2] {
+        functions.function(ty);
+    }
+    let mut memory = MemorySection::new();
+    memory.memory(MemoryType {
+        minimum: 1,
+        maximum: None,
+        memory64: false,
+        shared: false,
+        page_size_log2: None,
+    });
+    let mut exports = ExportSection::new();
+    exports.export("memory", ExportKind::Memory, 0);
+    exports.export("run", ExportKind::Func, 1);
+    exports.export("cabi_realloc", ExportKind::Func, 2);
+    let mut code = CodeSection::new();
+    // A body is its locals' count (one byte), the instructions, `end`.
+    let mut large = Function::new([]);
+    for _ in 0..body_len.saturating_sub(2) / 3 {
+        large.instruction(&Instruction::I32Const(0));
+        large.instruction(&Instruction::Drop);
+    }
+    large.instruction(&Instruction::End);
+    code.function(&large);
+    // `run` answers from address 0 of a zeroed memory: Ok, an empty text.
+    let mut run = Function::new([]);
+    run.instruction(&Instruction::I32Const(0));
+    run.instruction(&Instruction::End);
+    code.function(&run);
+    let mut realloc = Function::new([]);
+    realloc.instruction(&Instruction::I32Const(1024));
+    realloc.instruction(&Instruction::End);
+    code.function(&realloc);
+    let mut module = Module::new();
+    module
+        .section(&types)
+        .section(&functions)
+        .section(&memory)
+        .section(&exports)
+        .section(&code);
+    let mut component = ComponentBuilder::default();
+    let m = component.core_module(None, &module);
+    let instance =
+        component.core_instantiate(None, m, Vec::<(&str, wasm_encoder::ModuleArg)>::new());
+    let mem = component.core_alias_export(None, instance, "memory", ExportKind::Memory);
+    let run = component.core_alias_export(None, instance, "run", ExportKind::Func);
+    let realloc = component.core_alias_export(None, instance, "cabi_realloc", ExportKind::Func);
+    let string = ComponentValType::Primitive(PrimitiveValType::String);
+    let (result, ty) = component.type_defined(None);
+    ty.result(Some(string), Some(string));
+    let (func_ty, mut ty) = component.type_function(None);
+    ty.params([("input", string)])
+        .result(Some(ComponentValType::Type(result)));
+    let options = [
+        CanonicalOption::Memory(mem),
+        CanonicalOption::Realloc(realloc),
+        CanonicalOption::UTF8,
+    ];
+    let lifted = component.lift_func(None, run, func_ty, options);
+    component.export("run", ComponentExportKind::Func, lifted, None);
+    with_custom_section(component.finish(), tag)
 }
 
 /// `component` with a custom section `callai-test` holding `tag` at its

@@ -3,7 +3,7 @@
 
 use callai_engine::HostConfig;
 use callai_host::{PackRuntime, RuntimeOptions};
-use callai_tests::components::component_with_function;
+use callai_tests::components::{component_with_function, pack_with_function};
 use callai_tests::{block_on, host_with_script};
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -144,11 +144,12 @@ fn a_symlink_in_the_cache_is_neither_followed_nor_written_through() {
 fn a_component_refused_as_a_pack_is_never_cached() {
     let dir = tempfile::tempdir().unwrap();
     let rt = runtime(dir.path());
-    // A component that compiles but exports no `run`.
+    // A component that compiles but exports no `run`: refused from what
+    // its bytes say, before it is compiled (issue 31 #10).
     let not_a_pack = component_with_function(64, "refused");
     let refused = rt.load(&not_a_pack).map(|_| ()).unwrap_err();
     assert!(
-        matches!(refused, callai_host::LoadError::NotAPack(_)),
+        matches!(refused, callai_host::LoadError::NotAPackShape(_)),
         "{refused}"
     );
     assert!(entries(dir.path()).is_empty(), "{:?}", entries(dir.path()));
@@ -238,7 +239,43 @@ fn a_function_over_the_limit_is_refused_before_compiling() {
     assert!(rt.load(&bomb).is_err());
     // Reading sizes is linear: far under the 12 s a compile took.
     assert!(started.elapsed() < std::time::Duration::from_secs(5));
-    assert!(rt.check(&component_with_function(100_000, "fits")).is_ok());
+    assert!(rt.check(&pack_with_function(100_000, "fits")).is_ok());
+}
+
+/// Issue 31 #10: the code a compile would take is counted whole, however
+/// it is split into functions, and a component that cannot be a pack is
+/// refused from its bytes; both before anything is compiled.
+#[test]
+fn code_over_the_limit_and_components_of_no_pack_are_refused_before_compiling() {
+    let options = RuntimeOptions {
+        max_concurrent_runs: 1,
+        max_function_bytes: Some(1 << 20),
+        max_code_bytes: Some(500_000),
+        ..RuntimeOptions::default()
+    };
+    let rt = PackRuntime::with_options(&options).unwrap();
+    // Every function under the function limit, the code over the whole.
+    let pack = pack_with_function(600_000, "big");
+    match rt.check(&pack) {
+        Err(callai_host::LoadError::CodeTooLarge { total, limit, key }) => {
+            assert!(total >= 600_000, "{total}");
+            assert_eq!((limit, key), (500_000, "server.maxPackCodeBytes"));
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(rt.check(&pack_with_function(100_000, "small")).is_ok());
+    // No `run`: no pack, whatever it holds.
+    match rt.check(&component_with_function(64, "no-run")) {
+        Err(callai_host::LoadError::NotAPackShape(why)) => {
+            assert!(why.contains("run"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    // The shaped one really is a pack: it compiles, pre-instantiates, runs.
+    let small = rt.load(&pack_with_function(64, "runs")).unwrap();
+    let (host, _) = host_with_script(HostConfig::default(), &json!([]));
+    let out = block_on(small.run(&host, "n", "{}"));
+    assert_eq!(out.result.unwrap(), "");
 }
 
 #[test]

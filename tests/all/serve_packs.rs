@@ -1,9 +1,12 @@
-//! What uploads can make `callai serve` spend (issue 22, items 4 and 5): a
-//! compile bomb is refused before it is compiled while other runs go on,
-//! compilations take turns (`maxCompiles`), and a replaced or refused upload
-//! leaves no compiled code behind.
+//! What uploads can make `callai serve` spend (issue 22, items 4 and 5;
+//! issue 31, item 10): a compile bomb, or a component that cannot be a
+//! pack, is refused before it is compiled (before it waits for the compile
+//! slot) while other runs go on, compilations take turns (`maxCompiles`),
+//! one tenant's uploads queue behind each other and not in front of
+//! another's, and a replaced or refused upload leaves no compiled code
+//! behind.
 
-use callai_tests::components::{component_with_function, with_custom_section};
+use callai_tests::components::{component_with_function, pack_with_function, with_custom_section};
 use callai_tests::serve::{TestServer, metric_in};
 use serde_json::json;
 use std::time::Duration;
@@ -62,13 +65,12 @@ async fn compile_bombs_are_refused_before_compiling_while_victims_run() {
 async fn compilations_take_turns() {
     let toml = "[server]\nmaxCompiles = 1\n";
     let server = std::sync::Arc::new(TestServer::start(toml).await);
-    // Components that compile for a while and are no packs (400 after the
-    // compile): three at once.
+    // Packs that compile for a while: three at once.
     let uploads: Vec<_> = (0..3)
         .map(|i| {
             let server = server.clone();
             tokio::spawn(async move {
-                let bytes = component_with_function(900_000, &format!("slow-{i}"));
+                let bytes = pack_with_function(900_000, &format!("slow-{i}"));
                 server
                     .send("PUT", &format!("/v1/packs/slow{i}"), Some(bytes))
                     .await
@@ -84,8 +86,7 @@ async fn compilations_take_turns() {
     }
     for upload in uploads {
         let answer = upload.await.unwrap();
-        assert_eq!(answer.status, 400, "{}", answer.body);
-        assert_eq!(answer.body["error"]["details"]["field"], "body");
+        assert_eq!(answer.status, 201, "{}", answer.body);
     }
     assert_eq!(most_running, 1.0, "maxCompiles = 1");
     assert!(most_waiting >= 1.0, "the other two waited: {most_waiting}");
@@ -121,4 +122,80 @@ async fn a_replaced_or_refused_upload_leaves_no_compiled_code() {
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(compiled().await, baseline, "a refused upload was kept");
     server.shutdown().await;
+}
+
+/// Issue 31 #10: one tenant's uploads wait for each other, so another
+/// tenant's upload made after them compiles before the second of them;
+/// and a component that cannot be a pack is refused at once, without
+/// waiting for the compile slot that a slow compile holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tenants_uploads_queue_behind_each_other_and_no_pack_waits_for_none() {
+    let toml = "[server]\nmaxCompiles = 1\ntokenEnv = \"ADMIN_TOKEN\"\n\
+                [tenants.a]\ntokenEnv = \"A_TOKEN\"\n[tenants.b]\ntokenEnv = \"B_TOKEN\"\n";
+    let env = |k: &str| match k {
+        "ADMIN_TOKEN" => Some("tok-admin".to_owned()),
+        "A_TOKEN" => Some("tok-a".to_owned()),
+        "B_TOKEN" => Some("tok-b".to_owned()),
+        _ => None,
+    };
+    let server = std::sync::Arc::new(TestServer::start_with(toml, None, env).await);
+    let upload = |token: &'static str, name: String, bytes: Vec<u8>| {
+        let server = server.clone();
+        tokio::spawn(async move {
+            let path = format!("/v1/packs/{name}");
+            let answer = server.send_as("PUT", &path, Some(bytes), Some(token)).await;
+            (answer, std::time::Instant::now())
+        })
+    };
+    let a: Vec<_> = (0..3)
+        .map(|i| {
+            upload(
+                "tok-a",
+                format!("a{i}"),
+                pack_with_function(900_000, &format!("a{i}")),
+            )
+        })
+        .collect();
+    // Once a's first compile runs, b uploads one pack and one component
+    // that cannot be a pack.
+    loop {
+        let metrics = server.metrics().await;
+        if metric_in(&metrics, "callai_pack_compiles_running") >= 1.0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let b = upload("tok-b", "b0".into(), pack_with_function(900_000, "b0"));
+    let started = std::time::Instant::now();
+    let junk = component_with_function(900_000, "junk");
+    let junk = server
+        .send_as("PUT", "/v1/packs/junk", Some(junk), Some("tok-b"))
+        .await;
+    let refused_after = started.elapsed();
+    assert_eq!(junk.status, 400, "{}", junk.body);
+    assert!(
+        junk.body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("exports no `run`"),
+        "{}",
+        junk.body
+    );
+    let mut done = Vec::new();
+    for (name, task) in ["a0", "a1", "a2"].into_iter().zip(a).chain([("b0", b)]) {
+        let (answer, at) = task.await.unwrap();
+        assert_eq!(answer.status, 201, "{name}: {}", answer.body);
+        done.push((at, name));
+    }
+    done.sort();
+    let order: Vec<&str> = done.iter().map(|(_, n)| *n).collect();
+    // a's first compiled while the rest of a's waited for a's turn: b's,
+    // queued meanwhile, came next, not after all of a's.
+    assert_eq!(order[1], "b0", "b's upload waited behind a's: {order:?}");
+    // The refusal did not wait for any compile to end.
+    let (first_done, _) = done[0];
+    assert!(
+        started + refused_after < first_done,
+        "the component of no pack waited for the compile slot"
+    );
 }

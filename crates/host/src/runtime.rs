@@ -7,7 +7,7 @@ use crate::bindings::{PackNode, PackNodePre};
 use crate::cache;
 use crate::epoch::EpochTicker;
 use crate::limits::RunLimiter;
-use crate::load::{LoadError, check_preamble, largest_function_body};
+use crate::load::{LoadError, check_preamble, pack_code};
 use crate::view::{CallAiCtx, CallAiView, add_to_linker};
 use callai_engine::Host;
 use callai_engine::config::Limits;
@@ -83,6 +83,9 @@ pub struct RuntimeOptions {
     /// A component with a function body larger than this is refused before
     /// it is compiled; `None`: any size (`[server] maxPackFunctionBytes`).
     pub max_function_bytes: Option<u64>,
+    /// A component with more code than this in all is refused before it is
+    /// compiled; `None`: any size (`[server] maxPackCodeBytes`).
+    pub max_code_bytes: Option<u64>,
 }
 
 impl Default for RuntimeOptions {
@@ -100,6 +103,7 @@ impl RuntimeOptions {
             cache_dir: None,
             cache_max_bytes: DEFAULT_CACHE_MAX_BYTES,
             max_function_bytes: None,
+            max_code_bytes: None,
         }
     }
 
@@ -123,6 +127,7 @@ pub struct PackRuntime {
     cache_dir: Option<PathBuf>,
     cache_max_bytes: u64,
     max_function_bytes: Option<u64>,
+    max_code_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for PackRuntime {
@@ -179,6 +184,7 @@ impl PackRuntime {
             cache_dir: options.cache_dir.clone(),
             cache_max_bytes: options.cache_max_bytes,
             max_function_bytes: options.max_function_bytes,
+            max_code_bytes: options.max_code_bytes,
         })
     }
 
@@ -205,21 +211,31 @@ impl PackRuntime {
     }
 
     /// What can be said of `bytes` without compiling them: a component (not
-    /// a core module, not another file) whose largest function body is
-    /// within `max_function_bytes`. Linear in the bytes.
+    /// a core module, not another file) of a pack node's shape (it imports
+    /// only WASI and openwop:callai, and exports `run`), whose largest
+    /// function body is within `max_function_bytes` and whose code in all
+    /// is within `max_code_bytes`. Linear in the bytes.
     pub fn check(&self, bytes: &[u8]) -> Result<(), LoadError> {
         check_preamble(bytes)?;
-        if let Some(limit) = self.max_function_bytes {
-            let largest = largest_function_body(bytes)?;
-            if largest > limit {
-                return Err(LoadError::FunctionTooLarge {
-                    largest,
-                    limit,
-                    key: "server.maxPackFunctionBytes",
-                });
-            }
+        let code = pack_code(bytes)?;
+        if let Some(limit) = self.max_function_bytes.filter(|l| code.largest > *l) {
+            return Err(LoadError::FunctionTooLarge {
+                largest: code.largest,
+                limit,
+                key: "server.maxPackFunctionBytes",
+            });
         }
-        Ok(())
+        if let Some(limit) = self.max_code_bytes.filter(|l| code.total > *l) {
+            return Err(LoadError::CodeTooLarge {
+                total: code.total,
+                limit,
+                key: "server.maxPackCodeBytes",
+            });
+        }
+        match code.not_a_pack {
+            Some(why) => Err(LoadError::NotAPackShape(why)),
+            None => Ok(()),
+        }
     }
 
     /// [`PackRuntime::load`] from a file.

@@ -44,6 +44,7 @@ mod packs;
 mod retention;
 mod runner;
 mod runs;
+mod scope;
 mod tenants;
 
 pub use config::Config;
@@ -196,6 +197,7 @@ impl Server {
             .map_err(|e| setup(e.to_string()))?;
         let mut runtime_options = options.runtime.clone();
         runtime_options.max_function_bytes = Some(config.server.max_pack_function_bytes);
+        runtime_options.max_code_bytes = Some(config.server.max_pack_code_bytes);
         runtime_options.cache_max_bytes = config.cache.max_bytes;
         let runtime = PackRuntime::with_options(&runtime_options)
             .map_err(|e| setup(format!("cannot start wasmtime: {e:#}")))?;
@@ -207,7 +209,17 @@ impl Server {
         if let Some(dir) = &options.packs_dir {
             packs.add_dir(dir).await.map_err(setup)?;
         }
-        let tenants = Tenants::new(&host, admin_token.as_deref(), &config.tenants, &|k| env(k))
+        let metrics_token = auth::server_token(
+            "server.metricsTokenEnv",
+            &config.server.metrics_token_env,
+            |k| env(k),
+        )
+        .map_err(setup)?;
+        let tokens = tenants::ServerTokens {
+            admin: admin_token.as_deref(),
+            metrics: metrics_token.as_deref(),
+        };
+        let tenants = Tenants::new(&host, tokens, &config.tenants, &|k| env(k))
             .map_err(|e| setup(e.to_string()))?;
         if let Some(name) = tenants.budgeted().next()
             && runlog.is_none()

@@ -41,6 +41,15 @@ pub struct ServerConfig {
     /// A pack whose largest function body is over this is refused before
     /// it is compiled.
     pub max_pack_function_bytes: u64,
+    /// A pack whose code (every function body of every module in it) is
+    /// over this is refused before it is compiled.
+    pub max_pack_code_bytes: u64,
+    /// Names a variable holding a token that reads `/metrics` and nothing
+    /// else (for a scraper); empty: only the admin's token reads it.
+    pub metrics_token_env: String,
+    /// An answer, streamed or not, whose client reads none of it for this
+    /// long is cut: its call is cancelled and settled.
+    pub write_timeout_ms: u64,
 }
 
 impl Default for ServerConfig {
@@ -59,6 +68,9 @@ impl Default for ServerConfig {
             max_connections: 4096,
             max_compiles: 1,
             max_pack_function_bytes: 1 << 20,
+            max_pack_code_bytes: 64 << 20,
+            metrics_token_env: String::new(),
+            write_timeout_ms: 30_000,
         }
     }
 }
@@ -77,11 +89,16 @@ impl ServerConfig {
     /// Checks every key of `[server]`, naming the one out of range.
     pub fn validate(&self) -> Result<(), ConfigError> {
         self.listen_addr()?;
-        if !self.token_env.is_empty() && !is_env_name(&self.token_env) {
-            return Err(invalid(
-                "server.tokenEnv",
-                format!("{:?} is not an environment variable name", self.token_env),
-            ));
+        for (key, name) in [
+            ("server.tokenEnv", &self.token_env),
+            ("server.metricsTokenEnv", &self.metrics_token_env),
+        ] {
+            if !name.is_empty() && !is_env_name(name) {
+                return Err(invalid(
+                    key,
+                    format!("{name:?} is not an environment variable name"),
+                ));
+            }
         }
         in_range("server.maxPackBytes", self.max_pack_bytes, 1024, 1 << 32)?;
         in_range("server.maxBodyBytes", self.max_body_bytes, 1024, 1 << 30)?;
@@ -118,6 +135,18 @@ impl ServerConfig {
             self.max_pack_function_bytes,
             1024,
             1 << 32,
+        )?;
+        in_range(
+            "server.maxPackCodeBytes",
+            self.max_pack_code_bytes,
+            1024,
+            1 << 34,
+        )?;
+        in_range(
+            "server.writeTimeoutMs",
+            self.write_timeout_ms,
+            100,
+            3_600_000,
         )
     }
 }
