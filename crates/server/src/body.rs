@@ -111,7 +111,7 @@ fn quoted(message: &str) -> Option<&str> {
 }
 
 /// Deserializes a field that is present, `null` included, as `Some`.
-fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     Value::deserialize(d).map(Some)
 }
 

@@ -3,8 +3,8 @@
 //! kept in the run log (`[runlog] idempotencyHours`); a repeat of a settled
 //! key gets that answer byte for byte, with no provider request and no
 //! budget charge; a repeat while the first is in flight waits for it; the
-//! same key with another body is `422`. Keys are the caller's own: two
-//! tenants' keys never meet.
+//! same key with another body (or other `x-callai-*` policy headers) is
+//! `422`. Keys are the caller's own: two tenants' keys never meet.
 
 use crate::app::AppState;
 use crate::auth::answer_for_path;
@@ -44,9 +44,13 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
     let path = request.uri().path().to_owned();
     let refuse =
         |message: String| answer_for_path(&path, ApiError::invalid("Idempotency-Key", message));
-    let key = match value.to_str() {
-        Ok(key) if !key.is_empty() && key.len() <= MAX_KEY => key.to_owned(),
-        _ => return refuse(format!("must be 1 to {MAX_KEY} visible ASCII characters")),
+    let key = match visible_ascii(value.as_bytes()) {
+        Some(key) if !key.is_empty() && key.len() <= MAX_KEY => key.to_owned(),
+        _ => {
+            return refuse(format!(
+                "must be 1 to {MAX_KEY} visible ASCII characters (no space, tab or control character)"
+            ));
+        }
     };
     let Some(log) = state.runlog.clone() else {
         return refuse("this host keeps no run log ([runlog] url), so it keeps no keys".into());
@@ -66,11 +70,7 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
             Ok(bytes) => bytes,
             Err(e) => return answer_for_path(&path, e),
         };
-    let mut digest = Sha256::new();
-    digest.update(path.as_bytes());
-    digest.update([0]);
-    digest.update(&bytes);
-    let sha = hex::encode(digest.finalize());
+    let sha = fingerprint(&path, &parts.headers, &bytes);
     let ttl = Duration::from_millis(state.config().limits.wall_ms) + state.runlog_config.lease();
     let claim = KeyClaim {
         tenant: &caller.0.name,
@@ -152,6 +152,39 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
             )
         }
     }
+}
+
+/// `bytes` when every one is visible ASCII (`!` to `~`).
+fn visible_ascii(bytes: &[u8]) -> Option<&str> {
+    bytes
+        .iter()
+        .all(|b| (b'!'..=b'~').contains(b))
+        .then(|| std::str::from_utf8(bytes).expect("ASCII"))
+}
+
+/// What a key is bound to: the endpoint, the body, and every `x-callai-*`
+/// header of the request (the per-call policy: another
+/// `x-callai-max-attempts` is another request). Each part after a NUL,
+/// which no JSON body holds; a request without such headers hashes as
+/// keys stored before they counted did.
+fn fingerprint(path: &str, headers: &axum::http::HeaderMap, body: &[u8]) -> String {
+    let mut digest = Sha256::new();
+    digest.update(path.as_bytes());
+    digest.update([0]);
+    digest.update(body);
+    let mut policy: Vec<(&str, &[u8])> = headers
+        .iter()
+        .filter(|(name, _)| name.as_str().starts_with("x-callai-"))
+        .map(|(name, value)| (name.as_str(), value.as_bytes()))
+        .collect();
+    policy.sort();
+    for (name, value) in policy {
+        digest.update([0]);
+        digest.update(name.as_bytes());
+        digest.update([0]);
+        digest.update(value);
+    }
+    hex::encode(digest.finalize())
 }
 
 /// The headers a repeat gets again: all but those of the connection and

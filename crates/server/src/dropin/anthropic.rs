@@ -218,7 +218,7 @@ pub async fn messages(
     if mapped.streaming != Streaming::Off && !mapped.wire.contains_key("responseSchema") {
         // A text call streams as its provider does: its usage is not known
         // at the start.
-        let call = super::prepare(&state, api, &headers, &mut mapped)?;
+        let call = super::prepare(&state, &caller, api, &headers, &mut mapped)?;
         let framer = MessageFramer {
             id: answer_id("msg_"),
             model: answer_model(&state, &mapped.wire, &CallResult::default()),

@@ -51,8 +51,10 @@ impl Api {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Extension {
-    /// `{"maxAttempts", "growMaxTokens"}`, checked by the engine.
-    retry: Option<Map<String, Value>>,
+    /// `{"maxAttempts", "growMaxTokens"}`, checked by the engine (`null`
+    /// too: it is refused there, as on `/v1/call`).
+    #[serde(default, deserialize_with = "crate::body::present")]
+    retry: Option<Value>,
     /// A mock script for this call alone.
     script: Option<Value>,
     /// The node id of the call's events.
@@ -154,8 +156,8 @@ pub fn resolve_model(
 fn retry_policy(
     api: Api,
     headers: &HeaderMap,
-    body: Option<Map<String, Value>>,
-) -> Result<Option<Map<String, Value>>, DropinError> {
+    body: Option<Value>,
+) -> Result<Option<Value>, DropinError> {
     let mut policy = Map::new();
     let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
     if let Some(text) = header("x-callai-max-attempts") {
@@ -182,14 +184,21 @@ fn retry_policy(
         };
         policy.insert("growMaxTokens".into(), grow.into());
     }
-    policy.extend(body.unwrap_or_default());
-    Ok((!policy.is_empty()).then_some(policy))
+    match body {
+        Some(Value::Object(body)) => policy.extend(body),
+        // Not a policy (`null`, a number): the engine refuses it, naming
+        // `retry`, as it does on `/v1/call`.
+        Some(other) => return Ok(Some(other)),
+        None => {}
+    }
+    Ok((!policy.is_empty()).then_some(Value::Object(policy)))
 }
 
 /// A mapped call ready for the engine: the `/v1/call` body it makes,
 /// after counting a client's own retry and resolving its model and policy.
 pub fn prepare(
     state: &AppState,
+    caller: &Caller,
     api: Api,
     headers: &HeaderMap,
     mapped: &mut Mapped,
@@ -204,7 +213,7 @@ pub fn prepare(
     }
     let extension = std::mem::take(&mut mapped.extension);
     if let Some(retry) = retry_policy(api, headers, extension.retry)? {
-        mapped.wire.insert("retry".into(), Value::Object(retry));
+        mapped.wire.insert("retry".into(), retry);
     }
     let script = match extension.script {
         None | Some(Value::Null) => None,
@@ -213,7 +222,14 @@ pub fn prepare(
                 .map_err(|e| DropinError::invalid(api, "callai.script", e))?,
         ),
     };
-    if script.is_some() && provider != "mock" {
+    // A provider the caller may not reach is the engine's to refuse
+    // (`policy_denied`, naming it), before anything is said of a script.
+    let allowed = caller
+        .0
+        .host
+        .allowed_providers()
+        .contains(&provider.as_str());
+    if script.is_some() && provider != "mock" && allowed {
         return Err(DropinError::invalid(
             api,
             "callai.script",
@@ -269,7 +285,7 @@ pub async fn settle(
     headers: &HeaderMap,
     mapped: &mut Mapped,
 ) -> Result<(CallResult, HeaderMap), DropinError> {
-    let call = prepare(state, api, headers, mapped)?;
+    let call = prepare(state, caller, api, headers, mapped)?;
     run(state, caller, api, call, None).await
 }
 

@@ -278,21 +278,29 @@ pub fn map(r: ChatRequest) -> Result<Mapped, DropinError> {
     })
 }
 
-/// `usage` in OpenAI's words: the final attempt's.
+/// `usage` in OpenAI's words: the final attempt's, each count that it
+/// reported (a total only when both were), as the Anthropic shape keeps
+/// what it has; `null` when it reported none.
 #[derive(Debug, Serialize)]
 struct ChatUsage {
-    prompt_tokens: u32,
-    completion_tokens: u32,
-    total_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total_tokens: Option<u32>,
 }
 
 fn usage(result: &CallResult) -> Option<ChatUsage> {
     let u = result.usage.as_ref()?;
-    let (prompt, completion) = (u.input_tokens?, u.output_tokens?);
+    let (prompt, completion) = (u.input_tokens, u.output_tokens);
+    if prompt.is_none() && completion.is_none() {
+        return None;
+    }
     Some(ChatUsage {
         prompt_tokens: prompt,
         completion_tokens: completion,
-        total_tokens: prompt.saturating_add(completion),
+        total_tokens: prompt.zip(completion).map(|(p, c)| p.saturating_add(c)),
     })
 }
 
@@ -315,7 +323,7 @@ pub async fn chat(
         && !mapped.wire.contains_key("responseSchema")
     {
         // A text call streams as its provider does.
-        let call = super::prepare(&state, api, &headers, &mut mapped)?;
+        let call = super::prepare(&state, &caller, api, &headers, &mut mapped)?;
         let model = answer_model(&state, &mapped.wire, &CallResult::default());
         let framer = framer(model, include_usage);
         return super::streaming::relay(state.clone(), caller, api, call, framer).await;
