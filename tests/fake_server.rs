@@ -19,6 +19,8 @@ pub enum Reply {
     Raw(u16, String),
     /// Waits, then answers.
     Delay(Duration, Box<Reply>),
+    /// Waits until the gate opens, then answers.
+    Gated(Gate, Box<Reply>),
     /// Closes the connection without a response.
     Reset,
     /// Declares a longer body than it sends, then closes.
@@ -63,6 +65,34 @@ impl Reply {
                 }))
             })
             .collect()
+    }
+}
+
+/// A gate that holds the requests of a [`Reply::Gated`] until it opens:
+/// so that a test can have every call in flight at once.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(Arc<(std::sync::atomic::AtomicBool, tokio::sync::Notify)>);
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Opens it: every request held goes on, and later ones pass.
+    pub fn open(&self) {
+        self.0.0.store(true, Ordering::SeqCst);
+        self.0.1.notify_waiters();
+    }
+
+    async fn passed(&self) {
+        loop {
+            let opened = self.0.1.notified();
+            if self.0.0.load(Ordering::SeqCst) {
+                return;
+            }
+            opened.await;
+        }
     }
 }
 
@@ -229,10 +259,19 @@ async fn serve(
         .get(index)
         .cloned()
         .unwrap_or(Reply::Raw(599, "script exhausted".into()));
-    while let Reply::Delay(d, next) = reply {
-        tokio::time::sleep(d).await;
-        reply = *next;
-    }
+    let reply = loop {
+        reply = match reply {
+            Reply::Delay(d, next) => {
+                tokio::time::sleep(d).await;
+                *next
+            }
+            Reply::Gated(gate, next) => {
+                gate.passed().await;
+                *next
+            }
+            other => break other,
+        };
+    };
     let (status, body, extra) = match reply {
         Reply::Json(s, b, h) => (s, b.to_string(), h),
         Reply::Raw(s, b) => (s, b, vec![]),
@@ -290,7 +329,7 @@ async fn serve(
             }
             return stream.shutdown().await;
         }
-        Reply::Delay(..) => unreachable!(),
+        Reply::Delay(..) | Reply::Gated(..) => unreachable!(),
     };
     let mut head = format!(
         "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",

@@ -9,6 +9,7 @@ pub mod fake_server;
 pub mod otlp;
 pub mod paced;
 pub mod pg;
+pub mod process;
 pub mod runlog_backends;
 pub mod schemas;
 pub mod serve;

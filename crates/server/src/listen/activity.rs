@@ -150,9 +150,11 @@ impl Activity {
     fn deadline(&self, timeouts: PhaseTimeouts) -> (Phase, Option<Instant>) {
         let state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         match (state.phase, state.stalled) {
-            (Phase::Idle, _) => (Phase::Idle, Some(state.since + timeouts.idle)),
-            (Phase::Head, _) => (Phase::Head, Some(state.since + timeouts.header)),
+            // An answer handed over whole may still be in the socket's way
+            // out after its request ended: a stall counts in any phase.
             (_, Some(stalled)) => (Phase::Stalled, Some(stalled + timeouts.write)),
+            (Phase::Idle, None) => (Phase::Idle, Some(state.since + timeouts.idle)),
+            (Phase::Head, None) => (Phase::Head, Some(state.since + timeouts.header)),
             (phase, None) => (phase, None),
         }
     }

@@ -82,6 +82,10 @@ pub enum Stage {
     Closing,
 }
 
+/// The send buffer of each connection (the kernel doubles it): room for
+/// answers to go out at a few MB/s over a 100 ms round trip.
+const SEND_BUFFER: usize = 256 << 10;
+
 /// How often the accept loop looks again for an idle connection to close
 /// while every place is held by one in the middle of a request.
 const ROOM_RETRY: Duration = Duration::from_millis(50);
@@ -145,6 +149,11 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
+        // A send buffer of its own size, not the kernel's autotuned one (on
+        // loopback, megabytes): what a client that stops reading leaves
+        // unsent is bounded, and its writes wait soon enough for the write
+        // timeout to see it.
+        let _ = rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER);
         connections.spawn(connection(
             stream,
             app.clone(),

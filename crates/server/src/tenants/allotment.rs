@@ -213,7 +213,9 @@ impl Allotment {
             tenant: tenant.to_owned(),
             plan,
             owner: owner.into(),
-            ttl,
+            // A chunk takes calls for its life before the last of them runs
+            // its wall time.
+            ttl: ttl + MAX_AGE,
             counters: metrics.budget_counters(tenant),
             chunks: Mutex::default(),
             refill: tokio::sync::Mutex::new(Rate {
