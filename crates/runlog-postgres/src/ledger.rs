@@ -8,12 +8,14 @@
 //! Times are the server's clock, as leases are.
 
 use crate::PostgresRunLog;
+use crate::pool::Conn;
 use callai_engine::BoxFuture;
 use callai_engine::budget::{
     KeyClaim, KeyState, Ledger, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer, Window,
     WindowChange, WindowState, adjustment, grant, signed,
 };
 use callai_engine::runlog::RunLogError;
+use std::sync::LazyLock;
 use tokio_postgres::{GenericClient, Row};
 
 /// Now on the server, in ms since the Unix epoch.
@@ -72,39 +74,76 @@ fn is_retryable(e: &tokio_postgres::Error) -> bool {
     })
 }
 
+/// Whether a chunk (a reservation of several calls, which may hold room no
+/// call holds yet) is in the window.
+const PENDING: &str = "SELECT EXISTS (SELECT 1 FROM callai_budget_reservations
+     WHERE tenant = $1 AND window_ms = $2 AND calls > 1 AND NOT lapsed)";
+
+/// Charges the tenant's reservations that lapsed (their hosts died or
+/// stalled past a call's wall time and a lease): what each held moves from
+/// reserved to spent; they stay, to be settled if their host comes back,
+/// for a week ([`WEEK_MS`], `$2`), then are forgotten. One statement.
+static LAPSE: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH forgotten AS (
+             DELETE FROM callai_budget_reservations
+             WHERE tenant = $1 AND lapsed AND expires_ms < {NOW_MS} - $2),
+         gone AS (
+             UPDATE callai_budget_reservations SET lapsed = true
+             WHERE tenant = $1 AND NOT lapsed AND expires_ms < {NOW_MS}
+             RETURNING window_ms, requests, output, input),
+         sums AS (
+             SELECT window_ms, sum(requests)::bigint AS r, sum(output)::bigint AS o,
+                    sum(input)::bigint AS i
+             FROM gone GROUP BY window_ms)
+         UPDATE callai_budget_windows b SET
+             spent_requests = b.spent_requests + sums.r,
+             spent_output = b.spent_output + sums.o,
+             spent_input = b.spent_input + sums.i,
+             reserved_requests = b.reserved_requests - sums.r,
+             reserved_output = b.reserved_output - sums.o,
+             reserved_input = b.reserved_input - sums.i
+         FROM sums WHERE b.tenant = $1 AND b.window_ms = sums.window_ms"
+    )
+});
+
+/// The tenant's current window (`$2`: its length in ms, 0 for a lifetime
+/// one), made if absent and locked until the transaction ends, as it
+/// stands: a no-op update takes the lock and returns the row.
+static LOCK_WINDOW: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH now AS (SELECT {NOW_MS} AS ms)
+         INSERT INTO callai_budget_windows AS b (tenant, window_ms)
+         SELECT $1, CASE WHEN $2::bigint = 0 THEN 0 ELSE ms - ms % $2::bigint END FROM now
+         ON CONFLICT (tenant, window_ms) DO UPDATE SET tenant = b.tenant
+         RETURNING b.window_ms, {COLUMNS}"
+    )
+});
+
+/// Holds what a reservation was granted in its window and records it.
+static ADMIT: LazyLock<String> = LazyLock::new(|| {
+    format!(
+        "WITH w AS (
+             UPDATE callai_budget_windows SET
+                 reserved_requests = reserved_requests + $3,
+                 reserved_output = reserved_output + $4,
+                 reserved_input = reserved_input + $5
+             WHERE tenant = $1 AND window_ms = $2
+             RETURNING window_ms, {COLUMNS}),
+         r AS (
+             INSERT INTO callai_budget_reservations
+                 (tenant, window_ms, requests, output, input, owner, expires_ms, calls)
+             VALUES ($1, $2, $3, $4, $5, $6, {NOW_MS} + $7, $8)
+             RETURNING id)
+         SELECT w.window_ms, {COLUMNS}, r.id FROM w, r"
+    )
+});
+
 impl PostgresRunLog {
-    /// Charges the tenant's reservations that lapsed (their hosts died or
-    /// stalled past a call's wall time and a lease): what each held moves
-    /// from reserved to spent; they stay, to be settled if their host comes
-    /// back, for a week.
+    /// Charges the tenant's lapsed reservations ([`LAPSE`]).
     async fn lapse(&self, tenant: &str) -> Result<(), RunLogError> {
         let conn = self.conn().await?;
-        let sql = format!(
-            "WITH gone AS (
-                 UPDATE callai_budget_reservations SET lapsed = true
-                 WHERE tenant = $1 AND NOT lapsed AND expires_ms < {NOW_MS}
-                 RETURNING window_ms, requests, output, input),
-             sums AS (
-                 SELECT window_ms, sum(requests)::bigint AS r, sum(output)::bigint AS o,
-                        sum(input)::bigint AS i
-                 FROM gone GROUP BY window_ms)
-             UPDATE callai_budget_windows b SET
-                 spent_requests = b.spent_requests + sums.r,
-                 spent_output = b.spent_output + sums.o,
-                 spent_input = b.spent_input + sums.i,
-                 reserved_requests = b.reserved_requests - sums.r,
-                 reserved_output = b.reserved_output - sums.o,
-                 reserved_input = b.reserved_input - sums.i
-             FROM sums WHERE b.tenant = $1 AND b.window_ms = sums.window_ms"
-        );
-        conn.execute(&sql, &[&tenant])
-            .await
-            .map_err(self.storage())?;
-        let forget = format!(
-            "DELETE FROM callai_budget_reservations
-             WHERE tenant = $1 AND lapsed AND expires_ms < {NOW_MS} - $2"
-        );
-        conn.execute(&forget, &[&tenant, &WEEK_MS])
+        conn.execute(LAPSE.as_str(), &[&tenant, &WEEK_MS])
             .await
             .map_err(self.storage())?;
         Ok(())
@@ -126,87 +165,19 @@ impl PostgresRunLog {
     }
 
     /// One try at the reservation, in one transaction holding the window's
-    /// row lock.
+    /// row lock, in two round trips: the lapsed reservations charged, the
+    /// transaction begun and the window locked, pipelined; then what was
+    /// granted held and recorded, and the commit, pipelined. (Requests on
+    /// one connection run in the order they are sent; a COMMIT after a
+    /// statement that failed rolls back.) A failure rolls the transaction
+    /// back before the connection goes back to the pool.
     async fn try_reserve(&self, request: &ReserveRequest<'_>) -> Result<Reserved, Failed> {
-        let mut conn = self.conn().await.map_err(Failed::Log)?;
-        let tx = conn.transaction().await?;
-        let now: i64 = tx.query_one(&format!("SELECT {NOW_MS}"), &[]).await?.get(0);
-        let window_ms = request.window.start_ms(now.max(0) as u64) as i64;
-        tx.execute(
-            "INSERT INTO callai_budget_windows (tenant, window_ms) VALUES ($1, $2)
-             ON CONFLICT DO NOTHING",
-            &[&request.tenant, &window_ms],
-        )
-        .await?;
-        let row = tx
-            .query_one(
-                &format!(
-                    "SELECT window_ms, {COLUMNS} FROM callai_budget_windows
-                     WHERE tenant = $1 AND window_ms = $2 FOR UPDATE"
-                ),
-                &[&request.tenant, &window_ms],
-            )
-            .await?;
-        let state = window_of(&row);
-        let calls = match grant(&request.limits, &state, &request.need, request.calls) {
-            Ok(calls) => calls,
-            Err(Reserved::Refused {
-                key, left, needed, ..
-            }) => {
-                let pending: bool = tx
-                    .query_one(
-                        "SELECT EXISTS (SELECT 1 FROM callai_budget_reservations
-                         WHERE tenant = $1 AND window_ms = $2 AND calls > 1 AND NOT lapsed)",
-                        &[&request.tenant, &window_ms],
-                    )
-                    .await?
-                    .get(0);
-                tx.commit().await?;
-                return Ok(Reserved::Refused {
-                    key,
-                    left,
-                    needed,
-                    pending,
-                });
-            }
-            Err(other) => return Ok(other),
-        };
-        let need = request.need;
-        let held = amounts(&Spend {
-            requests: need.requests.saturating_mul(calls),
-            output_tokens: need.output_tokens.saturating_mul(calls),
-            input_tokens: need.input_tokens.saturating_mul(calls),
-        });
-        let state = apply(&tx, request.tenant, window_ms, ([0; 3], held)).await?;
-        let id: i64 = tx
-            .query_one(
-                &format!(
-                    "INSERT INTO callai_budget_reservations
-                         (tenant, window_ms, requests, output, input, owner, expires_ms, calls)
-                     VALUES ($1, $2, $3, $4, $5, $6, {NOW_MS} + $7, $8) RETURNING id"
-                ),
-                &[
-                    &request.tenant,
-                    &window_ms,
-                    &held[0],
-                    &held[1],
-                    &held[2],
-                    &request.owner,
-                    &(request.ttl.as_millis() as i64),
-                    &signed(calls),
-                ],
-            )
-            .await?
-            .get(0);
-        tx.commit().await?;
-        Ok(Reserved::Admitted {
-            reservation: Reservation {
-                id,
-                window_ms: window_ms as u64,
-            },
-            calls,
-            state,
-        })
+        let conn = self.conn().await.map_err(Failed::Log)?;
+        let result = reserve_on(&conn, request).await;
+        if result.is_err() {
+            let _ = conn.batch_execute("ROLLBACK").await;
+        }
+        result
     }
 
     /// Settles (`hold` none: the row deleted) or trims a reservation, in
@@ -258,6 +229,81 @@ impl PostgresRunLog {
         tx.commit().await.map_err(self.storage())?;
         Ok(state)
     }
+}
+
+/// [`PostgresRunLog::try_reserve`]'s statements on `conn`. Each is
+/// prepared first (once per connection, then cached): a statement given as
+/// text is prepared in a round trip of its own, which would let a pipelined
+/// COMMIT run before it.
+async fn reserve_on(conn: &Conn, request: &ReserveRequest<'_>) -> Result<Reserved, Failed> {
+    let length = window_length(request.window);
+    let lapse = conn.0.prepare_cached(&LAPSE).await?;
+    let lock = conn.0.prepare_cached(&LOCK_WINDOW).await?;
+    let admit = conn.0.prepare_cached(&ADMIT).await?;
+    let pending = conn.0.prepare_cached(PENDING).await?;
+    let lapse_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&request.tenant, &WEEK_MS];
+    let lock_params: [&(dyn tokio_postgres::types::ToSql + Sync); 2] = [&request.tenant, &length];
+    let (lapsed, begun, row) = tokio::join!(
+        conn.execute(&lapse, &lapse_params),
+        conn.batch_execute("BEGIN"),
+        conn.query_one(&lock, &lock_params),
+    );
+    lapsed?;
+    begun?;
+    let state = window_of(&row?);
+    let window_ms = state.window_ms as i64;
+    let calls = match grant(&request.limits, &state, &request.need, request.calls) {
+        Ok(calls) => calls,
+        Err(Reserved::Refused {
+            key, left, needed, ..
+        }) => {
+            let pending: bool = conn
+                .query_one(&pending, &[&request.tenant, &window_ms])
+                .await?
+                .get(0);
+            conn.batch_execute("COMMIT").await?;
+            return Ok(Reserved::Refused {
+                key,
+                left,
+                needed,
+                pending,
+            });
+        }
+        Err(other) => return Ok(other),
+    };
+    let need = request.need;
+    let held = amounts(&Spend {
+        requests: need.requests.saturating_mul(calls),
+        output_tokens: need.output_tokens.saturating_mul(calls),
+        input_tokens: need.input_tokens.saturating_mul(calls),
+    });
+    let ttl = request.ttl.as_millis() as i64;
+    let granted = signed(calls);
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+        &request.tenant,
+        &window_ms,
+        &held[0],
+        &held[1],
+        &held[2],
+        &request.owner,
+        &ttl,
+        &granted,
+    ];
+    let (row, committed) = tokio::join!(
+        conn.query_one(&admit, &params),
+        conn.batch_execute("COMMIT"),
+    );
+    let row = row?;
+    committed?;
+    let state = window_of(&row);
+    Ok(Reserved::Admitted {
+        reservation: Reservation {
+            id: row.get(7),
+            window_ms: state.window_ms,
+        },
+        calls,
+        state,
+    })
 }
 
 /// Why a try at a reservation failed: the database (maybe worth another
