@@ -40,6 +40,7 @@ mod serve_budget_hosts;
 mod serve_connections;
 mod serve_dropin;
 mod serve_durable;
+mod serve_errors;
 mod serve_fidelity;
 mod serve_guard;
 mod serve_idempotency;
