@@ -2,7 +2,6 @@
 //! resolved to the [`Caller`] of every request, and the rule that keeps a
 //! server without any token on the loopback interface.
 
-use crate::dropin::{Api, DropinError};
 use crate::error::{ApiCode, ApiError};
 use crate::tenants::{Caller, Tenant, Tenants};
 use axum::extract::{Request, State};
@@ -16,6 +15,17 @@ use std::sync::Arc;
 #[derive(Debug, Clone)]
 pub struct Auth {
     tenants: Arc<Tenants>,
+    /// Where the token may be besides `Authorization`.
+    key_header: KeyHeader,
+}
+
+/// Whether a route's callers may send their token in `x-api-key`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeyHeader {
+    /// Only `Authorization: Bearer`.
+    None,
+    /// `x-api-key` too, where the Anthropic clients send it.
+    XApiKey,
 }
 
 /// The admin's token (`[server] tokenEnv`, a variable name; empty for none),
@@ -59,7 +69,18 @@ pub fn server_token(
 impl Auth {
     /// The auth of `tenants`.
     pub fn new(tenants: Arc<Tenants>) -> Self {
-        Self { tenants }
+        Self {
+            tenants,
+            key_header: KeyHeader::None,
+        }
+    }
+
+    /// The same callers, whose token may also come in `x-api-key`.
+    pub fn with_api_key(self) -> Self {
+        Self {
+            key_header: KeyHeader::XApiKey,
+            ..self
+        }
     }
 
     /// The caller whose token `header` (the `Authorization` value) carries.
@@ -118,21 +139,19 @@ pub async fn require_metrics_token(
     Err(error.into_response())
 }
 
-/// The middleware: puts the [`Caller`] on the request, or answers 401 with
-/// a JSON error in the shape of the API the path belongs to when the token
-/// is missing or is nobody's. `/v1/messages` also takes the token in
-/// `x-api-key`, where the Anthropic clients send it.
+/// The middleware: puts the [`Caller`] on the request, or answers 401 when
+/// the token is missing or is nobody's (in the shape of the API whose
+/// routes it guards: their layer gives it).
 pub async fn require_token(
     State(auth): State<Auth>,
     mut request: Request,
     next: Next,
 ) -> Result<Response, Response> {
-    let path = request.uri().path();
     let headers = request.headers();
     let header = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
-    let api_key = match path {
-        "/v1/messages" => headers.get("x-api-key").map(|v| v.as_bytes()),
-        _ => None,
+    let api_key = match auth.key_header {
+        KeyHeader::XApiKey => headers.get("x-api-key").map(|v| v.as_bytes()),
+        KeyHeader::None => None,
     };
     let caller = if auth.tenants.open() {
         Some(auth.tenants.admin())
@@ -145,25 +164,12 @@ pub async fn require_token(
         request.extensions_mut().insert(caller);
         return Ok(next.run(request).await);
     }
-    let mut error = ApiError::new(
-        ApiCode::Unauthorized,
-        "this server needs `Authorization: Bearer <token>`",
-    );
-    if header.is_some() || api_key.is_some() {
-        error.message = "the bearer token is not this server's".into();
-    }
-    Err(answer_for_path(path, error))
-}
-
-/// `error` in the shape of the API `path` belongs to.
-pub fn answer_for_path(path: &str, error: ApiError) -> Response {
-    match path {
-        "/v1/chat/completions" | "/v1/models" => {
-            DropinError::from_api(Api::OpenAi, error).into_response()
-        }
-        "/v1/messages" => DropinError::from_api(Api::Anthropic, error).into_response(),
-        _ => error.into_response(),
-    }
+    let message = if header.is_some() || api_key.is_some() {
+        "the bearer token is not this server's"
+    } else {
+        "this server needs `Authorization: Bearer <token>`"
+    };
+    Err(ApiError::new(ApiCode::Unauthorized, message).into_response())
 }
 
 #[cfg(test)]

@@ -9,9 +9,11 @@ use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use callai_engine::MockScript;
+use callai_engine::wire::ParsedRequest;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A JSON body of type `T`, refused with `validation_error` naming the
 /// field when it does not fit, or `413` over `[server] maxBodyBytes`.
@@ -75,32 +77,44 @@ pub fn parse_naming<T: DeserializeOwned>(bytes: &[u8], naming: Naming) -> Result
             Err(e) => ApiError::invalid("body", format!("not JSON: {e}")),
         });
     }
+    // The body as a whole, in one pass; only a refused one is read again,
+    // tracking where the reader was, to name the field.
+    match serde_json::from_slice(bytes) {
+        Ok(value) => Ok(value),
+        Err(e) if e.is_syntax() || e.is_eof() => {
+            Err(ApiError::invalid("body", format!("not JSON: {e}")))
+        }
+        Err(_) => Err(refusal::<T>(bytes, naming)),
+    }
+}
+
+/// Why `bytes`, which did not read as a `T`, was refused: the path serde
+/// was at, or, for a field missing or unknown, the field itself.
+fn refusal<T: DeserializeOwned>(bytes: &[u8], naming: Naming) -> ApiError {
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
-        let inner = e.inner();
-        if inner.is_syntax() || inner.is_eof() {
-            return ApiError::invalid("body", format!("not JSON: {inner}"));
+    let Err(e) = serde_path_to_error::deserialize::<_, T>(&mut de) else {
+        return ApiError::invalid("body", "must be a JSON object");
+    };
+    let inner = e.inner();
+    if inner.is_syntax() || inner.is_eof() {
+        return ApiError::invalid("body", format!("not JSON: {inner}"));
+    }
+    let text = inner.to_string();
+    let message = text.split(" at line").next().unwrap_or(&text);
+    let path = e.path().to_string();
+    let named = message.starts_with("missing field") || message.starts_with("unknown field");
+    match (path.as_str(), quoted(message)) {
+        (".", Some(field)) if named => ApiError::invalid(field, message),
+        (".", _) => ApiError::invalid("body", "must be a JSON object"),
+        // serde's path ends at an unknown field, and before a missing one.
+        (path, Some(field))
+            if naming == Naming::FullPath && message.starts_with("missing field") =>
+        {
+            ApiError::invalid(&format!("{path}.{field}"), message)
         }
-        let text = inner.to_string();
-        let message = text.split(" at line").next().unwrap_or(&text);
-        let path = e.path().to_string();
-        let named = message.starts_with("missing field") || message.starts_with("unknown field");
-        match (path.as_str(), quoted(message)) {
-            (".", Some(field)) if named => ApiError::invalid(field, message),
-            (".", _) => ApiError::invalid("body", "must be a JSON object"),
-            // serde's path ends at an unknown field, and before a missing one.
-            (path, Some(field))
-                if naming == Naming::FullPath && message.starts_with("missing field") =>
-            {
-                ApiError::invalid(&format!("{path}.{field}"), message)
-            }
-            (path, _) if naming == Naming::FullPath => ApiError::invalid(path, message),
-            (path, _) => ApiError::invalid(path.split(['.', '[']).next().unwrap_or(path), message),
-        }
-    })?;
-    de.end()
-        .map_err(|e| ApiError::invalid("body", format!("not JSON: {e}")))?;
-    Ok(value)
+        (path, _) if naming == Naming::FullPath => ApiError::invalid(path, message),
+        (path, _) => ApiError::invalid(path.split(['.', '[']).next().unwrap_or(path), message),
+    }
 }
 
 /// The first `` `name` `` in serde's message.
@@ -115,7 +129,8 @@ pub(crate) fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<V
     Value::deserialize(d).map(Some)
 }
 
-/// `POST /v1/runs`, as sent.
+/// `POST /v1/runs`, as sent. The input is the node's, any JSON: kept as
+/// a tree to be written back in its compact form.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RunBody {
@@ -125,7 +140,7 @@ pub struct RunBody {
     run_id: Option<String>,
     durable: Option<bool>,
     wait: Option<bool>,
-    script: Option<Value>,
+    script: Option<Box<RawValue>>,
     events: Option<bool>,
 }
 
@@ -148,21 +163,22 @@ pub struct RunRequest {
     pub events: bool,
 }
 
-/// `POST /v1/call`, as sent.
+/// `POST /v1/call`, as sent: the request read into its types in the same
+/// pass (its fields' refusals are the engine's to tell).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct CallBodyJson {
-    request: Map<String, Value>,
-    script: Option<Value>,
+    request: ParsedRequest,
+    script: Option<Box<RawValue>>,
     node_id: Option<String>,
     events: Option<bool>,
 }
 
-/// `POST /v1/call`, checked.
-#[derive(Debug, Clone, PartialEq)]
+/// `POST /v1/call` (or a drop-in's call), checked.
+#[derive(Debug, Clone)]
 pub struct CallBody {
-    /// The ctx.callAI request, as wire JSON text (checked by the engine).
-    pub request: String,
+    /// The ctx.callAI request, read but not yet checked (the engine does).
+    pub request: ParsedRequest,
     /// The provider the request names, if it names one.
     pub provider: Option<String>,
     /// A mock script for this call alone.
@@ -173,16 +189,18 @@ pub struct CallBody {
     pub events: bool,
 }
 
-fn script(value: Option<Value>) -> Result<Option<(MockScript, String)>, ApiError> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(v) => {
-            let text = v.to_string();
-            MockScript::from_json(&text)
-                .map(|s| Some((s, text)))
-                .map_err(|e| ApiError::invalid("script", e))
-        }
-    }
+/// A mock script sent as JSON, and its text.
+pub fn script(
+    field: &str,
+    raw: Option<Box<RawValue>>,
+) -> Result<Option<(MockScript, String)>, ApiError> {
+    let Some(raw) = raw else {
+        return Ok(None);
+    };
+    let text = String::from(Box::<str>::from(raw));
+    MockScript::from_json(&text)
+        .map(|s| Some((s, text)))
+        .map_err(|e| ApiError::invalid(field, e))
 }
 
 /// Whether `id` may name a node: 1 to 256 characters, none of them a
@@ -224,7 +242,7 @@ impl TryFrom<RunBody> for RunRequest {
             run_id: body.run_id,
             durable: body.durable.unwrap_or(false),
             wait: body.wait.unwrap_or(true),
-            script: script(body.script)?,
+            script: script("script", body.script)?,
             events: body.events.unwrap_or(false),
         })
     }
@@ -234,19 +252,15 @@ impl TryFrom<CallBodyJson> for CallBody {
     type Error = ApiError;
 
     fn try_from(body: CallBodyJson) -> Result<Self, ApiError> {
-        let request = body.request;
         if let Some(id) = &body.node_id
             && !valid_node_id(id)
         {
             return Err(ApiError::invalid("nodeId", NODE_ID_RULE));
         }
         Ok(Self {
-            provider: request
-                .get("provider")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
-            request: Value::Object(request).to_string(),
-            script: script(body.script)?.map(|(s, _)| s),
+            provider: body.request.request().provider.clone(),
+            request: body.request,
+            script: script("script", body.script)?.map(|(s, _)| s),
             node_id: body.node_id,
             events: body.events.unwrap_or(false),
         })
@@ -256,6 +270,7 @@ impl TryFrom<CallBodyJson> for CallBody {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use callai_engine::wire::RetryField;
 
     fn run(body: &str) -> Result<RunRequest, ApiError> {
         parse::<RunBody>(body.as_bytes()).and_then(RunRequest::try_from)
@@ -313,12 +328,20 @@ mod tests {
     }
 
     #[test]
-    fn a_call_body_keeps_the_request_as_sent() {
+    fn a_call_body_reads_the_request_leaving_its_refusals_to_the_engine() {
         let c = call(
             r#"{"request": {"messages": [], "retry": {"maxAttempts": 2.5}, "provider": "x"}}"#,
         )
         .unwrap();
-        assert!(c.request.contains("2.5"));
         assert_eq!(c.provider.as_deref(), Some("x"));
+        let refused = c.request.check(RetryField::Honoured).unwrap_err();
+        assert_eq!(refused.field(), Some("retry.maxAttempts"));
+        // Not JSON anywhere in the body is the body's refusal.
+        let e = call(r#"{"request": {"messages": [1e400]}}"#).unwrap_err();
+        assert!(
+            e.message.starts_with("body: not JSON: number out of range"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -3,15 +3,14 @@
 //! same engine, limits, events, metrics and traces as a pack's call.
 
 use crate::answer::CallAnswer;
-use crate::app::AppState;
 use crate::body::CallBody;
 use crate::error::{ApiCode, ApiError};
+use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
 use callai_engine::wire::{CallError, CallResult};
 use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
-use serde_json::json;
 use std::sync::Arc;
 
 /// The node id a call's events carry when the caller names none.
@@ -52,11 +51,8 @@ pub async fn serve(
         Ok(result) => Ok((headers, axum::Json(CallAnswer { result, events })).into_response()),
         Err(error) => {
             let e = ApiError::from_call(&error);
-            let mut body = e.body();
-            if let Some(events) = events {
-                body["events"] = json!(events);
-            }
-            Ok((e.status(), headers, axum::Json(body)).into_response())
+            let body = axum::Json(e.body(events));
+            Ok((e.status(), headers, body).into_response())
         }
     }
 }
@@ -114,7 +110,7 @@ pub async fn settle(
     )
     .with_observer(Arc::new(observers))
     .with_events(events.clone());
-    let budget = TenantBudget::of(state, caller);
+    let budget = TenantBudget::of(caller);
     if let Some(budget) = &budget {
         session = session.with_budget(budget.shared());
     }
@@ -126,7 +122,7 @@ pub async fn settle(
         tokio::time::Instant::now() + std::time::Duration::from_millis(limits.wall_ms),
     );
     let outcome = tokio::select! {
-        outcome = session.call(CallInput::Json(call.request)) => Some(outcome),
+        outcome = session.call(CallInput::Parsed(call.request)) => Some(outcome),
         () = state.admission.stopped() => None,
     };
     drop(ticket);

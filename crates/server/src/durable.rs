@@ -3,34 +3,16 @@
 //! machine, was cut off) and resumes them from the run log.
 
 use crate::admission::Ticket;
-use crate::app::AppState;
 use crate::runner::Work;
 use crate::runs::RunEntry;
+use crate::state::AppState;
 use crate::tenants::Caller;
 use callai_engine::events::Event;
 use callai_engine::runlog::{Fence, Lease, RecordedRun, RunKey, RunStatus};
-use callai_engine::{Journal, MockScript, RunLogError};
+use callai_engine::{Journal, MockScript};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Renews a durable run's lease every third of its length. Completes when
-/// another host has taken the run over; never, for a run without a lease.
-/// A renewal that fails for another reason is tried again at the next
-/// tick: if the store stays away the lease lapses, another host takes over,
-/// and this host's next commit is refused by the fence.
-pub(crate) async fn keep_lease(state: &AppState, run: RunKey<'_>, fence: Option<Fence>) {
-    let (Some(log), Some(fence)) = (&state.runlog, fence) else {
-        return std::future::pending().await;
-    };
-    let lease = state.runlog_config.lease();
-    loop {
-        tokio::time::sleep(lease / 3).await;
-        if let Err(RunLogError::Fenced(_)) = log.renew(run, fence, lease).await {
-            return;
-        }
-    }
-}
 
 /// How often a host looks for runs to take over.
 fn poll_interval(lease: Duration) -> Duration {

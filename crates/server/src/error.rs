@@ -5,7 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use callai_engine::wire::{CallError, ErrorCode};
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// What went wrong, as the `code` of an error body says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,18 +115,23 @@ pub struct ApiError {
     pub retry_after: Option<u64>,
 }
 
-/// The body: `{"error": {"code", "message", "details"?}}`.
-#[derive(Serialize)]
-struct Body<'a> {
+/// The body: `{"error": {"code", "details"?, "message"}}` (keys in byte
+/// order, as the answers have always had them), and what a failed call's
+/// answer adds (`events`).
+#[derive(Debug, Serialize)]
+pub struct ErrorBody<'a, E: Serialize = ()> {
     error: Inner<'a>,
+    /// The call's events, when its caller asked for them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub events: Option<E>,
 }
 
-#[derive(Serialize)]
+#[derive(Debug, Serialize)]
 struct Inner<'a> {
     code: ApiCode,
-    message: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
     details: Option<&'a Map<String, Value>>,
+    message: &'a str,
 }
 
 impl ApiError {
@@ -214,15 +219,16 @@ impl ApiError {
         self.code.status()
     }
 
-    /// The body.
-    pub fn body(&self) -> Value {
-        json!(Body {
+    /// The body, with `events` when given.
+    pub fn body<E: Serialize>(&self, events: Option<E>) -> ErrorBody<'_, E> {
+        ErrorBody {
             error: Inner {
                 code: self.code,
-                message: &self.message,
                 details: self.details.as_ref(),
+                message: &self.message,
             },
-        })
+            events,
+        }
     }
 }
 
@@ -235,14 +241,19 @@ impl std::fmt::Display for ApiError {
 
 impl std::error::Error for ApiError {}
 
+/// The answer: the body in this API's shape, and the error itself in the
+/// answer's extensions, for a layer that answers in another API's shape
+/// (the drop-ins') to read.
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let mut response = (self.status(), axum::Json(self.body())).into_response();
+        let body = axum::Json(self.body::<()>(None));
+        let mut response = (self.status(), body).into_response();
         if let Some(seconds) = self.retry_after {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        response.extensions_mut().insert(self);
         response
     }
 }
@@ -250,6 +261,7 @@ impl IntoResponse for ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn call_errors_get_the_documented_statuses() {
@@ -262,21 +274,25 @@ mod tests {
         for (code, status) in cases {
             let e = ApiError::from_call(&CallError::new(code, "m"));
             assert_eq!(e.status().as_u16(), status, "{code:?}");
-            assert_eq!(e.body()["error"]["code"], code.as_str());
+            assert_eq!(body(&e)["error"]["code"], code.as_str());
         }
         let e = ApiError::from_call(&CallError::validation("retry.maxAttempts", "bad"));
-        assert_eq!(e.body()["error"]["details"]["field"], "retry.maxAttempts");
+        assert_eq!(body(&e)["error"]["details"]["field"], "retry.maxAttempts");
         let e = ApiError::from_call(&callai_engine::budget::budget_exceeded("requests", 1, 3));
         assert_eq!(e.status().as_u16(), 429);
-        assert_eq!(e.body()["error"]["code"], "budget_exceeded");
-        assert_eq!(e.body()["error"]["details"]["budget"], "requests");
+        assert_eq!(body(&e)["error"]["code"], "budget_exceeded");
+        assert_eq!(body(&e)["error"]["details"]["budget"], "requests");
+    }
+
+    fn body(e: &ApiError) -> Value {
+        serde_json::to_value(e.body::<()>(None)).unwrap()
     }
 
     #[test]
     fn the_body_has_details_only_when_there_are_some() {
         let e = ApiError::not_found("no run \"x\"");
         assert_eq!(
-            e.body(),
+            body(&e),
             json!({"error": {"code": "not_found", "message": "no run \"x\""}})
         );
         assert_eq!(e.to_string(), "404 not_found: no run \"x\"");

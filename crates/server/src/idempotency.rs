@@ -6,15 +6,14 @@
 //! same key with another body (or other `x-callai-*` policy headers) is
 //! `422`. Keys are the caller's own: two tenants' keys never meet.
 
-use crate::app::AppState;
-use crate::auth::answer_for_path;
 use crate::error::{ApiCode, ApiError};
+use crate::state::AppState;
 use crate::tenants::Caller;
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request, State};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use callai_engine::budget::{KeyClaim, KeyState, StoredAnswer};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
@@ -36,14 +35,26 @@ fn kept(status: StatusCode) -> bool {
     !matches!(status.as_u16(), 408 | 429 | 500 | 503)
 }
 
-/// The middleware.
-pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: Next) -> Response {
+/// The middleware's state: the server's, and the endpoint label under
+/// which a client's own retry answered from the log is counted (a
+/// drop-in's; `None` elsewhere).
+#[derive(Debug, Clone)]
+pub struct Keyed {
+    /// The server's state.
+    pub state: Arc<AppState>,
+    /// `callai_client_retries_total`'s `endpoint`, on a drop-in.
+    pub client_retries: Option<&'static str>,
+}
+
+/// The middleware. Its own refusals are [`ApiError`]s, given their API's
+/// shape by the route's layer.
+pub async fn keyed(State(keyed): State<Keyed>, request: Request, next: Next) -> Response {
     let Some(value) = request.headers().get(HEADER) else {
         return next.run(request).await;
     };
+    let state = keyed.state;
     let path = request.uri().path().to_owned();
-    let refuse =
-        |message: String| answer_for_path(&path, ApiError::invalid("Idempotency-Key", message));
+    let refuse = |message: String| ApiError::invalid("Idempotency-Key", message).into_response();
     let key = match visible_ascii(value.as_bytes()) {
         Some(key) if !key.is_empty() && key.len() <= MAX_KEY => key.to_owned(),
         _ => {
@@ -68,7 +79,7 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
     let bytes =
         match crate::body::bytes(Bytes::from_request(probe, &()).await, "server.maxBodyBytes") {
             Ok(bytes) => bytes,
-            Err(e) => return answer_for_path(&path, e),
+            Err(e) => return e.into_response(),
         };
     let sha = fingerprint(&path, &parts.headers, &bytes);
     let ttl = Duration::from_millis(state.config().limits.wall_ms) + state.runlog_config.lease();
@@ -87,8 +98,8 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
             Ok(KeyState::Claimed) => break,
             Ok(KeyState::Answered(answer)) => {
                 // A client's own retry answered here is still one.
-                if let Some(api) = crate::dropin::api_of(&path) {
-                    crate::dropin::count_client_retry(&state, api, &parts.headers);
+                if let Some(endpoint) = keyed.client_retries {
+                    crate::dropin::count_client_retry(&state, endpoint, &parts.headers);
                 }
                 return replay(answer);
             }
@@ -100,7 +111,7 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
                     ),
                 )
                 .with_detail("field", "Idempotency-Key");
-                return answer_for_path(&path, e);
+                return e.into_response();
             }
             // The first request with the key is still going on: its answer
             // is this one's. Its claim lapses if its host dies.
@@ -108,7 +119,7 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
                 tokio::time::sleep(wait).await;
                 wait = (wait * 2).min(Duration::from_millis(250));
             }
-            Err(e) => return answer_for_path(&path, ApiError::internal(e.to_string())),
+            Err(e) => return ApiError::internal(e.to_string()).into_response(),
         }
     }
     let held = Held {
@@ -146,10 +157,7 @@ pub async fn keyed(State(state): State<Arc<AppState>>, request: Request, next: N
         }
         Err(e) => {
             held.release();
-            answer_for_path(
-                &path,
-                ApiError::internal(format!("the answer could not be kept: {e}")),
-            )
+            ApiError::internal(format!("the answer could not be kept: {e}")).into_response()
         }
     }
 }

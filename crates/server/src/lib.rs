@@ -27,7 +27,6 @@
 
 mod admission;
 mod answer;
-mod app;
 mod auth;
 mod body;
 mod call;
@@ -42,9 +41,11 @@ mod metrics;
 mod open_log;
 mod packs;
 mod retention;
+mod routes;
 mod runner;
 mod runs;
 mod scope;
+mod state;
 mod tenants;
 
 pub use config::Config;
@@ -54,7 +55,6 @@ pub use open_log::{OpenLog, open_runlog};
 pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
 
 use admission::Admission;
-use app::AppState;
 use auth::Auth;
 use callai_engine::{MockProvider, MockScript};
 use callai_host::{PackRuntime, RuntimeOptions};
@@ -63,6 +63,7 @@ use config::parse_listen;
 use metrics::Metrics;
 use packs::PackStore;
 use runs::RunTable;
+use state::AppState;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -236,15 +237,11 @@ impl Server {
         // A reservation outlives a host that died holding it by a call's
         // wall time and a lease.
         let ttl = std::time::Duration::from_millis(limits.wall_ms) + config.runlog.lease();
-        let allotments = tenants
-            .budgeted_plans()
-            .filter_map(|(name, plan)| {
-                let log = runlog.clone()?;
-                let allotment =
-                    tenants::Allotment::new(log, name, plan, &host_id, ttl, metrics.clone());
-                Some((name.to_owned(), allotment))
-            })
-            .collect();
+        if let Some(log) = &runlog {
+            tenants.allot(|name, plan| {
+                tenants::Allotment::new(log.clone(), name, plan, &host_id, ttl, metrics.clone())
+            });
+        }
         let state = Arc::new(AppState {
             host,
             packs,
@@ -261,7 +258,6 @@ impl Server {
             server: config.server.clone(),
             runlog_config: config.runlog.clone(),
             tenants,
-            allotments,
         });
         let listener = tokio::net::TcpListener::bind(addr)
             .await
@@ -289,7 +285,7 @@ impl Server {
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
         let grace = state.server.shutdown_grace();
-        let app = app::router(state.clone(), self.auth);
+        let app = routes::router(state.clone(), self.auth);
         let limits = listen::ConnectionLimits::from_config(&state.server);
         let (stage_tx, stage_rx) = tokio::sync::watch::channel(listen::Stage::Serving);
         // Durable runs whose host died are resumed here.
@@ -331,7 +327,7 @@ impl Server {
         }
         state.tasks.wait().await;
         // What this host's calls spent reaches the database before it goes.
-        for allotment in state.allotments.values() {
+        for allotment in state.tenants.allotments() {
             allotment.flush().await;
         }
         if let Some(t) = state.telemetry.clone() {

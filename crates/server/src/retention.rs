@@ -3,7 +3,7 @@
 //! that the log does not grow without end. `callai runlog prune` does the
 //! same on demand.
 
-use crate::app::AppState;
+use crate::state::AppState;
 use callai_engine::events::now_ms;
 use std::sync::Arc;
 use std::time::Duration;

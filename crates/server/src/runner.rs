@@ -5,14 +5,14 @@
 
 use crate::admission::Ticket;
 use crate::answer::{Accepted, StatusWord};
-use crate::app::AppState;
 use crate::body::RunRequest;
 use crate::error::ApiError;
 use crate::runs::{self, CallCounter, RunEntry, run_error_json};
+use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use callai_engine::runlog::{Fence, Lease, RunSpec, RunStatus};
+use callai_engine::runlog::{Fence, Lease, RunKey, RunSpec, RunStatus};
 use callai_engine::{Journal, MockScript, Recording, RunError, RunLogError};
 use callai_host::{Pack, RunOptions, RunOutput};
 use serde_json::json;
@@ -94,7 +94,7 @@ pub async fn start(
     }
     entry.wait().await;
     if entry.is_handed_on()
-        && let Ok(run) = crate::app::load(&state, entry.key()).await
+        && let Ok(run) = state.load(entry.key()).await
     {
         // Another host has the run now: say where the log has it.
         let mut answer = runs::inspected_answer(&run);
@@ -212,13 +212,13 @@ impl Work {
             journal,
             observer: Some(Arc::new(observers)),
             events: Some(entry.events.clone()),
-            budget: TenantBudget::of(state, &self.caller).map(|b| b.shared()),
+            budget: TenantBudget::of(&self.caller).map(|b| b.shared()),
         };
         let host = state.host_for(&self.caller.0, self.script.clone());
         let run = self
             .pack
             .run_with(&host, &entry.node_id, &self.input, options);
-        let lost = crate::durable::keep_lease(state, entry.key(), self.lease);
+        let lost = keep_lease(state, entry.key(), self.lease);
         let output: Result<RunOutput, &str> = tokio::select! {
             output = run => Ok(output),
             () = stop.cancelled() => Err("the host shut down while the run was going on"),
@@ -305,5 +305,23 @@ impl Work {
         let took = began.map_or(std::time::Duration::ZERO, |b| b.elapsed());
         self.state.metrics.run_finished(ok, took);
         self.state.runs.finished(&self.entry);
+    }
+}
+
+/// Renews a durable run's lease every third of its length. Completes when
+/// another host has taken the run over; never, for a run without a lease.
+/// A renewal that fails for another reason is tried again at the next
+/// tick: if the store stays away the lease lapses, another host takes over,
+/// and this host's next commit is refused by the fence.
+async fn keep_lease(state: &AppState, run: RunKey<'_>, fence: Option<Fence>) {
+    let (Some(log), Some(fence)) = (&state.runlog, fence) else {
+        return std::future::pending().await;
+    };
+    let lease = state.runlog_config.lease();
+    loop {
+        tokio::time::sleep(lease / 3).await;
+        if let Err(RunLogError::Fenced(_)) = log.renew(run, fence, lease).await {
+            return;
+        }
     }
 }

@@ -65,6 +65,7 @@ mod tests {
             name: name.into(),
             host,
             plan: None,
+            allotment: Default::default(),
         }))
     }
 

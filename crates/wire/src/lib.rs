@@ -37,6 +37,7 @@ mod result;
 mod unknown;
 
 pub use error::{CallError, ErrorCode};
+pub use parse::{ParsedRequest, ParsedRetry};
 pub use request::{CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role};
 pub use result::{Attempts, CallAccounting, CallResult, FinishReason, StructuredOutput, Usage};
 pub use unknown::{REQUEST_FIELDS, UnknownField, unknown_fields};

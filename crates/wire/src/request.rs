@@ -152,7 +152,7 @@ impl CallRequest {
     /// What this checks is the shape; a host checks the `responseSchema`
     /// itself (it alone compiles schemas).
     pub fn from_json(text: &str, retry: RetryField) -> Result<Self, CallError> {
-        Self::from_value(&parse::json(text)?, retry)
+        Self::from_json_naming_unknown(text, retry).map(|(request, _)| request)
     }
 
     /// [`CallRequest::from_json`], with the top-level fields the spec does
@@ -161,15 +161,12 @@ impl CallRequest {
         text: &str,
         retry: RetryField,
     ) -> Result<(Self, Vec<crate::UnknownField>), CallError> {
-        let value = parse::json(text)?;
-        let unknown = crate::unknown_fields(&value);
-        Ok((Self::from_value(&value, retry)?, unknown))
+        parse::request(text)?.check(retry)
     }
 
     /// As [`CallRequest::from_json`], from a parsed value.
     pub fn from_value(value: &Value, retry: RetryField) -> Result<Self, CallError> {
-        let request = parse::request(value, retry)?;
-        request.check(retry)?;
+        let (request, _) = parse::request_value(value)?.check(retry)?;
         Ok(request)
     }
 

@@ -41,17 +41,30 @@ impl std::fmt::Display for UnknownField {
 }
 
 /// The top-level fields of `request` (a JSON object) that are not the
-/// spec's, in the order sent.
+/// spec's, in byte order.
 pub fn unknown_fields(request: &Value) -> Vec<UnknownField> {
     let Some(object) = request.as_object() else {
         return Vec::new();
     };
-    object
-        .keys()
-        .filter(|k| !REQUEST_FIELDS.contains(&k.as_str()))
+    named(
+        object
+            .keys()
+            .filter(|k| !REQUEST_FIELDS.contains(&k.as_str()))
+            .cloned()
+            .collect(),
+    )
+}
+
+/// `names` (keys that are not the spec's) in byte order, once each, with
+/// the field each looks like.
+pub(crate) fn named(mut names: Vec<String>) -> Vec<UnknownField> {
+    names.sort_unstable();
+    names.dedup();
+    names
+        .into_iter()
         .map(|name| UnknownField {
-            did_you_mean: near_miss(name).map(str::to_owned),
-            name: name.clone(),
+            did_you_mean: near_miss(&name).map(str::to_owned),
+            name,
         })
         .collect()
 }

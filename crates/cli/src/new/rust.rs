@@ -16,8 +16,9 @@ const SDK: &[(&str, &str)] = sources!(".callai/callai-sdk", "guest-sdk":
     "src/node.rs", "src/request.rs", "src/response.rs", "wit/callai.wit");
 
 const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
-    "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse.rs", "src/request.rs",
-    "src/result.rs", "src/unknown.rs");
+    "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse/mod.rs", "src/parse/shape.rs",
+    "src/parse/tests.rs", "src/parse/visit.rs", "src/request.rs", "src/result.rs",
+    "src/unknown.rs");
 
 /// The manifest of a crate of the SDK, standing alone (the repository's
 /// inherit from its workspace).

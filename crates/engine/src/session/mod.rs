@@ -12,7 +12,7 @@ use crate::events::{Event, EventLog, EventSink};
 use crate::observe::SharedObserver;
 use crate::runlog::{Entry, RecordedCall, RunLogError, RunStatus};
 use crate::{CallOptions, Host};
-use callai_wire::{CallAccounting, CallError, CallRequest, CallResult};
+use callai_wire::{CallAccounting, CallError, CallRequest, CallResult, ParsedRequest};
 use journal::Replayed;
 use serde_json::Value;
 use std::io::Write;
@@ -65,12 +65,15 @@ pub enum CallInput {
     Json(String),
     /// Through `call-ai`: the typed request (not yet checked).
     Typed(CallRequest),
+    /// Read from a caller's JSON by its server in the same pass as the
+    /// body around it (`POST /v1/call`), not yet checked.
+    Parsed(ParsedRequest),
 }
 
 impl CallInput {
     fn entry(&self) -> Entry {
         match self {
-            Self::Json(_) => Entry::Json,
+            Self::Json(_) | Self::Parsed(_) => Entry::Json,
             Self::Typed(_) => Entry::Typed,
         }
     }
@@ -82,6 +85,7 @@ impl CallInput {
         match self {
             Self::Json(text) => text.len() as u64,
             Self::Typed(request) => wire_size(request),
+            Self::Parsed(parsed) => wire_size(parsed.request()),
         }
     }
 }
@@ -399,6 +403,20 @@ impl RunSession {
                     (_, false) => Value::Null,
                     (Ok(r), true) => r.canonical(),
                     (Err(_), true) => serde_json::from_str(&text).unwrap_or(Value::String(text)),
+                };
+                (request, key)
+            }
+            CallInput::Parsed(parsed) => {
+                let request = parsed.check(retry_field).and_then(|(request, unknown)| {
+                    self.host
+                        .unknown_fields(&self.node_id, unknown, &self.events)
+                        .map(|()| request)
+                });
+                let key = match (&request, keyed) {
+                    (_, false) => Value::Null,
+                    (Ok(r), true) => r.canonical(),
+                    // What was sent is not kept: the refusal stands for it.
+                    (Err(e), true) => e.to_json(),
                 };
                 (request, key)
             }

@@ -5,22 +5,18 @@
 //! non-text content are refused naming them; `metadata`, `top_p`, `top_k`
 //! and `service_tier` are dropped.
 
-use super::{
-    AnswerExtension, Api, DropinError, Extension, Mapped, Streaming, answer_id, answer_model,
-    answer_text, attempts_headers, sse,
+use super::api::{
+    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id,
+    answer_text, text_of, text_or_parts,
 };
-use crate::app::AppState;
-use crate::tenants::Caller;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use callai_engine::wire::{CallResult, FinishReason};
-use serde::Deserialize;
+use super::sse::Frame;
+use super::streaming::Framer;
+use crate::error::ApiError;
+use callai_engine::wire::{CallRequest, CallResult, FinishReason, Message, Role};
 use serde::de::IgnoredAny;
-use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
 
 /// A Messages request, as far as this host reads it.
 #[derive(Debug, Deserialize)]
@@ -29,7 +25,8 @@ pub struct MessagesRequest {
     model: String,
     max_tokens: u32,
     messages: Vec<AnthropicMessage>,
-    system: Option<Blocks>,
+    #[serde(default, deserialize_with = "optional_blocks")]
+    system: Option<TextOrParts>,
     stop_sequences: Option<Vec<String>>,
     temperature: Option<f64>,
     stream: Option<bool>,
@@ -58,15 +55,22 @@ pub struct MessagesRequest {
 #[serde(deny_unknown_fields)]
 struct AnthropicMessage {
     role: String,
-    content: Blocks,
+    #[serde(deserialize_with = "blocks")]
+    content: TextOrParts,
 }
 
-/// A string, or content blocks.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Blocks {
-    Text(String),
-    Blocks(Vec<Map<String, Value>>),
+/// A string, or content blocks (`null` is neither).
+fn blocks<'de, D: serde::Deserializer<'de>>(d: D) -> Result<TextOrParts, D::Error> {
+    text_or_parts(d, "Blocks")?.ok_or_else(|| {
+        serde::de::Error::custom("data did not match any variant of untagged enum Blocks")
+    })
+}
+
+/// `system`: a string, content blocks, or `null` (none).
+fn optional_blocks<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<TextOrParts>, D::Error> {
+    text_or_parts(d, "Blocks")
 }
 
 #[derive(Debug, Deserialize)]
@@ -85,99 +89,116 @@ struct OutputFormat {
     schema: Value,
 }
 
-/// The text of `blocks` (at `param`): text blocks only.
-fn text_of(param: &str, blocks: &Blocks) -> Result<String, DropinError> {
-    match blocks {
-        Blocks::Text(t) => Ok(t.clone()),
-        Blocks::Blocks(blocks) => {
-            let mut text = String::new();
-            for (j, block) in blocks.iter().enumerate() {
-                match (block.get("type").and_then(Value::as_str), block.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
-                    (kind, _) => {
-                        return Err(DropinError::invalid(
-                            Api::Anthropic,
-                            format!("{param}[{j}]"),
-                            format!(
-                                "a block of type {:?}: this host takes text blocks only",
-                                kind.unwrap_or("?")
-                            ),
-                        ));
-                    }
-                }
-            }
-            Ok(text)
-        }
-    }
-}
+/// The Anthropic Messages API.
+pub struct Anthropic;
 
-/// The request as a ctx.callAI request.
-pub fn map(r: MessagesRequest) -> Result<Mapped, DropinError> {
-    let api = Api::Anthropic;
-    let present = [
-        ("tools", r.tools.is_some()),
-        ("tool_choice", r.tool_choice.is_some()),
-        ("thinking", r.thinking.is_some()),
-        ("container", r.container.is_some()),
-        ("mcp_servers", r.mcp_servers.is_some()),
-    ];
-    if let Some((param, _)) = present.iter().find(|(_, p)| *p) {
-        return Err(DropinError::invalid(
-            api,
-            *param,
-            "this host does not offer it: a callAI call is text or a JSON schema",
-        ));
-    }
-    let mut wire = Map::new();
-    if let Some(system) = &r.system {
-        wire.insert("systemPrompt".into(), text_of("system", system)?.into());
-    }
-    let mut messages = Vec::new();
-    for (i, m) in r.messages.iter().enumerate() {
-        let role = match m.role.as_str() {
-            "user" | "assistant" => m.role.as_str(),
-            other => {
-                return Err(DropinError::invalid(
-                    api,
-                    format!("messages[{i}].role"),
-                    format!("{other:?}: the Messages API takes user and assistant messages"),
-                ));
-            }
-        };
-        let text = text_of(&format!("messages[{i}].content"), &m.content)?;
-        messages.push(json!({"role": role, "content": text}));
-    }
-    wire.insert("messages".into(), Value::Array(messages));
-    wire.insert("maxTokens".into(), r.max_tokens.into());
-    if let Some(t) = r.temperature {
-        wire.insert("temperature".into(), json!(t));
-    }
-    if let Some(s) = r.stop_sequences {
-        wire.insert("stopSequences".into(), json!(s));
-    }
-    let format = r.output_config.and_then(|c| c.format).or(r.output_format);
-    if let Some(format) = format {
-        if format.kind != "json_schema" {
-            return Err(DropinError::invalid(
-                api,
-                "output_config.format.type",
-                format!("{:?}: this host takes json_schema", format.kind),
+impl DropinApi for Anthropic {
+    const API: Api = Api::Anthropic;
+    type Request = MessagesRequest;
+    type Framer = MessageFramer;
+
+    fn map(r: MessagesRequest) -> Result<Mapped, ApiError> {
+        let present = [
+            ("tools", r.tools.is_some()),
+            ("tool_choice", r.tool_choice.is_some()),
+            ("thinking", r.thinking.is_some()),
+            ("container", r.container.is_some()),
+            ("mcp_servers", r.mcp_servers.is_some()),
+        ];
+        if let Some((param, _)) = present.iter().find(|(_, p)| *p) {
+            return Err(ApiError::invalid(
+                param,
+                "this host does not offer it: a callAI call is text or a JSON schema",
             ));
         }
-        wire.insert("responseSchema".into(), format.schema);
+        let system_prompt = r
+            .system
+            .map(|system| text_of("system", "block", system))
+            .transpose()?;
+        let mut messages = Vec::with_capacity(r.messages.len());
+        for (i, m) in r.messages.into_iter().enumerate() {
+            let role = match m.role.as_str() {
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                other => {
+                    return Err(ApiError::invalid(
+                        &format!("messages[{i}].role"),
+                        format!("{other:?}: the Messages API takes user and assistant messages"),
+                    ));
+                }
+            };
+            let text = text_of(&format!("messages[{i}].content"), "block", m.content)?;
+            messages.push(Message::new(role, text));
+        }
+        let format = r.output_config.and_then(|c| c.format).or(r.output_format);
+        let response_schema = match format {
+            Some(format) if format.kind != "json_schema" => {
+                return Err(ApiError::invalid(
+                    "output_config.format.type",
+                    format!("{:?}: this host takes json_schema", format.kind),
+                ));
+            }
+            Some(format) => Some(format.schema),
+            None => None,
+        };
+        let request = CallRequest {
+            system_prompt,
+            messages,
+            max_tokens: Some(r.max_tokens),
+            temperature: r.temperature,
+            stop_sequences: r.stop_sequences,
+            response_schema,
+            ..CallRequest::default()
+        };
+        let streaming = match r.stream {
+            Some(true) => Streaming::On {
+                include_usage: true,
+            },
+            _ => Streaming::Off,
+        };
+        Ok(Mapped {
+            request,
+            extension: r.callai.unwrap_or_default(),
+            streaming,
+            model: r.model,
+        })
     }
-    let streaming = match r.stream {
-        Some(true) => Streaming::On {
-            include_usage: true,
-        },
-        _ => Streaming::Off,
-    };
-    Ok(Mapped {
-        wire,
-        extension: r.callai.unwrap_or_default(),
-        streaming,
-        model: r.model,
-    })
+
+    fn answer<'a>(model: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
+        MessageAnswer {
+            callai: AnswerExtension::of(result),
+            content: [TextBlock {
+                text: answer_text(result),
+                kind: "text",
+            }],
+            id: answer_id("msg_"),
+            model,
+            role: "assistant",
+            stop_reason: stop_reason(result.finish_reason),
+            stop_sequence: None,
+            kind: "message",
+            usage: usage(result),
+        }
+    }
+
+    fn framer(model: String, _: Streaming, settled: Option<&CallResult>) -> MessageFramer {
+        // A live stream's usage is not known at its start.
+        let start_usage = match settled {
+            Some(result) => Usage {
+                output_tokens: Some(0),
+                ..usage(result)
+            },
+            None => Usage {
+                input_tokens: Some(0),
+                output_tokens: Some(0),
+            },
+        };
+        MessageFramer {
+            id: answer_id("msg_"),
+            model,
+            start_usage,
+        }
+    }
 }
 
 /// A stop reason in the Messages API's words.
@@ -193,121 +214,206 @@ fn stop_reason(reason: Option<FinishReason>) -> &'static str {
 /// `usage` in the Messages API's words: the final attempt's; a count the
 /// provider did not report is absent (the `callai` extension and the
 /// headers say the usage is incomplete).
-fn usage(result: &CallResult) -> Value {
+#[derive(Debug, Clone, Copy, Serialize)]
+struct Usage {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    input_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<u32>,
+}
+
+fn usage(result: &CallResult) -> Usage {
     let u = result.usage.unwrap_or_default();
-    let mut usage = Map::new();
-    if let Some(i) = u.input_tokens {
-        usage.insert("input_tokens".into(), i.into());
+    Usage {
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
     }
-    if let Some(o) = u.output_tokens {
-        usage.insert("output_tokens".into(), o.into());
-    }
-    Value::Object(usage)
 }
 
-/// `POST /v1/messages`.
-pub async fn messages(
-    State(state): State<Arc<AppState>>,
-    axum::Extension(caller): axum::Extension<Caller>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, DropinError> {
-    let api = Api::Anthropic;
-    let request: MessagesRequest = super::read_body(api, body)?;
-    let mut mapped = map(request)?;
-    if mapped.streaming != Streaming::Off && !mapped.wire.contains_key("responseSchema") {
-        // A text call streams as its provider does: its usage is not known
-        // at the start.
-        let call = super::prepare(&state, &caller, api, &headers, &mut mapped)?;
-        let framer = MessageFramer {
-            id: answer_id("msg_"),
-            model: answer_model(&state, &mapped.wire, &CallResult::default()),
-            start_usage: json!({"input_tokens": 0, "output_tokens": 0}),
-        };
-        return super::streaming::relay(state.clone(), caller, api, call, framer).await;
-    }
-    let (result, budget) = super::settle(&state, &caller, api, &headers, &mut mapped).await?;
-    let model = answer_model(&state, &mapped.wire, &result);
-    let id = answer_id("msg_");
-    let mut headers = attempts_headers(&result);
-    headers.extend(budget);
-    if mapped.streaming != Streaming::Off {
-        let mut start_usage = usage(&result);
-        start_usage["output_tokens"] = json!(0);
-        let framer = MessageFramer {
-            id,
-            model,
-            start_usage,
-        };
-        let frames = super::streaming::settled(framer, &result);
-        return Ok((headers, sse::body(frames)).into_response());
-    }
-    let extension = AnswerExtension {
-        attempts: result.attempts,
-    };
-    let answer = json!({
-        "id": id,
-        "type": "message",
-        "role": "assistant",
-        "model": model,
-        "content": [{"type": "text", "text": answer_text(&result)}],
-        "stop_reason": stop_reason(result.finish_reason),
-        "stop_sequence": null,
-        "usage": usage(&result),
-        "callai": extension,
-    });
-    Ok((headers, axum::Json(answer)).into_response())
+// The answers' keys are in byte order, as they were when the answers were
+// built as JSON trees.
+
+/// A `message`.
+#[derive(Serialize)]
+struct MessageAnswer<'a> {
+    callai: AnswerExtension,
+    content: [TextBlock<'a>; 1],
+    id: String,
+    model: &'a str,
+    role: &'static str,
+    stop_reason: &'static str,
+    stop_sequence: Option<()>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    usage: Usage,
 }
 
-/// The events of a streamed text call.
-struct MessageFramer {
+#[derive(Serialize)]
+struct TextBlock<'a> {
+    text: Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// `message_start`'s message: no content yet.
+#[derive(Serialize)]
+struct StartMessage<'a> {
+    content: [(); 0],
+    id: &'a str,
+    model: &'a str,
+    role: &'static str,
+    stop_reason: Option<()>,
+    stop_sequence: Option<()>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    usage: Usage,
+}
+
+/// The events of the stream, each `{..., "type"}`.
+#[derive(Serialize)]
+struct MessageStart<'a> {
+    message: StartMessage<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct BlockStart<'a> {
+    content_block: TextBlock<'a>,
+    index: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct BlockDelta<'a> {
+    delta: TextDelta<'a>,
+    index: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct BlockStop {
+    index: u32,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct MessageDelta {
+    callai: AnswerExtension,
+    delta: StopDelta,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    usage: Usage,
+}
+
+#[derive(Serialize)]
+struct MessageStop {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct TextDelta<'a> {
+    text: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct StopDelta {
+    stop_reason: &'static str,
+    stop_sequence: Option<()>,
+}
+
+/// The events of a streamed call.
+pub struct MessageFramer {
     id: String,
     model: String,
     /// `usage` in `message_start`.
-    start_usage: Value,
+    start_usage: Usage,
 }
 
-impl super::streaming::Framer for MessageFramer {
-    fn start(&mut self) -> Vec<sse::Frame> {
-        let start = json!({"type": "message_start", "message": {
-            "id": self.id, "type": "message", "role": "assistant", "model": self.model,
-            "content": [], "stop_reason": null, "stop_sequence": null,
-            "usage": self.start_usage}});
-        let block = json!({"type": "content_block_start", "index": 0,
-            "content_block": {"type": "text", "text": ""}});
-        vec![
-            (Some("message_start"), start.to_string()),
-            (Some("content_block_start"), block.to_string()),
-        ]
-    }
+/// An event as a frame named by its type.
+fn frame(name: &'static str, event: &impl Serialize) -> Frame {
+    let data = serde_json::to_string(event).expect("an event always serialises");
+    (Some(name), data)
+}
 
-    fn text(&mut self, text: &str) -> Vec<sse::Frame> {
-        let delta = json!({"type": "content_block_delta", "index": 0,
-            "delta": {"type": "text_delta", "text": text}});
-        vec![(Some("content_block_delta"), delta.to_string())]
-    }
-
-    fn end(&mut self, result: &CallResult) -> Vec<sse::Frame> {
-        let extension = AnswerExtension {
-            attempts: result.attempts,
+impl Framer for MessageFramer {
+    fn start(&mut self) -> Vec<Frame> {
+        let message = StartMessage {
+            content: [],
+            id: &self.id,
+            model: &self.model,
+            role: "assistant",
+            stop_reason: None,
+            stop_sequence: None,
+            kind: "message",
+            usage: self.start_usage,
         };
-        let delta = json!({"type": "message_delta",
-            "delta": {"stop_reason": stop_reason(result.finish_reason), "stop_sequence": null},
-            "usage": usage(result), "callai": extension});
+        let block = TextBlock {
+            text: Cow::Borrowed(""),
+            kind: "text",
+        };
+        let start = MessageStart {
+            message,
+            kind: "message_start",
+        };
+        let block = BlockStart {
+            content_block: block,
+            index: 0,
+            kind: "content_block_start",
+        };
         vec![
-            (
-                Some("content_block_stop"),
-                json!({"type": "content_block_stop", "index": 0}).to_string(),
-            ),
-            (Some("message_delta"), delta.to_string()),
-            (
-                Some("message_stop"),
-                json!({"type": "message_stop"}).to_string(),
-            ),
+            frame("message_start", &start),
+            frame("content_block_start", &block),
         ]
     }
 
-    fn error(&mut self, error: &DropinError) -> Vec<sse::Frame> {
-        vec![(Some("error"), error.body().to_string())]
+    fn text(&mut self, text: &str) -> Vec<Frame> {
+        let delta = BlockDelta {
+            delta: TextDelta {
+                text,
+                kind: "text_delta",
+            },
+            index: 0,
+            kind: "content_block_delta",
+        };
+        vec![frame("content_block_delta", &delta)]
+    }
+
+    fn end(&mut self, result: &CallResult) -> Vec<Frame> {
+        let stop = BlockStop {
+            index: 0,
+            kind: "content_block_stop",
+        };
+        let delta = MessageDelta {
+            callai: AnswerExtension::of(result),
+            delta: StopDelta {
+                stop_reason: stop_reason(result.finish_reason),
+                stop_sequence: None,
+            },
+            kind: "message_delta",
+            usage: usage(result),
+        };
+        let end = MessageStop {
+            kind: "message_stop",
+        };
+        vec![
+            frame("content_block_stop", &stop),
+            frame("message_delta", &delta),
+            frame("message_stop", &end),
+        ]
+    }
+
+    fn error(&mut self, error: &ApiError) -> Vec<Frame> {
+        let body = super::error::body(Api::Anthropic, error);
+        vec![(
+            Some("error"),
+            String::from_utf8(body).expect("JSON is UTF-8"),
+        )]
     }
 }

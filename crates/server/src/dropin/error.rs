@@ -4,154 +4,177 @@
 //! 422, `provider_unavailable` (and a provider's own refusal) 502, the host
 //! full or stopping 503 with `Retry-After`.
 //!
-//! Each answer also says whether a client should send it again
-//! (`x-should-retry`, which the OpenAI and Anthropic SDKs obey): not after
-//! the host has spent its own retries (422, 502), yes when it was full.
+//! Every handler and middleware answers an [`ApiError`] the one way; the
+//! layer [`reshape`] on each drop-in's routes turns it into its API's
+//! shape, so nothing upstream matches a path to choose one. Each answer
+//! also says whether a client should send it again (`x-should-retry`,
+//! which the OpenAI and Anthropic SDKs obey): not after the host has spent
+//! its own retries (422, 502), yes when it was full.
 
 use super::Api;
 use crate::error::{ApiCode, ApiError};
+use axum::body::Body;
+use axum::extract::State;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
-use callai_engine::wire::{CallError, ErrorCode};
-use serde_json::{Map, Value, json};
+use axum::response::Response;
+use callai_engine::wire::ErrorCode;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
-/// An error of a drop-in endpoint.
-#[derive(Debug, Clone)]
-pub struct DropinError {
-    /// Whose shape the body takes.
-    pub api: Api,
-    /// The host's error, with its code and details.
-    pub error: ApiError,
-    /// The request field it names, in the API's own words (`model`,
-    /// `messages[0].content`, `retry.maxAttempts`).
-    pub param: Option<String>,
-    /// Headers the answer carries besides its own (the caller's budget);
-    /// boxed, as most errors have none.
-    pub extra: Option<Box<axum::http::HeaderMap>>,
+/// The layer of a drop-in's routes: an [`ApiError`] answer, re-answered
+/// in `api`'s shape; any other answer as it is.
+pub async fn reshape(State(api): State<Api>, response: Response) -> Response {
+    if response.extensions().get::<ApiError>().is_none() {
+        return response;
+    }
+    let (mut parts, _) = response.into_parts();
+    let error = parts
+        .extensions
+        .remove::<ApiError>()
+        .expect("checked above");
+    let status = status(&error);
+    parts.status = status;
+    let headers = &mut parts.headers;
+    headers.remove(header::CONTENT_LENGTH);
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    let retry = if status == StatusCode::SERVICE_UNAVAILABLE {
+        "true"
+    } else {
+        "false"
+    };
+    headers.insert("x-should-retry", HeaderValue::from_static(retry));
+    let attempts = error
+        .details
+        .as_ref()
+        .and_then(|d| d.get("totalAttempts"))
+        .and_then(Value::as_u64);
+    if let Some(n) = attempts {
+        headers.insert("x-callai-attempts-count", HeaderValue::from(n));
+    }
+    Response::from_parts(parts, Body::from(body(api, &error)))
 }
 
-impl DropinError {
-    /// A refused request naming `param`.
-    pub fn invalid(api: Api, param: impl Into<String>, message: impl std::fmt::Display) -> Self {
-        let param = param.into();
-        Self {
-            api,
-            error: ApiError::invalid(&param, message),
-            param: Some(param),
-            extra: None,
-        }
+/// The status of `error` on a drop-in: the host's, except that an
+/// exhausted envelope is 422.
+pub fn status(error: &ApiError) -> StatusCode {
+    match error.code {
+        ApiCode::Call(
+            ErrorCode::EnvelopeInvalid
+            | ErrorCode::EnvelopeTruncationUnrecoverable
+            | ErrorCode::EnvelopeRefusal,
+        ) => StatusCode::UNPROCESSABLE_ENTITY,
+        _ => error.status(),
     }
+}
 
-    /// The host's own error (admission, limits, auth, a call error).
-    pub fn from_api(api: Api, error: ApiError) -> Self {
-        let param = error
-            .details
-            .as_ref()
-            .and_then(|d| d.get("field"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        Self {
-            api,
-            error,
-            param,
-            extra: None,
-        }
+/// The API's error `type` for `status`.
+fn kind(api: Api, status: StatusCode) -> &'static str {
+    match (api, status.as_u16()) {
+        (_, 400 | 404 | 405 | 408 | 409 | 413 | 422) => "invalid_request_error",
+        (_, 401) => "authentication_error",
+        (_, 403) => "permission_error",
+        (_, 429) => "rate_limit_error",
+        (Api::Anthropic, 503) => "overloaded_error",
+        _ => "api_error",
     }
+}
 
-    /// A failed call; a field of the ctx.callAI request it names is named
-    /// as the API calls it (`responseSchema` is OpenAI's
-    /// `response_format.json_schema.schema`).
-    pub fn from_call(api: Api, error: &CallError) -> Self {
-        let mut e = Self::from_api(api, ApiError::from_call(error));
-        e.param = e.param.map(|field| api_param(api, &field));
-        e
-    }
+/// `"callai": {"error": {"code", "details"?}}`.
+#[derive(Serialize)]
+struct Extension<'a> {
+    error: ExtensionError<'a>,
+}
 
-    /// The status: the host's, except that an exhausted envelope is 422.
-    pub fn status(&self) -> StatusCode {
-        match self.error.code {
-            ApiCode::Call(
-                ErrorCode::EnvelopeInvalid
-                | ErrorCode::EnvelopeTruncationUnrecoverable
-                | ErrorCode::EnvelopeRefusal,
-            ) => StatusCode::UNPROCESSABLE_ENTITY,
-            _ => self.error.status(),
-        }
-    }
+#[derive(Serialize)]
+struct ExtensionError<'a> {
+    code: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    details: Option<&'a Map<String, Value>>,
+}
 
-    /// The API's error `type`.
-    fn kind(&self) -> &'static str {
-        let status = self.status();
-        match (self.api, status.as_u16()) {
-            (_, 400 | 404 | 405 | 408 | 409 | 413 | 422) => "invalid_request_error",
-            (_, 401) => "authentication_error",
-            (_, 403) => "permission_error",
-            (_, 429) => "rate_limit_error",
-            (Api::Anthropic, 503) => "overloaded_error",
-            _ => "api_error",
-        }
-    }
+/// OpenAI's `{"error": {"code", "message", "param", "type"}}`, with the
+/// extension (keys in byte order, as the answers have always had them).
+#[derive(Serialize)]
+struct OpenAiBody<'a> {
+    callai: Extension<'a>,
+    error: OpenAiError<'a>,
+}
 
-    /// The body, in the API's shape, with the host's code and details in
-    /// the `callai` extension.
-    pub fn body(&self) -> Value {
-        let code = self.error.code.as_str();
-        let mut extension = Map::new();
-        extension.insert("code".into(), json!(code));
-        if let Some(details) = &self.error.details {
-            extension.insert("details".into(), Value::Object(details.clone()));
-        }
-        match self.api {
-            Api::OpenAi => json!({
-                "error": {
-                    "message": self.error.message,
-                    "type": self.kind(),
-                    "param": self.param,
-                    "code": code,
+#[derive(Serialize)]
+struct OpenAiError<'a> {
+    code: &'static str,
+    message: &'a str,
+    param: Option<String>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// Anthropic's `{"type": "error", "error": {"type", "message"}}`.
+#[derive(Serialize)]
+struct AnthropicBody<'a> {
+    callai: Extension<'a>,
+    error: AnthropicError<'a>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+#[derive(Serialize)]
+struct AnthropicError<'a> {
+    message: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+/// The body of `error` in `api`'s shape, with the host's code and details
+/// in the `callai` extension; the field it names (`details.field`) is the
+/// `param`, in the API's own words.
+pub fn body(api: Api, error: &ApiError) -> Vec<u8> {
+    let code = error.code.as_str();
+    let callai = Extension {
+        error: ExtensionError {
+            code,
+            details: error.details.as_ref(),
+        },
+    };
+    let kind = kind(api, status(error));
+    let written = match api {
+        Api::OpenAi => {
+            let param = error
+                .details
+                .as_ref()
+                .and_then(|d| d.get("field"))
+                .and_then(Value::as_str)
+                .map(|field| api_param(api, field).to_owned());
+            serde_json::to_vec(&OpenAiBody {
+                callai,
+                error: OpenAiError {
+                    code,
+                    message: &error.message,
+                    param,
+                    kind,
                 },
-                "callai": {"error": extension},
-            }),
-            Api::Anthropic => json!({
-                "type": "error",
-                "error": {"type": self.kind(), "message": self.error.message},
-                "callai": {"error": extension},
-            }),
+            })
         }
-    }
+        Api::Anthropic => serde_json::to_vec(&AnthropicBody {
+            callai,
+            error: AnthropicError {
+                message: &error.message,
+                kind,
+            },
+            kind: "error",
+        }),
+    };
+    written.expect("an error body always serialises")
 }
 
-impl IntoResponse for DropinError {
-    fn into_response(self) -> Response {
-        let status = self.status();
-        let mut response = (status, axum::Json(self.body())).into_response();
-        let headers = response.headers_mut();
-        if let Some(extra) = &self.extra {
-            headers.extend(extra.as_ref().clone());
-        }
-        let retry = match status.as_u16() {
-            503 => "true",
-            _ => "false",
-        };
-        headers.insert("x-should-retry", HeaderValue::from_static(retry));
-        if let Some(seconds) = self.error.retry_after {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        let attempts = self
-            .error
-            .details
-            .as_ref()
-            .and_then(|d| d.get("totalAttempts"))
-            .and_then(Value::as_u64);
-        if let Some(n) = attempts {
-            headers.insert("x-callai-attempts-count", HeaderValue::from(n));
-        }
-        response
-    }
-}
-
-/// A ctx.callAI request field in the words of `api`'s request.
-fn api_param(api: Api, field: &str) -> String {
-    let name = match (api, field) {
+/// A ctx.callAI request field in the words of `api`'s request
+/// (`responseSchema` is OpenAI's `response_format.json_schema.schema`);
+/// any other field (the API's own, named by its mapping) as it is.
+fn api_param(api: Api, field: &str) -> &str {
+    match (api, field) {
         (Api::OpenAi, "responseSchema") => "response_format.json_schema.schema",
         (Api::Anthropic, "responseSchema") => "output_config.format.schema",
         (Api::OpenAi, "maxTokens") => "max_completion_tokens",
@@ -161,13 +184,17 @@ fn api_param(api: Api, field: &str) -> String {
         (_, "systemPrompt") => "system",
         (_, "provider" | "model") => "model",
         (_, other) => other,
-    };
-    name.to_owned()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use callai_engine::wire::CallError;
+
+    fn json(api: Api, e: &ApiError) -> Value {
+        serde_json::from_slice(&body(api, e)).unwrap()
+    }
 
     #[test]
     fn each_code_gets_the_status_and_type_the_sdks_map() {
@@ -182,14 +209,15 @@ mod tests {
             ),
             (ErrorCode::ProviderUnavailable, 502, "api_error"),
         ];
-        for (code, status, kind) in cases {
-            let e = DropinError::from_call(Api::OpenAi, &CallError::new(code, "m"));
-            assert_eq!(e.status().as_u16(), status, "{code:?}");
-            assert_eq!(e.body()["error"]["type"], kind, "{code:?}");
-            assert_eq!(e.body()["error"]["code"], code.as_str());
+        for (code, want, kind) in cases {
+            let e = ApiError::from_call(&CallError::new(code, "m"));
+            assert_eq!(status(&e).as_u16(), want, "{code:?}");
+            let body = json(Api::OpenAi, &e);
+            assert_eq!(body["error"]["type"], kind, "{code:?}");
+            assert_eq!(body["error"]["code"], code.as_str());
         }
-        let e = DropinError::invalid(Api::Anthropic, "model", "no provider \"x\"");
-        let body = e.body();
+        let e = ApiError::invalid("model", "no provider \"x\"");
+        let body = json(Api::Anthropic, &e);
         assert_eq!(body["type"], "error");
         assert_eq!(body["error"]["type"], "invalid_request_error");
         assert!(
@@ -199,15 +227,15 @@ mod tests {
                 .starts_with("model:")
         );
         let schema = CallError::validation("responseSchema", "is refused: too costly");
-        let e = DropinError::from_call(Api::OpenAi, &schema);
+        let e = ApiError::from_call(&schema);
         assert_eq!(
-            e.body()["error"]["param"],
+            json(Api::OpenAi, &e)["error"]["param"],
             "response_format.json_schema.schema"
         );
-        let full = DropinError::from_api(
-            Api::Anthropic,
-            ApiError::unavailable(ApiCode::Overloaded, "full", 1),
+        let full = ApiError::unavailable(ApiCode::Overloaded, "full", 1);
+        assert_eq!(
+            json(Api::Anthropic, &full)["error"]["type"],
+            "overloaded_error"
         );
-        assert_eq!(full.body()["error"]["type"], "overloaded_error");
     }
 }

@@ -4,22 +4,20 @@
 //! refused naming its `param`; what does not (`n: 1`, `user`, `metadata`,
 //! `seed`, `top_p`, the penalties) is dropped.
 
-use super::{
-    AnswerExtension, Api, DropinError, Extension, Mapped, Streaming, answer_id, answer_model,
-    answer_text, attempts_headers, openai_finish, sse, unix_now,
+use super::api::{
+    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id,
+    answer_text, openai_finish, text_of, text_or_parts, unix_now,
 };
-use crate::app::AppState;
+use super::sse::Frame;
+use super::streaming::Framer;
+use crate::error::ApiError;
 use crate::tenants::Caller;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
-use axum::response::{IntoResponse, Response};
-use callai_engine::wire::CallResult;
+use axum::response::IntoResponse;
+use callai_engine::wire::{CallRequest, CallResult, Message, Role};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use serde_json::{Value, json};
+use std::borrow::Cow;
 
 /// A Chat Completions request, as far as this host reads it.
 #[derive(Debug, Deserialize)]
@@ -82,7 +80,8 @@ pub struct ChatRequest {
 #[serde(deny_unknown_fields)]
 struct ChatMessage {
     role: String,
-    content: Option<Content>,
+    #[serde(default, deserialize_with = "content")]
+    content: Option<TextOrParts>,
     #[serde(rename = "name")]
     _name: Option<IgnoredAny>,
     #[serde(rename = "refusal")]
@@ -92,11 +91,9 @@ struct ChatMessage {
     function_call: Option<Value>,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
-enum Content {
-    Text(String),
-    Parts(Vec<Map<String, Value>>),
+/// A message's content: a string, or content parts (`null`: none).
+fn content<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TextOrParts>, D::Error> {
+    text_or_parts(d, "Content")
 }
 
 #[derive(Debug, Deserialize)]
@@ -135,8 +132,8 @@ struct StreamOptions {
 }
 
 /// Refuses what the host cannot honour, naming it.
-fn refuse_unhonoured(r: &ChatRequest) -> Result<(), DropinError> {
-    let no = |param: &str, why: &str| Err(DropinError::invalid(Api::OpenAi, param, why));
+fn refuse_unhonoured(r: &ChatRequest) -> Result<(), ApiError> {
+    let no = |param: &str, why: &str| Err(ApiError::invalid(param, why));
     let present = [
         ("tools", r.tools.is_some()),
         ("tool_choice", r.tool_choice.is_some()),
@@ -169,113 +166,119 @@ fn refuse_unhonoured(r: &ChatRequest) -> Result<(), DropinError> {
     Ok(())
 }
 
-/// A message's text: a string, or text parts joined.
-fn text_of(i: usize, content: Option<&Content>) -> Result<String, DropinError> {
-    match content {
-        None => Ok(String::new()),
-        Some(Content::Text(t)) => Ok(t.clone()),
-        Some(Content::Parts(parts)) => {
-            let mut text = String::new();
-            for (j, part) in parts.iter().enumerate() {
-                match (part.get("type").and_then(Value::as_str), part.get("text")) {
-                    (Some("text"), Some(Value::String(t))) => text.push_str(t),
-                    (kind, _) => {
-                        return Err(DropinError::invalid(
-                            Api::OpenAi,
-                            format!("messages[{i}].content[{j}]"),
-                            format!(
-                                "a part of type {:?}: this host takes text parts only",
-                                kind.unwrap_or("?")
-                            ),
-                        ));
-                    }
-                }
-            }
-            Ok(text)
-        }
-    }
-}
+/// The OpenAI Chat Completions API.
+pub struct OpenAi;
 
-/// The request as a ctx.callAI request.
-pub fn map(r: ChatRequest) -> Result<Mapped, DropinError> {
-    refuse_unhonoured(&r)?;
-    let mut wire = Map::new();
-    let mut system = Vec::new();
-    let mut messages = Vec::new();
-    for (i, m) in r.messages.iter().enumerate() {
-        if m.tool_calls.is_some() || m.tool_call_id.is_some() || m.function_call.is_some() {
-            return Err(DropinError::invalid(
-                Api::OpenAi,
-                format!("messages[{i}]"),
-                "tool calls and their results: this host does not call tools",
-            ));
-        }
-        let text = text_of(i, m.content.as_ref())?;
-        let role = match m.role.as_str() {
-            "system" | "developer" if messages.is_empty() => {
-                system.push(text);
-                continue;
-            }
-            "system" | "developer" => "system",
-            "user" => "user",
-            "assistant" => "assistant",
-            other => {
-                return Err(DropinError::invalid(
-                    Api::OpenAi,
-                    format!("messages[{i}].role"),
-                    format!(
-                        "{other:?}: this host takes system, developer, user and assistant messages"
-                    ),
+impl DropinApi for OpenAi {
+    const API: Api = Api::OpenAi;
+    type Request = ChatRequest;
+    type Framer = ChatFramer;
+
+    fn map(r: ChatRequest) -> Result<Mapped, ApiError> {
+        refuse_unhonoured(&r)?;
+        let mut system = Vec::new();
+        let mut messages = Vec::with_capacity(r.messages.len());
+        for (i, m) in r.messages.into_iter().enumerate() {
+            if m.tool_calls.is_some() || m.tool_call_id.is_some() || m.function_call.is_some() {
+                return Err(ApiError::invalid(
+                    &format!("messages[{i}]"),
+                    "tool calls and their results: this host does not call tools",
                 ));
             }
+            let text = match m.content {
+                None => String::new(),
+                Some(content) => text_of(&format!("messages[{i}].content"), "part", content)?,
+            };
+            let role = match m.role.as_str() {
+                "system" | "developer" if messages.is_empty() => {
+                    system.push(text);
+                    continue;
+                }
+                "system" | "developer" => Role::System,
+                "user" => Role::User,
+                "assistant" => Role::Assistant,
+                other => {
+                    return Err(ApiError::invalid(
+                        &format!("messages[{i}].role"),
+                        format!(
+                            "{other:?}: this host takes system, developer, user and assistant messages"
+                        ),
+                    ));
+                }
+            };
+            messages.push(Message::new(role, text));
+        }
+        let response_schema = match r.response_format {
+            Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
+            Some(ResponseFormat::JsonSchema { json_schema }) => {
+                Some(json_schema.schema.unwrap_or_else(|| json!({})))
+            }
+            Some(ResponseFormat::Text) | None => None,
         };
-        messages.push(json!({"role": role, "content": text}));
+        let request = CallRequest {
+            system_prompt: (!system.is_empty()).then(|| system.join("\n\n")),
+            messages,
+            max_tokens: r.max_completion_tokens.or(r.max_tokens),
+            temperature: r.temperature,
+            stop_sequences: r.stop.map(|stop| match stop {
+                Stop::One(s) => vec![s],
+                Stop::Many(s) => s,
+            }),
+            response_schema,
+            ..CallRequest::default()
+        };
+        let streaming = match r.stream {
+            Some(true) => Streaming::On {
+                include_usage: r
+                    .stream_options
+                    .as_ref()
+                    .and_then(|o| o.include_usage)
+                    .unwrap_or(false),
+            },
+            _ => Streaming::Off,
+        };
+        Ok(Mapped {
+            request,
+            extension: r.callai.unwrap_or_default(),
+            streaming,
+            model: r.model,
+        })
     }
-    if !system.is_empty() {
-        wire.insert("systemPrompt".into(), system.join("\n\n").into());
-    }
-    wire.insert("messages".into(), Value::Array(messages));
-    if let Some(n) = r.max_completion_tokens.or(r.max_tokens) {
-        wire.insert("maxTokens".into(), n.into());
-    }
-    if let Some(t) = r.temperature {
-        wire.insert("temperature".into(), json!(t));
-    }
-    match r.stop {
-        Some(Stop::One(s)) => {
-            wire.insert("stopSequences".into(), json!([s]));
+
+    fn answer<'a>(model: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
+        ChatCompletion {
+            callai: AnswerExtension::of(result),
+            choices: [Choice {
+                finish_reason: openai_finish(result.finish_reason),
+                index: 0,
+                logprobs: None,
+                message: AssistantMessage {
+                    content: answer_text(result),
+                    refusal: None,
+                    role: "assistant",
+                },
+            }],
+            created: unix_now(),
+            id: answer_id("chatcmpl-"),
+            model,
+            object: "chat.completion",
+            usage: usage(result),
         }
-        Some(Stop::Many(s)) => {
-            wire.insert("stopSequences".into(), json!(s));
-        }
-        None => {}
     }
-    match r.response_format {
-        Some(ResponseFormat::JsonObject) => {
-            wire.insert("responseSchema".into(), json!({"type": "object"}));
+
+    fn framer(model: String, streaming: Streaming, _: Option<&CallResult>) -> ChatFramer {
+        ChatFramer {
+            id: answer_id("chatcmpl-"),
+            created: unix_now(),
+            model,
+            include_usage: matches!(
+                streaming,
+                Streaming::On {
+                    include_usage: true
+                }
+            ),
         }
-        Some(ResponseFormat::JsonSchema { json_schema }) => {
-            let schema = json_schema.schema.unwrap_or_else(|| json!({}));
-            wire.insert("responseSchema".into(), schema);
-        }
-        Some(ResponseFormat::Text) | None => {}
     }
-    let streaming = match r.stream {
-        Some(true) => Streaming::On {
-            include_usage: r
-                .stream_options
-                .as_ref()
-                .and_then(|o| o.include_usage)
-                .unwrap_or(false),
-        },
-        _ => Streaming::Off,
-    };
-    Ok(Mapped {
-        wire,
-        extension: r.callai.unwrap_or_default(),
-        streaming,
-        model: r.model,
-    })
 }
 
 /// `usage` in OpenAI's words: the final attempt's, each count that it
@@ -284,9 +287,9 @@ pub fn map(r: ChatRequest) -> Result<Mapped, DropinError> {
 #[derive(Debug, Serialize)]
 struct ChatUsage {
     #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     completion_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prompt_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     total_tokens: Option<u32>,
 }
@@ -298,109 +301,197 @@ fn usage(result: &CallResult) -> Option<ChatUsage> {
         return None;
     }
     Some(ChatUsage {
-        prompt_tokens: prompt,
         completion_tokens: completion,
+        prompt_tokens: prompt,
         total_tokens: prompt.zip(completion).map(|(p, c)| p.saturating_add(c)),
     })
 }
 
-/// `POST /v1/chat/completions`.
-pub async fn chat(
-    State(state): State<Arc<AppState>>,
-    axum::Extension(caller): axum::Extension<Caller>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, DropinError> {
-    let api = Api::OpenAi;
-    let request: ChatRequest = super::read_body(api, body)?;
-    let mut mapped = map(request)?;
-    let framer = |model: String, include_usage| ChatFramer {
-        base: json!({"id": answer_id("chatcmpl-"), "object": "chat.completion.chunk",
-                     "created": unix_now(), "model": model}),
-        include_usage,
-    };
-    if let Streaming::On { include_usage } = mapped.streaming
-        && !mapped.wire.contains_key("responseSchema")
-    {
-        // A text call streams as its provider does.
-        let call = super::prepare(&state, &caller, api, &headers, &mut mapped)?;
-        let model = answer_model(&state, &mapped.wire, &CallResult::default());
-        let framer = framer(model, include_usage);
-        return super::streaming::relay(state.clone(), caller, api, call, framer).await;
-    }
-    let (result, budget) = super::settle(&state, &caller, api, &headers, &mut mapped).await?;
-    let model = answer_model(&state, &mapped.wire, &result);
-    let mut headers = attempts_headers(&result);
-    headers.extend(budget);
-    if let Streaming::On { include_usage } = mapped.streaming {
-        let frames = super::streaming::settled(framer(model, include_usage), &result);
-        return Ok((headers, sse::body(frames)).into_response());
-    }
-    let extension = AnswerExtension {
-        attempts: result.attempts,
-    };
-    let answer = json!({
-        "id": answer_id("chatcmpl-"),
-        "object": "chat.completion",
-        "created": unix_now(),
-        "model": model,
-        "choices": [{
-            "index": 0,
-            "message": {"role": "assistant", "content": answer_text(&result), "refusal": null},
-            "finish_reason": openai_finish(result.finish_reason),
-            "logprobs": null,
-        }],
-        "usage": usage(&result),
-        "callai": extension,
-    });
-    Ok((headers, axum::Json(answer)).into_response())
+// The answers' keys are in byte order, as they were when the answers were
+// built as JSON trees.
+
+/// A `chat.completion`.
+#[derive(Serialize)]
+struct ChatCompletion<'a> {
+    callai: AnswerExtension,
+    choices: [Choice<'a>; 1],
+    created: u64,
+    id: String,
+    model: &'a str,
+    object: &'static str,
+    usage: Option<ChatUsage>,
 }
 
-/// The chunks of a streamed text call.
-struct ChatFramer {
-    base: Value,
+#[derive(Serialize)]
+struct Choice<'a> {
+    finish_reason: &'static str,
+    index: u32,
+    logprobs: Option<()>,
+    message: AssistantMessage<'a>,
+}
+
+#[derive(Serialize)]
+struct AssistantMessage<'a> {
+    content: Cow<'a, str>,
+    refusal: Option<()>,
+    role: &'static str,
+}
+
+/// A `chat.completion.chunk`.
+#[derive(Serialize)]
+struct Chunk<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callai: Option<AnswerExtension>,
+    choices: &'a [ChunkChoice<'a>],
+    created: u64,
+    id: &'a str,
+    model: &'a str,
+    object: &'static str,
+    /// In the last chunk of a stream that asked for it (`null` when the
+    /// provider reported none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    usage: Option<Option<ChatUsage>>,
+}
+
+#[derive(Serialize)]
+struct ChunkChoice<'a> {
+    delta: Delta<'a>,
+    finish_reason: Option<&'static str>,
+    index: u32,
+}
+
+#[derive(Serialize)]
+struct Delta<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    role: Option<&'static str>,
+}
+
+/// The chunks of a streamed call.
+pub struct ChatFramer {
+    id: String,
+    created: u64,
+    model: String,
     include_usage: bool,
 }
 
 impl ChatFramer {
-    fn chunk(&self, choices: Value) -> Value {
-        let mut c = self.base.clone();
-        c["choices"] = choices;
-        c
+    fn chunk<'a>(&'a self, choices: &'a [ChunkChoice<'a>]) -> Chunk<'a> {
+        Chunk {
+            callai: None,
+            choices,
+            created: self.created,
+            id: &self.id,
+            model: &self.model,
+            object: "chat.completion.chunk",
+            usage: None,
+        }
     }
 }
 
-impl super::streaming::Framer for ChatFramer {
-    fn start(&mut self) -> Vec<sse::Frame> {
-        let c = self.chunk(json!([{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": null}]));
-        vec![(None, c.to_string())]
+/// One choice's delta, as a frame.
+fn frame(chunk: &Chunk<'_>) -> Frame {
+    (
+        None,
+        serde_json::to_string(chunk).expect("a chunk always serialises"),
+    )
+}
+
+impl Framer for ChatFramer {
+    fn start(&mut self) -> Vec<Frame> {
+        let delta = Delta {
+            content: Some(""),
+            role: Some("assistant"),
+        };
+        let choices = [ChunkChoice {
+            delta,
+            finish_reason: None,
+            index: 0,
+        }];
+        vec![frame(&self.chunk(&choices))]
     }
 
-    fn text(&mut self, text: &str) -> Vec<sse::Frame> {
-        let c =
-            self.chunk(json!([{"index": 0, "delta": {"content": text}, "finish_reason": null}]));
-        vec![(None, c.to_string())]
+    fn text(&mut self, text: &str) -> Vec<Frame> {
+        let delta = Delta {
+            content: Some(text),
+            role: None,
+        };
+        let choices = [ChunkChoice {
+            delta,
+            finish_reason: None,
+            index: 0,
+        }];
+        vec![frame(&self.chunk(&choices))]
     }
 
-    fn end(&mut self, result: &CallResult) -> Vec<sse::Frame> {
-        let extension = json!(AnswerExtension {
-            attempts: result.attempts,
-        });
-        let mut finish = self.chunk(json!([{"index": 0, "delta": {}, "finish_reason": openai_finish(result.finish_reason)}]));
-        let mut frames = Vec::new();
+    fn end(&mut self, result: &CallResult) -> Vec<Frame> {
+        let choices = [ChunkChoice {
+            delta: Delta {
+                content: None,
+                role: None,
+            },
+            finish_reason: Some(openai_finish(result.finish_reason)),
+            index: 0,
+        }];
+        let mut finish = self.chunk(&choices);
+        let mut frames = Vec::with_capacity(3);
         if self.include_usage {
-            frames.push((None, finish.to_string()));
-            finish = self.chunk(json!([]));
-            finish["usage"] = json!(usage(result));
+            frames.push(frame(&finish));
+            finish = self.chunk(&[]);
+            finish.usage = Some(usage(result));
         }
-        finish["callai"] = extension;
-        frames.push((None, finish.to_string()));
+        finish.callai = Some(AnswerExtension::of(result));
+        frames.push(frame(&finish));
         frames.push((None, "[DONE]".to_owned()));
         frames
     }
 
-    fn error(&mut self, error: &DropinError) -> Vec<sse::Frame> {
+    fn error(&mut self, error: &ApiError) -> Vec<Frame> {
         // The SDKs raise an API error on a chunk carrying `error`.
-        vec![(None, error.body().to_string())]
+        let body = super::error::body(Api::OpenAi, error);
+        vec![(None, String::from_utf8(body).expect("JSON is UTF-8"))]
     }
+}
+
+/// `GET /v1/models`: `{"object": "list", "data": [...]}`.
+#[derive(Serialize)]
+struct ModelList<'a> {
+    data: Vec<Model<'a>>,
+    object: &'static str,
+}
+
+#[derive(Serialize)]
+struct Model<'a> {
+    created: u64,
+    id: String,
+    object: &'static str,
+    owned_by: &'a str,
+}
+
+/// `GET /v1/models`: every `PROVIDER/MODEL` this host routes for the caller
+/// (each provider's configured model; a request may name any other model of
+/// it); a tenant's list keeps to its `allowedProviders`.
+pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl IntoResponse {
+    let created = unix_now();
+    // The caller's host: a tenant sees only the providers it may reach.
+    let host = &caller.0.host;
+    let data = host
+        .allowed_providers()
+        .into_iter()
+        .filter_map(|name| {
+            let (_, provider) = host.providers().get(name)?;
+            Some(Model {
+                created,
+                id: format!("{name}/{}", provider.default_model()),
+                object: "model",
+                owned_by: name,
+            })
+        })
+        .collect();
+    axum::Json(ModelList {
+        data,
+        object: "list",
+    })
+    .into_response()
 }

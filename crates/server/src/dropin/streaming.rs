@@ -6,10 +6,11 @@
 //! event) closes the stream. A client that goes away drops the call: the
 //! request in flight is cancelled, and counted.
 
+use super::outcome::{CallFailure, run};
 use super::sse::{self, Frame};
-use super::{Api, DropinError, run};
-use crate::app::AppState;
 use crate::body::CallBody;
+use crate::error::ApiError;
+use crate::state::AppState;
 use crate::tenants::Caller;
 use axum::body::{Body, Bytes};
 use axum::response::Response;
@@ -34,13 +35,13 @@ pub trait Framer: Send + 'static {
     /// The frames of the call's end.
     fn end(&mut self, result: &CallResult) -> Vec<Frame>;
     /// The frames of a failure after text went out.
-    fn error(&mut self, error: &DropinError) -> Vec<Frame>;
+    fn error(&mut self, error: &ApiError) -> Vec<Frame>;
 }
 
 /// What the call task sends the stream.
 enum Piece {
     Text(String),
-    End(Result<CallResult, DropinError>),
+    End(Result<CallResult, CallFailure>),
 }
 
 /// The text a client has not read yet, in bytes, and who waits for it to
@@ -93,10 +94,9 @@ impl DeltaTarget for ToClient {
 pub async fn relay(
     state: Arc<AppState>,
     caller: Caller,
-    api: Api,
     call: CallBody,
     mut framer: impl Framer,
-) -> Result<Response, DropinError> {
+) -> Result<Response, CallFailure> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Piece>();
     let unread = Arc::new(Unread::default());
     // What queues is bounded by UNREAD_BYTES: the call waits past it.
@@ -108,7 +108,7 @@ pub async fn relay(
     state.tasks.spawn(async move {
         let gone = tx.clone();
         tokio::select! {
-            end = run(&task_state, &caller, api, call, Some(sink)) => {
+            end = run(&task_state, &caller, call, Some(sink)) => {
                 let _ = tx.send(Piece::End(end.map(|(result, _)| result)));
             }
             // The client went away: dropping the call cancels its request.
@@ -119,8 +119,8 @@ pub async fn relay(
         Some(Piece::End(Err(e))) => return Err(e),
         Some(piece) => piece,
         None => {
-            let e = crate::error::ApiError::internal("the call ended without an answer");
-            return Err(DropinError::from_api(api, e));
+            let e = ApiError::internal("the call ended without an answer");
+            return Err(e.into());
         }
     };
     if let Piece::Text(text) = &first {
@@ -156,7 +156,7 @@ pub async fn relay(
 /// stream would give, its whole text as one piece.
 pub fn settled(mut framer: impl Framer, result: &CallResult) -> Vec<Frame> {
     let mut frames = framer.start();
-    frames.extend(framer.text(&super::answer_text(result)));
+    frames.extend(framer.text(&super::api::answer_text(result)));
     frames.extend(framer.end(result));
     frames
 }
@@ -173,7 +173,7 @@ fn frame_piece(framer: &mut impl Framer, piece: Piece, frames: &mut Vec<Frame>) 
             true
         }
         Piece::End(Err(e)) => {
-            frames.extend(framer.error(&e));
+            frames.extend(framer.error(&e.error));
             true
         }
     }

@@ -3,9 +3,9 @@
 
 use super::Caller;
 use super::allotment::Allotment;
-use crate::app::AppState;
 use crate::error::ApiError;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use callai_engine::RunLog;
 use callai_engine::budget::{SharedBudget, Spend};
 use callai_engine::wire::{CallError, ErrorCode};
 use serde_json::{Value, json};
@@ -26,10 +26,9 @@ pub fn unavailable(tenant: &str, why: String) -> CallError {
 pub struct TenantBudget(Arc<Allotment>);
 
 impl TenantBudget {
-    /// The budget of `caller`'s calls on `state`; `None` for a caller with
-    /// no budget.
-    pub fn of(state: &AppState, caller: &Caller) -> Option<Self> {
-        state.allotments.get(&caller.0.name).cloned().map(Self)
+    /// The budget of `caller`'s calls; `None` for a caller with no budget.
+    pub fn of(caller: &Caller) -> Option<Self> {
+        caller.0.allotment.get().cloned().map(Self)
     }
 
     /// The engine's view of it.
@@ -58,15 +57,17 @@ impl TenantBudget {
     }
 }
 
-/// `GET /v1/budget`: the caller's budget in its current window.
-pub async fn budget_answer(state: &AppState, caller: &Caller) -> Result<Value, ApiError> {
+/// `GET /v1/budget`: the caller's budget in its current window, as `log`
+/// (the server's run log) keeps it.
+pub async fn budget_answer(
+    log: Option<&Arc<dyn RunLog>>,
+    caller: &Caller,
+) -> Result<Value, ApiError> {
     let tenant = &caller.0;
     let Some(plan) = tenant.plan else {
         return Ok(json!({"tenant": tenant.name, "budget": null}));
     };
-    let log = state
-        .runlog
-        .as_ref()
+    let log = log
         .and_then(|l| l.ledger())
         .ok_or_else(|| ApiError::internal("this host's run log keeps no budgets"))?;
     let window = log

@@ -14,7 +14,7 @@ pub use config::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name, vali
 use callai_engine::Host;
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use subtle::ConstantTimeEq;
 
 /// The name `[server] tokenEnv`'s caller goes by (and the owner of what
@@ -40,6 +40,9 @@ pub struct Tenant {
     pub host: Host,
     /// Its budget; `None`: unlimited.
     pub plan: Option<Plan>,
+    /// This host's allotment of its budget, once the server has a run log
+    /// to keep it in (a tenant with a plan only).
+    pub allotment: OnceLock<Arc<Allotment>>,
 }
 
 /// Who sent a request: put on every request the token check lets through.
@@ -111,6 +114,7 @@ impl Tenants {
             name: ADMIN.into(),
             host: host.clone(),
             plan: None,
+            allotment: OnceLock::new(),
         });
         let mut tenants: Vec<(Token, Arc<Tenant>)> = Vec::new();
         let known: Vec<&str> = host.providers().names().collect();
@@ -158,6 +162,7 @@ impl Tenants {
                 name: name.clone(),
                 host,
                 plan,
+                allotment: OnceLock::new(),
             };
             tenants.push((Token(token.into_bytes().into()), Arc::new(tenant)));
         }
@@ -190,11 +195,19 @@ impl Tenants {
             .map(|(_, t)| t.name.as_str())
     }
 
-    /// Every budgeted tenant's name and plan.
-    pub fn budgeted_plans(&self) -> impl Iterator<Item = (&str, Plan)> {
-        self.tenants
-            .iter()
-            .filter_map(|(_, t)| Some((t.name.as_str(), t.plan?)))
+    /// Gives every budgeted tenant the allotment `allot` makes of its
+    /// name and plan (once: a tenant that has one keeps it).
+    pub fn allot(&self, allot: impl Fn(&str, Plan) -> Arc<Allotment>) {
+        for (_, tenant) in &self.tenants {
+            if let Some(plan) = tenant.plan {
+                let _ = tenant.allotment.set(allot(&tenant.name, plan));
+            }
+        }
+    }
+
+    /// Every allotment this host holds.
+    pub fn allotments(&self) -> impl Iterator<Item = &Arc<Allotment>> {
+        self.tenants.iter().filter_map(|(_, t)| t.allotment.get())
     }
 
     /// Every tenant's name, the admin's first.

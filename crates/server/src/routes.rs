@@ -1,16 +1,17 @@
-//! The routes of the API and the state they share.
+//! The routes of the API: which sub-router each endpoint is on, with the
+//! layers it needs (its token, its body limit, its idempotency, its error
+//! shape), and the handlers of the callai API's own endpoints.
 
-use crate::admission::Admission;
 use crate::answer::Health;
 use crate::auth::{Auth, require_metrics_token, require_token};
 use crate::body::{self, ApiJson, CallBody, CallBodyJson, RunBody, RunRequest};
-use crate::config::{RunLogConfig, ServerConfig};
+use crate::dropin::{self, Anthropic, Api, OpenAi, reshape};
 use crate::error::{ApiCode, ApiError};
-use crate::metrics::{Metrics, MetricsObserver};
-use crate::packs::PackStore;
-use crate::runs::{self, RunTable};
+use crate::idempotency::Keyed;
+use crate::runs;
 use crate::scope::{Scope, TenantQuery};
-use crate::tenants::{Caller, Tenant, Tenants};
+use crate::state::AppState;
+use crate::tenants::Caller;
 use crate::{discovery, runner};
 use axum::Router;
 use axum::body::Bytes;
@@ -19,84 +20,15 @@ use axum::extract::{DefaultBodyLimit, Extension, Path, Query, State};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post, put};
-use callai_engine::observe::Observers;
-use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunKey, RunLog, RunLogError};
-use callai_telemetry::Telemetry;
+use callai_engine::RunKey;
 use serde::Deserialize;
 use std::sync::Arc;
-use tokio_util::task::TaskTracker;
-
-/// What every handler shares.
-#[derive(Debug)]
-pub struct AppState {
-    /// The host: config, providers (the mock's script empty), engine.
-    pub host: Host,
-    /// The packs.
-    pub packs: PackStore,
-    /// The runs in memory.
-    pub runs: RunTable,
-    /// The gate in front of runs and calls.
-    pub admission: Admission,
-    /// The counters of `/metrics`.
-    pub metrics: Arc<Metrics>,
-    /// The trace pipeline, when one is set.
-    pub telemetry: Option<Telemetry>,
-    /// Where runs are recorded, when anywhere.
-    pub runlog: Option<Arc<dyn RunLog>>,
-    /// Every run task, for shutdown to wait on.
-    pub tasks: TaskTracker,
-    /// This host's name in the leases it holds.
-    pub host_id: String,
-    /// `[server]`
-    pub server: ServerConfig,
-    /// `[runlog]`
-    pub runlog_config: RunLogConfig,
-    /// The callers, by token.
-    pub tenants: Arc<Tenants>,
-    /// This host's allotment of each budgeted tenant's budget, by name.
-    pub allotments: std::collections::HashMap<String, Arc<crate::tenants::Allotment>>,
-}
 
 type Shared = State<Arc<AppState>>;
 
-impl AppState {
-    /// The engine's config.
-    pub fn config(&self) -> &HostConfig {
-        self.host.config()
-    }
-
-    /// The host for one run or call of `tenant`: its policy, and its mock
-    /// serving `script` (the run's, or its pack's own), or, with none, the
-    /// default reply `callai run` gives a component without a script.
-    pub fn host_for(&self, tenant: &Tenant, script: Option<MockScript>) -> Host {
-        let script = script.unwrap_or_else(MockScript::default_reply);
-        let mock = &self.config().mock;
-        let mock = MockProvider::new(script, mock.structured_output()).with_latency(mock.latency());
-        tenant.host.with_provider("mock", Arc::new(mock))
-    }
-
-    /// The observers every call gets: metrics, and then whatever is passed.
-    pub fn observers(&self) -> Observers {
-        Observers::new().with(Arc::new(MetricsObserver(self.metrics.clone())))
-    }
-
-    /// Updates the load gauges.
-    pub fn report_load(&self) {
-        let running = self.admission.running();
-        let queued = self.admission.admitted().saturating_sub(running);
-        self.metrics.set_load(running, queued);
-        let compiles = self.packs.compile_load();
-        self.metrics.set_compiles(
-            compiles.running(),
-            compiles.waiting(),
-            self.packs.compiled_count(),
-        );
-    }
-}
-
 /// The router: liveness and discovery open to anyone, `/metrics` behind
 /// the admin's or the metrics token, every other route behind a caller's
-/// token.
+/// token; the drop-ins' routes answer their errors in their API's shape.
 pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
     let open = Router::new()
         .route("/healthz", get(healthz))
@@ -111,18 +43,45 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
     Router::new()
         .merge(open)
         .merge(metrics)
-        .merge(api(state.clone(), auth))
+        .merge(callai(&state, auth.clone()))
+        .merge(openai(&state, auth.clone()))
+        .merge(anthropic(&state, auth))
         .with_state(state)
 }
 
-/// The API, every route behind a caller's token.
-fn api(state: Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
-    let server = &state.server;
-    let pack_limit = usize::try_from(server.max_pack_bytes).unwrap_or(usize::MAX);
-    let body_limit = usize::try_from(server.max_body_bytes).unwrap_or(usize::MAX);
-    // Idempotency-Key reads the body before the handler does, so the body
-    // limit goes outside it.
-    let keyed = || axum::middleware::from_fn_with_state(state.clone(), crate::idempotency::keyed);
+/// A `POST` route of `handler` that reads a JSON body: bounded by
+/// `[server] maxBodyBytes`, keyed by `Idempotency-Key` (whose answers are
+/// kept as the client got them: `shape`d, for a drop-in), a client's own
+/// retry counted under `endpoint` when it is a drop-in's.
+fn keyed_post<H, T>(
+    state: &Arc<AppState>,
+    handler: H,
+    shape: Option<Api>,
+) -> axum::routing::MethodRouter<Arc<AppState>>
+where
+    H: axum::handler::Handler<T, Arc<AppState>>,
+    T: 'static,
+{
+    let body_limit = usize::try_from(state.server.max_body_bytes).unwrap_or(usize::MAX);
+    let keyed = Keyed {
+        state: state.clone(),
+        client_retries: shape.map(Api::endpoint),
+    };
+    let mut route = post(handler);
+    if let Some(api) = shape {
+        route = route.layer(axum::middleware::map_response_with_state(api, reshape));
+    }
+    route
+        .layer::<_, std::convert::Infallible>(axum::middleware::from_fn_with_state(
+            keyed,
+            crate::idempotency::keyed,
+        ))
+        .layer(DefaultBodyLimit::max(body_limit))
+}
+
+/// The callai API, every route behind a caller's token.
+fn callai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
+    let pack_limit = usize::try_from(state.server.max_pack_bytes).unwrap_or(usize::MAX);
     Router::new()
         .route("/v1/facet", get(facet))
         .route("/v1/packs", get(list_packs))
@@ -132,37 +91,45 @@ fn api(state: Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
                 .layer(DefaultBodyLimit::max(pack_limit))
                 .delete(delete_pack),
         )
-        .route(
-            "/v1/runs",
-            post(post_run)
-                .layer::<_, std::convert::Infallible>(keyed())
-                .layer(DefaultBodyLimit::max(body_limit)),
-        )
+        .route("/v1/runs", keyed_post(state, post_run, None))
         .route("/v1/runs/{run_id}", get(get_run))
         .route("/v1/runs/{run_id}/events", get(get_events))
-        .route(
-            "/v1/call",
-            post(post_call)
-                .layer::<_, std::convert::Infallible>(keyed())
-                .layer(DefaultBodyLimit::max(body_limit)),
-        )
-        .route(
-            "/v1/chat/completions",
-            post(crate::dropin::openai::chat)
-                .layer::<_, std::convert::Infallible>(keyed())
-                .layer(DefaultBodyLimit::max(body_limit)),
-        )
-        .route(
-            "/v1/messages",
-            post(crate::dropin::anthropic::messages)
-                .layer::<_, std::convert::Infallible>(keyed())
-                .layer(DefaultBodyLimit::max(body_limit)),
-        )
+        .route("/v1/call", keyed_post(state, post_call, None))
         .route("/v1/budget", get(budget))
-        .route("/v1/models", get(crate::dropin::models))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(auth, require_token))
+}
+
+/// The OpenAI drop-in: Chat Completions and the model list.
+fn openai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
+    let chat = keyed_post(state, dropin::handle::<OpenAi>, Some(Api::OpenAi));
+    Router::new()
+        .route("/v1/chat/completions", chat)
+        .route("/v1/models", get(dropin::models))
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(auth, require_token))
+        .layer(axum::middleware::map_response_with_state(
+            Api::OpenAi,
+            reshape,
+        ))
+}
+
+/// The Anthropic drop-in: Messages, which also takes the token in
+/// `x-api-key`, where the Anthropic clients send it.
+fn anthropic(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
+    let messages = keyed_post(state, dropin::handle::<Anthropic>, Some(Api::Anthropic));
+    Router::new()
+        .route("/v1/messages", messages)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            auth.with_api_key(),
+            require_token,
+        ))
+        .layer(axum::middleware::map_response_with_state(
+            Api::Anthropic,
+            reshape,
+        ))
 }
 
 async fn healthz() -> impl IntoResponse {
@@ -264,7 +231,7 @@ async fn budget(
     State(state): Shared,
     Extension(caller): Extension<Caller>,
 ) -> Result<Response, ApiError> {
-    let answer = crate::tenants::budget_answer(&state, &caller).await?;
+    let answer = crate::tenants::budget_answer(state.runlog.as_ref(), &caller).await?;
     Ok(axum::Json(answer).into_response())
 }
 
@@ -285,7 +252,7 @@ async fn get_run(
     {
         return Ok(axum::Json(entry.answer()).into_response());
     }
-    let run = load(&state, key).await?;
+    let run = state.load(key).await?;
     Ok(axum::Json(runs::inspected_answer(&run)).into_response())
 }
 
@@ -308,28 +275,10 @@ async fn get_events(
         let events = entry.events.stamped_since(0);
         return Ok(axum::Json(runs::events_answer(&events, complete)).into_response());
     }
-    let run = load(&state, key).await?.run;
+    let run = state.load(key).await?.run;
     let complete = run.status != callai_engine::runlog::RunStatus::Running;
     let events: Vec<_> = run.event_times.into_iter().zip(run.events).collect();
     Ok(axum::Json(runs::events_answer(&events, complete)).into_response())
-}
-
-/// A run from the run log, as far as its records read back (a damaged
-/// call is named, not a `500` on every read); 404 when neither this host
-/// nor the log knows it (another tenant's run of the same id is not it).
-pub(crate) async fn load(
-    state: &AppState,
-    run: RunKey<'_>,
-) -> Result<callai_engine::runlog::decode::Inspected, ApiError> {
-    let unknown = || ApiError::not_found(format!("no run {:?} on this host", run.run_id));
-    let Some(log) = &state.runlog else {
-        return Err(unknown());
-    };
-    match log.inspect(run).await {
-        Ok(run) => Ok(run),
-        Err(RunLogError::NoSuchRun(_)) => Err(unknown()),
-        Err(e) => Err(ApiError::internal(e.to_string())),
-    }
 }
 
 async fn post_call(

@@ -1,0 +1,349 @@
+//! What a drop-in API is to the one handler that serves them all: how its
+//! request maps onto the engine's typed request, and how a call's result
+//! is answered and streamed in its shape. The request goes from the API's
+//! types to the engine's without passing through JSON in between.
+
+use super::streaming::Framer;
+use crate::error::ApiError;
+use callai_engine::wire::{Attempts, CallRequest, CallResult, FinishReason, ParsedRetry};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+
+/// Whose wire format a request and its answer use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    /// OpenAI Chat Completions.
+    OpenAi,
+    /// Anthropic Messages.
+    Anthropic,
+}
+
+impl Api {
+    /// The label of `callai_client_retries_total`.
+    pub fn endpoint(self) -> &'static str {
+        match self {
+            Self::OpenAi => "chat_completions",
+            Self::Anthropic => "messages",
+        }
+    }
+}
+
+/// One drop-in API.
+pub trait DropinApi: Send + Sync + 'static {
+    /// Which one.
+    const API: Api;
+    /// Its request body, as far as this host reads it.
+    type Request: DeserializeOwned + Send;
+    /// The frames of its streamed answer.
+    type Framer: Framer;
+
+    /// The request in the engine's terms, or the refusal of what the host
+    /// cannot honour, naming the API's own field.
+    fn map(request: Self::Request) -> Result<Mapped, ApiError>;
+
+    /// The answer of a call to `model` that ended with `result`.
+    fn answer<'a>(model: &'a str, result: &'a CallResult) -> impl Serialize + 'a;
+
+    /// The frames of a streamed answer for a call to `model`: as the
+    /// provider streams it, or of a call that already ended (`settled`: a
+    /// structured call, whose text is known only at its end).
+    fn framer(model: String, streaming: Streaming, settled: Option<&CallResult>) -> Self::Framer;
+}
+
+/// The `callai` body extension: the per-call retry policy (RFC 0248 §B), a
+/// mock script, the node id the call's events carry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Extension {
+    /// `{"maxAttempts", "growMaxTokens"}`, read as a ctx.callAI request's
+    /// `retry` is (`null` too: it is refused, naming `retry`).
+    #[serde(default, deserialize_with = "present_retry")]
+    pub retry: Option<ParsedRetry>,
+    /// A mock script for this call alone.
+    pub script: Option<Box<RawValue>>,
+    /// The node id of the call's events.
+    pub node_id: Option<String>,
+}
+
+/// A `retry` that is present, `null` included, as `Some`.
+fn present_retry<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<ParsedRetry>, D::Error> {
+    ParsedRetry::deserialize(d).map(Some)
+}
+
+/// Whether and how to stream the answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Streaming {
+    /// One JSON answer.
+    Off,
+    /// Server-sent events; `usage` in a last chunk of its own when asked
+    /// (OpenAI's `stream_options.include_usage`).
+    On {
+        /// A last chunk with `usage` and `callai.attempts`.
+        include_usage: bool,
+    },
+}
+
+/// A drop-in request mapped onto a ctx.callAI request.
+#[derive(Debug)]
+pub struct Mapped {
+    /// The request, its provider and model not yet resolved from `model`.
+    pub request: CallRequest,
+    /// The extension, if the body carried one.
+    pub extension: Extension,
+    /// How to answer.
+    pub streaming: Streaming,
+    /// The `model` as the caller wrote it.
+    pub model: String,
+}
+
+/// The `callai` extension of an answer: `{"attempts": {...}}`.
+#[derive(Debug, Clone, Serialize)]
+pub struct AnswerExtension {
+    /// The RFC 0248 record, when the host advertises it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<Attempts>,
+}
+
+impl AnswerExtension {
+    /// The extension of `result`'s answer.
+    pub fn of(result: &CallResult) -> Self {
+        Self {
+            attempts: result.attempts,
+        }
+    }
+}
+
+/// The answer's text: a text call's content, or a structured call's JSON.
+pub fn answer_text(result: &CallResult) -> Cow<'_, str> {
+    match (&result.data, &result.content) {
+        (Some(data), _) => Cow::Owned(data.to_string()),
+        (None, Some(text)) => Cow::Borrowed(text),
+        (None, None) => Cow::Borrowed(""),
+    }
+}
+
+/// A fresh id for an answer, after `prefix`.
+pub fn answer_id(prefix: &str) -> String {
+    let seed = callai_engine::runlog::RunSeed::fresh().seed;
+    format!("{prefix}{seed:016x}")
+}
+
+/// Seconds since the Unix epoch.
+pub fn unix_now() -> u64 {
+    callai_engine::events::now_ms() / 1000
+}
+
+/// A finish reason in OpenAI's words.
+pub fn openai_finish(reason: Option<FinishReason>) -> &'static str {
+    match reason {
+        Some(FinishReason::Length) => "length",
+        Some(FinishReason::ContentFilter) => "content_filter",
+        Some(FinishReason::ToolCall) => "tool_calls",
+        _ => "stop",
+    }
+}
+
+/// A message's content as the APIs send it: a string, or a list of parts
+/// (OpenAI's content parts, Anthropic's content blocks).
+#[derive(Debug)]
+pub enum TextOrParts {
+    /// A string.
+    Text(String),
+    /// Parts, each with its `type` and `text` when they are strings.
+    Parts(Vec<Part>),
+}
+
+/// One part of a message's content: what this host reads of it.
+#[derive(Debug, Default, Deserialize)]
+pub struct Part {
+    /// `type`, when it is a string.
+    #[serde(rename = "type", default, deserialize_with = "string_or_none")]
+    pub kind: Option<String>,
+    /// `text`, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub text: Option<String>,
+}
+
+/// A field kept when it is a string; any other value read through.
+fn string_or_none<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    struct V;
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<String>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("any value")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(v.to_owned()))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(v))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut s: A,
+        ) -> Result<Self::Value, A::Error> {
+            while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+            Ok(None)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut m: A,
+        ) -> Result<Self::Value, A::Error> {
+            while m
+                .next_entry::<serde::de::IgnoredAny, serde::de::IgnoredAny>()?
+                .is_some()
+            {}
+            Ok(None)
+        }
+    }
+    d.deserialize_any(V)
+}
+
+/// Reads content that is a string or a list of parts, in one pass (serde's
+/// untagged enums buffer the whole value first); `null` is `None`. Any
+/// other value is refused as an untagged enum `name` was.
+pub fn text_or_parts<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    name: &'static str,
+) -> Result<Option<TextOrParts>, D::Error> {
+    struct V(&'static str);
+    impl<'de> serde::de::Visitor<'de> for V {
+        type Value = Option<TextOrParts>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a string or a list of parts")
+        }
+        fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(Some(TextOrParts::Text(v.to_owned())))
+        }
+        fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+            Ok(Some(TextOrParts::Text(v)))
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut s: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut parts = Vec::new();
+            while let Some(part) = s.next_element::<PartOrNot>()? {
+                match part.0 {
+                    Some(part) => parts.push(part),
+                    None => return Err(untagged(self.0)),
+                }
+            }
+            Ok(Some(TextOrParts::Parts(parts)))
+        }
+        fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<Self::Value, E> {
+            Err(untagged(self.0))
+        }
+        fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<Self::Value, E> {
+            Err(untagged(self.0))
+        }
+        fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<Self::Value, E> {
+            Err(untagged(self.0))
+        }
+        fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<Self::Value, E> {
+            Err(untagged(self.0))
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, _: A) -> Result<Self::Value, A::Error> {
+            Err(untagged(self.0))
+        }
+    }
+    d.deserialize_any(V(name))
+}
+
+/// The refusal serde's untagged enum `name` gave a value of neither shape.
+fn untagged<E: serde::de::Error>(name: &str) -> E {
+    E::custom(format_args!(
+        "data did not match any variant of untagged enum {name}"
+    ))
+}
+
+/// A list item that is an object (a part), or not.
+struct PartOrNot(Option<Part>);
+
+impl<'de> Deserialize<'de> for PartOrNot {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = PartOrNot;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a part")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, m: A) -> Result<PartOrNot, A::Error> {
+                Part::deserialize(serde::de::value::MapAccessDeserializer::new(m))
+                    .map(|p| PartOrNot(Some(p)))
+            }
+            fn visit_str<E>(self, _: &str) -> Result<PartOrNot, E> {
+                Ok(PartOrNot(None))
+            }
+            fn visit_unit<E>(self) -> Result<PartOrNot, E> {
+                Ok(PartOrNot(None))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<PartOrNot, E> {
+                Ok(PartOrNot(None))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<PartOrNot, E> {
+                Ok(PartOrNot(None))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<PartOrNot, E> {
+                Ok(PartOrNot(None))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<PartOrNot, E> {
+                Ok(PartOrNot(None))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut s: A,
+            ) -> Result<PartOrNot, A::Error> {
+                while s.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(PartOrNot(None))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+/// The text of `content` (at `param`): text parts only, joined; a part of
+/// another type is refused naming it (`{param}[{j}]`), as `noun`.
+pub fn text_of(param: &str, noun: &str, content: TextOrParts) -> Result<String, ApiError> {
+    match content {
+        TextOrParts::Text(t) => Ok(t),
+        TextOrParts::Parts(parts) => {
+            let mut text = String::new();
+            for (j, part) in parts.into_iter().enumerate() {
+                match (part.kind.as_deref(), part.text) {
+                    (Some("text"), Some(t)) => text.push_str(&t),
+                    (kind, _) => {
+                        return Err(ApiError::invalid(
+                            &format!("{param}[{j}]"),
+                            format!(
+                                "a {noun} of type {:?}: this host takes text {noun}s only",
+                                kind.unwrap_or("?")
+                            ),
+                        ));
+                    }
+                }
+            }
+            Ok(text)
+        }
+    }
+}

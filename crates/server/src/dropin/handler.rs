@@ -1,0 +1,213 @@
+//! The one handler of every drop-in API: the body read into the API's
+//! types, mapped onto the engine's typed request, its model and per-call
+//! policy resolved, run through the engine as `/v1/call` is (the same
+//! admission, limits, events, metrics and traces), and answered in the
+//! API's shape, streamed or not.
+
+use super::api::{DropinApi, Mapped, Streaming};
+use super::outcome::{CallFailure, attempts_headers, run};
+use super::{Api, sse, streaming};
+use crate::body::{self, CallBody, Naming};
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::tenants::Caller;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use callai_engine::MockScript;
+use callai_engine::wire::{CallResult, ParsedRequest, ParsedRetry, RetryPolicy};
+use std::sync::Arc;
+
+/// `POST` to a drop-in endpoint of API `A`.
+pub async fn handle<A: DropinApi>(
+    State(state): State<Arc<AppState>>,
+    axum::Extension(caller): axum::Extension<Caller>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, CallFailure> {
+    let bytes = body::bytes(body, "server.maxBodyBytes")?;
+    let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
+    let mapped = A::map(request)?;
+    let streaming = mapped.streaming;
+    let structured = mapped.request.is_structured();
+    let (call, route) = prepare(&state, &caller, A::API, &headers, mapped)?;
+    if streaming != Streaming::Off && !structured {
+        // A text call streams as its provider does.
+        let model = route.answer_model(&state, &CallResult::default());
+        let framer = A::framer(model, streaming, None);
+        return streaming::relay(state.clone(), caller, call, framer).await;
+    }
+    let (result, budget) = run(&state, &caller, call, None).await?;
+    let model = route.answer_model(&state, &result);
+    let mut headers = attempts_headers(&result);
+    headers.extend(budget);
+    if streaming != Streaming::Off {
+        let frames = streaming::settled(A::framer(model, streaming, Some(&result)), &result);
+        return Ok((headers, sse::body(frames)).into_response());
+    }
+    Ok((headers, axum::Json(A::answer(&model, &result))).into_response())
+}
+
+/// Where a drop-in `model` sends the call.
+pub struct Route {
+    /// The provider.
+    provider: String,
+    /// The model, when `model` named one (else the provider's own).
+    model: Option<String>,
+}
+
+impl Route {
+    /// The provider and model a drop-in `model` names: `PROVIDER/MODEL`,
+    /// or a provider alone (its configured model).
+    fn of(state: &AppState, model: &str) -> Result<Self, ApiError> {
+        let providers = state.host.providers();
+        if let Some((provider, name)) = model.split_once('/')
+            && providers.get(provider).is_some()
+            && !name.is_empty()
+        {
+            return Ok(Self {
+                provider: provider.to_owned(),
+                model: Some(name.to_owned()),
+            });
+        }
+        if providers.get(model).is_some() {
+            return Ok(Self {
+                provider: model.to_owned(),
+                model: None,
+            });
+        }
+        let known: Vec<&str> = providers.names().collect();
+        Err(ApiError::invalid(
+            "model",
+            format!(
+                "{model:?} names no provider of this host: use PROVIDER/MODEL or PROVIDER, with one of {known:?}"
+            ),
+        ))
+    }
+
+    /// The model an answer names: `PROVIDER/MODEL`, as `/v1/models` lists it.
+    fn answer_model(&self, state: &AppState, result: &CallResult) -> String {
+        let model = result
+            .model
+            .as_deref()
+            .or(self.model.as_deref())
+            .or_else(|| {
+                let (_, provider) = state.host.providers().get(&self.provider)?;
+                Some(provider.default_model())
+            })
+            .unwrap_or_default();
+        format!("{}/{model}", self.provider)
+    }
+}
+
+/// Counts the request if it is a client's own retry (the OpenAI and
+/// Anthropic SDKs say so in `x-stainless-retry-count`), on top of the
+/// host's: so that nested retries show (the docs say to set
+/// `max_retries=0`).
+pub fn count_client_retry(state: &AppState, endpoint: &'static str, headers: &HeaderMap) {
+    let resent = headers
+        .get("x-stainless-retry-count")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > 0);
+    if resent {
+        state.metrics.client_retry(endpoint);
+    }
+}
+
+/// The per-call policy of the headers `x-callai-max-attempts` and
+/// `x-callai-grow-max-tokens`, under the body's own `callai.retry`; a body
+/// policy that is refused is refused whatever the headers say.
+fn retry_policy(
+    headers: &HeaderMap,
+    body: Option<ParsedRetry>,
+) -> Result<Option<ParsedRetry>, ApiError> {
+    let mut policy = RetryPolicy::default();
+    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
+    if let Some(text) = header("x-callai-max-attempts") {
+        let n: u32 = text.trim().parse().map_err(|_| {
+            ApiError::invalid(
+                "retry.maxAttempts",
+                format!("x-callai-max-attempts {text:?} is not a whole number"),
+            )
+        })?;
+        policy.max_attempts = Some(n);
+    }
+    if let Some(text) = header("x-callai-grow-max-tokens") {
+        policy.grow_max_tokens = Some(match text.trim() {
+            "true" => true,
+            "false" => false,
+            _ => {
+                return Err(ApiError::invalid(
+                    "retry.growMaxTokens",
+                    format!("x-callai-grow-max-tokens {text:?} is neither true nor false"),
+                ));
+            }
+        });
+    }
+    match body {
+        Some(ParsedRetry(Ok(body))) => {
+            policy.max_attempts = body.max_attempts.or(policy.max_attempts);
+            policy.grow_max_tokens = body.grow_max_tokens.or(policy.grow_max_tokens);
+        }
+        refused @ Some(ParsedRetry(Err(_))) => return Ok(refused),
+        None => {}
+    }
+    let any = policy.max_attempts.is_some() || policy.grow_max_tokens.is_some();
+    Ok(any.then_some(ParsedRetry(Ok(policy))))
+}
+
+/// A mapped call ready for the engine, after counting a client's own
+/// retry and resolving its model and policy; and where it goes.
+fn prepare(
+    state: &AppState,
+    caller: &Caller,
+    api: Api,
+    headers: &HeaderMap,
+    mapped: Mapped,
+) -> Result<(CallBody, Route), ApiError> {
+    count_client_retry(state, api.endpoint(), headers);
+    let Mapped {
+        mut request,
+        extension,
+        model,
+        ..
+    } = mapped;
+    let route = Route::of(state, &model)?;
+    request.provider = Some(route.provider.clone());
+    if let Some(model) = &route.model {
+        request.model = Some(model.clone());
+    }
+    let retry = retry_policy(headers, extension.retry)?;
+    let script = match extension.script {
+        None => None,
+        Some(raw) => Some(
+            MockScript::from_json(raw.get()).map_err(|e| ApiError::invalid("callai.script", e))?,
+        ),
+    };
+    // A provider the caller may not reach is the engine's to refuse
+    // (`policy_denied`, naming it), before anything is said of a script.
+    let provider = route.provider.as_str();
+    let allowed = caller.0.host.allowed_providers().contains(&provider);
+    if script.is_some() && provider != "mock" && allowed {
+        return Err(ApiError::invalid(
+            "callai.script",
+            format!("a script is for the mock provider; this call goes to {provider:?}"),
+        ));
+    }
+    if let Some(id) = &extension.node_id
+        && !body::valid_node_id(id)
+    {
+        return Err(ApiError::invalid("callai.nodeId", body::NODE_ID_RULE));
+    }
+    let call = CallBody {
+        request: ParsedRequest::typed(request, retry),
+        provider: Some(route.provider.clone()),
+        script,
+        node_id: extension.node_id,
+        events: false,
+    };
+    Ok((call, route))
+}

@@ -1,0 +1,80 @@
+//! A drop-in call run through the engine: its result with the caller's
+//! budget headers and the `x-callai-*` headers of its attempts, or its
+//! failure.
+
+use crate::body::CallBody;
+use crate::call::{self, Settled};
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::tenants::Caller;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use callai_engine::DeltaSink;
+use callai_engine::wire::{CallResult, StructuredOutput};
+
+/// A call that did not answer: the error, with the caller's budget
+/// headers when it has a budget.
+#[derive(Debug)]
+pub struct CallFailure {
+    /// The host's error (the drop-in's layer gives it the API's shape).
+    pub error: ApiError,
+    /// The `x-callai-budget-remaining-*` headers.
+    pub headers: HeaderMap,
+}
+
+impl From<ApiError> for CallFailure {
+    fn from(error: ApiError) -> Self {
+        Self {
+            error,
+            headers: HeaderMap::new(),
+        }
+    }
+}
+
+impl IntoResponse for CallFailure {
+    fn into_response(self) -> Response {
+        (self.headers, self.error).into_response()
+    }
+}
+
+/// Runs a prepared call through the engine, its text streamed to `deltas`
+/// when given; the result with the caller's budget headers.
+pub async fn run(
+    state: &AppState,
+    caller: &Caller,
+    call: CallBody,
+    deltas: Option<DeltaSink>,
+) -> Result<(CallResult, HeaderMap), CallFailure> {
+    let settled: Settled = call::settle(state, caller, call, deltas).await?;
+    let headers = settled.budget_headers();
+    match settled.outcome {
+        Ok(result) => Ok((result, headers)),
+        Err(e) => Err(CallFailure {
+            error: ApiError::from_call(&e),
+            headers,
+        }),
+    }
+}
+
+/// The `x-callai-*` headers of an answer.
+pub fn attempts_headers(result: &CallResult) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Some(a) = &result.attempts {
+        headers.insert("x-callai-attempts-count", HeaderValue::from(a.count));
+        if let Some(t) = a.output_tokens {
+            headers.insert("x-callai-attempts-output-tokens", HeaderValue::from(t));
+        }
+        let complete = if a.usage_complete { "true" } else { "false" };
+        headers.insert(
+            "x-callai-usage-complete",
+            HeaderValue::from_static(complete),
+        );
+        let mode = match a.structured_output {
+            Some(StructuredOutput::Native) => "native",
+            Some(StructuredOutput::Prompt) => "prompt",
+            None => "none",
+        };
+        headers.insert("x-callai-structured-output", HeaderValue::from_static(mode));
+    }
+    headers
+}

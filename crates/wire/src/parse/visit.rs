@@ -1,0 +1,338 @@
+//! The request's visitor: each field read once, straight into its type,
+//! its refusal kept in the field's place so the first in the fields' order
+//! is the one reported (the order the spec lists them in; before this
+//! reader, the order they were checked in).
+
+use super::ParsedRequest;
+use super::shape::{Discard, Kind, Scalar, Shape, Shaped};
+use crate::error::CallError;
+use crate::request::{MAX_ATTEMPTS, Message, RetryPolicy, Role};
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+use std::fmt;
+
+/// The request's fields, in the order their refusals are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Field {
+    Provider,
+    Model,
+    SystemPrompt,
+    Messages,
+    Temperature,
+    MaxTokens,
+    StopSequences,
+    ResponseSchema,
+}
+
+/// A key of the request object.
+enum Key {
+    Field(Field),
+    Retry,
+    Unknown(String),
+}
+
+impl<'de> serde::Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match v {
+                    "provider" => Key::Field(Field::Provider),
+                    "model" => Key::Field(Field::Model),
+                    "systemPrompt" => Key::Field(Field::SystemPrompt),
+                    "messages" => Key::Field(Field::Messages),
+                    "temperature" => Key::Field(Field::Temperature),
+                    "maxTokens" => Key::Field(Field::MaxTokens),
+                    "stopSequences" => Key::Field(Field::StopSequences),
+                    "responseSchema" => Key::Field(Field::ResponseSchema),
+                    "retry" => Key::Retry,
+                    other => Key::Unknown(other.to_owned()),
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ParsedRequest {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(RequestVisitor)
+    }
+}
+
+struct RequestVisitor;
+
+impl<'de> Visitor<'de> for RequestVisitor {
+    type Value = ParsedRequest;
+
+    // Not an object is a serde error (`invalid type: ..., expected a map`);
+    // the entries that read a request alone say it their own way.
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a map")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ParsedRequest, A::Error> {
+        let mut parsed = ParsedRequest::default();
+        let r = &mut parsed.request;
+        while let Some(key) = map.next_key::<Key>()? {
+            let field = match key {
+                Key::Field(field) => field,
+                Key::Retry => {
+                    parsed.retry = Some(map.next_value_seed(Shape(RetryShape))?);
+                    continue;
+                }
+                Key::Unknown(name) => {
+                    map.next_value::<Discard>()?;
+                    parsed.unknown.push(name);
+                    continue;
+                }
+            };
+            // A key sent twice: the last one counts, its refusal too.
+            let outcome = match field {
+                Field::Provider => map
+                    .next_value::<Scalar>()?
+                    .string(|| "provider".into())
+                    .map(|s| r.provider = Some(s)),
+                Field::Model => map
+                    .next_value::<Scalar>()?
+                    .string(|| "model".into())
+                    .map(|s| r.model = Some(s)),
+                Field::SystemPrompt => map
+                    .next_value::<Scalar>()?
+                    .string(|| "systemPrompt".into())
+                    .map(|s| r.system_prompt = Some(s)),
+                Field::Messages => {
+                    parsed.has_messages = true;
+                    map.next_value_seed(Shape(MessagesShape))?
+                        .map(|m| r.messages = m)
+                }
+                Field::Temperature => map
+                    .next_value::<Scalar>()?
+                    .number("temperature")
+                    .map(|t| r.temperature = Some(t)),
+                Field::MaxTokens => map
+                    .next_value::<Scalar>()?
+                    .integer("maxTokens", ">= 1")
+                    .map(|n| r.max_tokens = Some(n)),
+                Field::StopSequences => map
+                    .next_value_seed(Shape(StringsShape("stopSequences")))?
+                    .map(|s| r.stop_sequences = Some(s)),
+                Field::ResponseSchema => match map.next_value::<Value>()? {
+                    v @ (Value::Object(_) | Value::Bool(_)) => {
+                        r.response_schema = Some(v);
+                        Ok(())
+                    }
+                    v => Err(CallError::validation(
+                        "responseSchema",
+                        format!(
+                            "must be a JSON Schema (an object), got {}",
+                            Kind::of_value(&v)
+                        ),
+                    )),
+                },
+            };
+            parsed.refused.retain(|(f, _)| *f != field);
+            if let Err(e) = outcome {
+                parsed.refused.push((field, e));
+            }
+        }
+        Ok(parsed)
+    }
+}
+
+/// `messages`: an array of messages.
+struct MessagesShape;
+
+impl<'de> Shaped<'de> for MessagesShape {
+    type Out = Vec<Message>;
+
+    fn refuse(self, kind: Kind) -> CallError {
+        CallError::validation("messages", format!("must be an array, got {kind}"))
+    }
+
+    fn seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<Result<Vec<Message>, CallError>, A::Error> {
+        let mut messages = Vec::with_capacity(seq.size_hint().unwrap_or(2));
+        let mut index = 0;
+        while let Some(message) = seq.next_element_seed(Shape(MessageShape(index)))? {
+            match message {
+                Ok(m) => messages.push(m),
+                Err(e) => {
+                    // The first refusal is the one told: the rest is read through.
+                    super::shape::drain_seq(seq)?;
+                    return Ok(Err(e));
+                }
+            }
+            index += 1;
+        }
+        Ok(Ok(messages))
+    }
+}
+
+/// `messages[i]`: `{"role", "content"}`; other keys are ignored.
+struct MessageShape(usize);
+
+impl MessageShape {
+    fn field(&self, key: &str) -> String {
+        format!("messages[{}].{key}", self.0)
+    }
+}
+
+impl<'de> Shaped<'de> for MessageShape {
+    type Out = Message;
+
+    fn refuse(self, kind: Kind) -> CallError {
+        CallError::validation(
+            format!("messages[{}]", self.0),
+            format!("must be an object, got {kind}"),
+        )
+    }
+
+    fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Result<Message, CallError>, A::Error> {
+        let (mut role, mut content) = (None, None);
+        while let Some(key) = map.next_key::<MessageKey>()? {
+            match key {
+                MessageKey::Role => role = Some(map.next_value::<Scalar>()?),
+                MessageKey::Content => content = Some(map.next_value::<Scalar>()?),
+                MessageKey::Other => {
+                    map.next_value::<Discard>()?;
+                }
+            }
+        }
+        let required = |key| CallError::validation(self.field(key), "is required");
+        let role = match role
+            .ok_or_else(|| required("role"))
+            .and_then(|r| r.string(|| self.field("role")))
+        {
+            Ok(role) => role,
+            Err(e) => return Ok(Err(e)),
+        };
+        let role = match role.as_str() {
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "system" => Role::System,
+            _ => {
+                return Ok(Err(CallError::validation(
+                    self.field("role"),
+                    format!(
+                        "must be user, assistant or system, got {}",
+                        Kind::of_str(&role)
+                    ),
+                )));
+            }
+        };
+        Ok(content
+            .ok_or_else(|| required("content"))
+            .and_then(|c| c.string(|| self.field("content")))
+            .map(|content| Message { role, content }))
+    }
+}
+
+enum MessageKey {
+    Role,
+    Content,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for MessageKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = MessageKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a field name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<MessageKey, E> {
+                Ok(match v {
+                    "role" => MessageKey::Role,
+                    "content" => MessageKey::Content,
+                    _ => MessageKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// An array of strings (`stopSequences`).
+struct StringsShape(&'static str);
+
+impl<'de> Shaped<'de> for StringsShape {
+    type Out = Vec<String>;
+
+    fn refuse(self, kind: Kind) -> CallError {
+        CallError::validation(self.0, format!("must be an array of strings, got {kind}"))
+    }
+
+    fn seq<A: SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> Result<Result<Vec<String>, CallError>, A::Error> {
+        let mut strings = Vec::new();
+        while let Some(item) = seq.next_element::<Scalar>()? {
+            let index = strings.len();
+            match item.string(|| format!("{}[{index}]", self.0)) {
+                Ok(s) => strings.push(s),
+                Err(e) => {
+                    super::shape::drain_seq(seq)?;
+                    return Ok(Err(e));
+                }
+            }
+        }
+        Ok(Ok(strings))
+    }
+}
+
+/// `retry`: RFC 0248 §B's policy. A key this host does not know could be a
+/// misspelt narrowing, so it is refused rather than silently widened: the
+/// first such key in byte order, before the known keys' own refusals.
+pub(crate) struct RetryShape;
+
+impl<'de> Shaped<'de> for RetryShape {
+    type Out = RetryPolicy;
+
+    fn refuse(self, kind: Kind) -> CallError {
+        CallError::validation("retry", format!("must be an object, got {kind}"))
+    }
+
+    fn map<A: MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<Result<RetryPolicy, CallError>, A::Error> {
+        let (mut max_attempts, mut grow, mut unknown) = (None, None, None::<String>);
+        while let Some(key) = map.next_key::<String>()? {
+            match key.as_str() {
+                "maxAttempts" => max_attempts = Some(map.next_value::<Scalar>()?),
+                "growMaxTokens" => grow = Some(map.next_value::<Scalar>()?),
+                _ => {
+                    map.next_value::<Discard>()?;
+                    if unknown.as_ref().is_none_or(|u| key < *u) {
+                        unknown = Some(key);
+                    }
+                }
+            }
+        }
+        if let Some(unknown) = unknown {
+            return Ok(Err(CallError::validation(
+                format!("retry.{unknown}"),
+                "is not a retry policy key (maxAttempts, growMaxTokens)",
+            )));
+        }
+        let range = format!("1..{MAX_ATTEMPTS}");
+        let policy = (|| {
+            Ok(RetryPolicy {
+                max_attempts: max_attempts
+                    .map(|v| v.integer("retry.maxAttempts", &range))
+                    .transpose()?,
+                grow_max_tokens: grow.map(|v| v.boolean("retry.growMaxTokens")).transpose()?,
+            })
+        })();
+        Ok(policy)
+    }
+}
