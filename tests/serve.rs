@@ -2,8 +2,8 @@
 //! port, the bundled examples and the test programs as its packs, and a
 //! small client for its JSON API.
 
+use callai_config::Config;
 use callai_host::RuntimeOptions;
-use callai_server::Config;
 use callai_server::{BundledPack, EnvSource, Server, ServerOptions};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -128,7 +128,7 @@ impl TestServer {
                     BundledPack::new(e.name, e.node_id, Some(e.default_script.into()), e.loader())
                 })
                 .collect(),
-            runtime: RuntimeOptions::from_limits(&config.limits),
+            runtime: RuntimeOptions::from_limits(&config.host.limits),
             env,
         };
         let server = Server::bind(config, options)

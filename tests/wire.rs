@@ -3,9 +3,9 @@
 
 use crate::NoWait;
 use crate::fake_server::{FakeServer, Received, Reply};
+use callai_config::Config;
 use callai_engine::wire::{CallError, CallRequest, CallResult, RetryField};
 use callai_engine::{Event, EventLog, Host};
-use callai_server::Config;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -4,9 +4,13 @@ project's code that made them (or the library, where none of ours is on the
 stack), per call:
 
     python3 bench/profile/allocations.py heaptrack.callai.zst CALLS
+    python3 bench/profile/allocations.py LONG.zst CALLS --minus SHORT.zst EXTRA
 
-Needs `heaptrack_print` (Debian's `heaptrack`). Startup's allocations are
-in the total; run enough calls that they do not matter."""
+CALLS is every call the profiled process served (warm-up included); its
+start-up's allocations are in the total. With `--minus`, the steady state
+too: (LONG's total - SHORT's total) / EXTRA, where LONG served EXTRA more
+calls than SHORT (bench/profile/allocations.sh does both runs). Needs
+`heaptrack_print` (Debian's `heaptrack`)."""
 
 import collections
 import re
@@ -15,8 +19,8 @@ import sys
 import tempfile
 
 
-def main():
-    path, calls = sys.argv[1], int(sys.argv[2])
+def sites_of(path):
+    """Allocations by site, and their total."""
     with tempfile.NamedTemporaryFile("r", suffix=".folded") as folded:
         subprocess.run(["heaptrack_print", "-f", path, "--print-flamegraph", folded.name,
                         "--flamegraph-cost-type", "allocations"], capture_output=True, check=True)
@@ -37,7 +41,19 @@ def main():
                             if any(lib in f for f in frames)), "other")
                 key = f"(no frame of ours) {lib.rstrip(':')}"
             sites[key] += n
-    print(f"{total} allocations, {total / calls:.0f} per call")
+    return sites, total
+
+
+def main():
+    path, calls = sys.argv[1], int(sys.argv[2])
+    sites, total = sites_of(path)
+    if "--minus" in sys.argv:
+        i = sys.argv.index("--minus")
+        short, extra = sys.argv[i + 1], int(sys.argv[i + 2])
+        _, short_total = sites_of(short)
+        print(f"steady state: {(total - short_total) / extra:.0f} allocations per call "
+              f"({total} - {short_total} over {extra} calls)")
+    print(f"{total} allocations, {total / calls:.0f} per call made (start-up included)")
     for key, n in sites.most_common(25):
         print(f"{n / calls:7.1f}  {key}")
 

@@ -4,7 +4,8 @@
 # /v1/call calls with CONCURRENCY in flight, recorded by perf or heaptrack.
 #
 #   bench/profile/serve.sh perf 50 6000       # then: python3 bench/profile/categories.py <target>/profile/perf.data
-#   bench/profile/serve.sh heaptrack 50 2000  # then: python3 bench/profile/allocations.py <target>/profile/heaptrack.zst 2000
+#   bench/profile/serve.sh heaptrack 50 2000  # then: python3 bench/profile/allocations.py <target>/profile/heaptrack.zst 3000
+#   bench/profile/allocations.sh 50 2000      # allocations per call, start-up and warm-up taken out
 #
 # URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint.
 # Network: 127.0.0.1 only.
@@ -32,14 +33,15 @@ provider = "fake"
 maxConcurrentRuns = 1000
 TOML
 wrap=()
-[ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack")
+[ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack${HEAPTRACK_SUFFIX:-}")
 FAKE_KEY=sk-fake "${wrap[@]}" "$target/release-debug/callai" serve --config "$out/serve.toml" \
   --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.2; done
 serve=$(pgrep -f -n "callai serve --config $out/serve.toml")
 body=${BODY:-'{"request":{"messages":[{"role":"user","content":"Write one sentence of a scene."}],"maxTokens":200,"responseSchema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}'}
 url="http://127.0.0.1:$serve_port${URLPATH:-/v1/call}"
-"$target/release/load" --url "$url" --body "$body" --calls 1000 --concurrency "$concurrency" >/dev/null
+# Warm-up: connections, caches, lazily built state (WARMUP calls).
+"$target/release/load" --url "$url" --body "$body" --calls "${WARMUP:-1000}" --concurrency "$concurrency" >/dev/null
 if [ "$tool" = perf ]; then
   perf record -F 1999 -g -o "$out/perf.data" -p "$serve" 2>/dev/null >/dev/null &
   recorder=$!

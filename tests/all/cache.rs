@@ -280,7 +280,7 @@ fn code_over_the_limit_and_components_of_no_pack_are_refused_before_compiling() 
 
 #[test]
 fn every_bundled_pack_fits_the_default_function_limit() {
-    let limit = callai_server::config::ServerConfig::default().max_pack_function_bytes;
+    let limit = callai_config::ServerConfig::default().max_pack_function_bytes;
     let options = RuntimeOptions {
         max_concurrent_runs: 1,
         max_function_bytes: Some(limit),

@@ -74,7 +74,7 @@ fn committed(url: &str, run_id: &str) -> usize {
         .unwrap();
     rt.block_on(async {
         let log =
-            callai_server::open_runlog(url, callai_server::OpenLog::Existing, &Default::default())
+            callai_config::open_runlog(url, callai_config::OpenLog::Existing, &Default::default())
                 .await
                 .ok()?;
         log.load(run_id.into()).await.ok().map(|r| r.calls.len())

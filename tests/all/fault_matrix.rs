@@ -161,7 +161,7 @@ async fn every_fault_is_seen_counted_recorded_and_replayed() {
     let request = json!({"messages": [{"role": "user", "content": "hi"}]}).to_string();
     for (i, row) in rows().into_iter().enumerate() {
         let fake = FakeServer::start(row.replies).await;
-        let config = callai_server::Config::from_toml(&format!(
+        let config = callai_config::Config::from_toml(&format!(
             "[defaults]\nprovider = \"openai\"\n[providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"K\"\nmodel = \"m-1\"\ntimeoutMs = 300\n",
             fake.url()
         ))

@@ -135,17 +135,17 @@ proptest! {
             0..6)
     ) {
         let text: String = lines.iter().map(|(t, k, v)| format!("{t}\n{k} = {v}\n")).collect();
-        if let Ok(config) = callai_server::Config::from_toml(&text) {
+        if let Ok(config) = callai_config::Config::from_toml(&text) {
             // The documented ranges, checked here rather than by the parser.
-            prop_assert!((1..=16).contains(&config.retry.max_retry_attempts));
-            prop_assert!((1..=8).contains(&config.retry.truncation_budget_multiplier));
-            prop_assert!(config.limits.fuel >= 1);
-            prop_assert!((1 << 20..=4 << 30).contains(&config.limits.memory_bytes));
+            prop_assert!((1..=16).contains(&config.host.retry.max_retry_attempts));
+            prop_assert!((1..=8).contains(&config.host.retry.truncation_budget_multiplier));
+            prop_assert!(config.host.limits.fuel >= 1);
+            prop_assert!((1 << 20..=4 << 30).contains(&config.host.limits.memory_bytes));
             prop_assert!(config.providers.values().all(|p| p.timeout_ms.is_none_or(|t| t >= 1)));
             // The keys the case set are what the config holds.
             for (table, key, value) in &lines {
                 if *table == "[retry]" && *key == "maxRetryAttempts" && text.matches("[retry]").count() == 1 {
-                    prop_assert_eq!(config.retry.max_retry_attempts.to_string(), *value);
+                    prop_assert_eq!(config.host.retry.max_retry_attempts.to_string(), *value);
                 }
             }
         }
@@ -153,6 +153,6 @@ proptest! {
 
     #[test]
     fn configs_from_arbitrary_text_never_panic(input in ".{0,80}") {
-        let _ = callai_server::Config::from_toml(&input);
+        let _ = callai_config::Config::from_toml(&input);
     }
 }

@@ -196,7 +196,7 @@ async fn a_huge_body_is_not_read_past_the_limit() {
     for api in [Api::OpenAi, Api::Anthropic] {
         let fake = FakeServer::start(vec![Reply::Huge(1 << 30)]).await;
         let mut config = api.config(fake.url(), true, 60_000);
-        config.limits.max_provider_body_bytes = body_limit;
+        config.host.limits.max_provider_body_bytes = body_limit;
         let host = host(config);
         let err = callai_tests::wire::failed_text_call(&host).await;
         assert_eq!(err.code, ErrorCode::LimitExceeded, "{api:?}: {err}");

@@ -148,7 +148,7 @@ async fn two_providers_of_one_kind_are_routed_by_name() {
     let api = Api::OpenAi;
     let cloud = FakeServer::start(vec![api.reply("from cloud", None, "stop", Some(1))]).await;
     let local = FakeServer::start(vec![api.reply("from local", None, "stop", Some(1))]).await;
-    let config = callai_server::Config::from_toml(&format!(
+    let config = callai_config::Config::from_toml(&format!(
         "[defaults]\nprovider = \"openai\"\n\
          [providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"CALLAI_TEST_KEY\"\n\
          [providers.local]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"llama3.1\"\n",

@@ -132,7 +132,7 @@ async fn an_uploaded_pack_runs_and_names_are_guarded() {
         .await;
     assert_eq!(refused.status, 400, "{}", refused.body);
     assert_eq!(refused.body["error"]["details"]["field"], "nodeId");
-    assert_eq!(a.body["sha256"], callai_server::sha256_hex(&bytes));
+    assert_eq!(a.body["sha256"], callai_host::sha256_hex(&bytes));
     let listed = server.get("/v1/packs").await;
     let mine = listed
         .body
@@ -222,7 +222,7 @@ async fn the_token_guards_everything_but_health_and_discovery() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_token_the_server_stays_on_loopback() {
-    let config = callai_server::Config::default();
+    let config = callai_config::Config::default();
     let options = callai_server::ServerOptions {
         listen: Some("0.0.0.0:0".parse().unwrap()),
         ..callai_server::ServerOptions::default()
@@ -232,7 +232,7 @@ async fn without_a_token_the_server_stays_on_loopback() {
         .unwrap_err();
     assert!(e.to_string().contains("server.tokenEnv"), "{e}");
     let config =
-        callai_server::Config::from_toml("[server]\ntokenEnv = \"CALLAI_NO_SUCH_VAR_0248\"")
+        callai_config::Config::from_toml("[server]\ntokenEnv = \"CALLAI_NO_SUCH_VAR_0248\"")
             .unwrap();
     let options = callai_server::ServerOptions {
         listen: Some("127.0.0.1:0".parse().unwrap()),

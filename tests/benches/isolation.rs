@@ -138,7 +138,7 @@ fn main() {
             name: "provider streaming a 1 GiB body",
             pack: echo.clone(),
             host: Box::new(move || {
-                let config = callai_server::Config::from_toml(&format!(
+                let config = callai_config::Config::from_toml(&format!(
                     "[defaults]\nprovider = \"evil\"\n[providers.evil]\nkind = \"openai\"\nbaseUrl = \"{huge_url}\"\napiKeyEnv = \"\"\n"
                 ))
                 .unwrap();

@@ -2,13 +2,12 @@
 
 use crate::args::RunArgs;
 use crate::error::{CliError, print};
+use callai_config::{Config, OpenLog, RunLogConfig};
 use callai_engine::RunLogError;
 use callai_engine::observe::SharedObserver;
 use callai_engine::runlog::{ExistingRun, RecordedRun, RunSpec, RunStatus};
 use callai_engine::{Host, Journal, MockProvider, MockScript, Recording, facet};
 use callai_host::{PackRuntime, RunOptions, RunOutput, RuntimeOptions};
-use callai_server::config::RunLogConfig;
-use callai_server::{Config, OpenLog};
 use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -109,7 +108,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut script = MockScript::from_json(&script_text)?;
     if let (None, Some(run)) = (&args.script, &resumed) {
         // The script the run was started with, past what it already used.
-        script = callai_server::remaining_script(Some(&script_text), run).unwrap_or(script);
+        script = MockScript::resumed(Some(&script_text), run).unwrap_or(script);
     }
     let node_id = args.node_id.clone().unwrap_or_else(|| match example {
         Some(e) => e.node_id.to_owned(),
@@ -122,8 +121,8 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
 
     let mock = Arc::new(
-        MockProvider::new(script, config.mock.structured_output())
-            .with_latency(config.mock.latency()),
+        MockProvider::new(script, config.host.mock.structured_output())
+            .with_latency(config.host.mock.latency()),
     );
     let runtime = runtime(&config)?;
     let host = host(&config)?.with_provider("mock", mock.clone());
@@ -137,7 +136,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     };
     let spec = RunSpec {
         pack: args.pack.clone(),
-        sha256: callai_server::sha256_hex(&bytes),
+        sha256: callai_host::sha256_hex(&bytes),
         input: input.clone(),
         script: Some(script_text.clone()),
         tenant: None,
@@ -244,7 +243,7 @@ async fn journal(
     let run_id = args.run_id.as_deref().unwrap_or_default();
     match (&args.record, &args.replay, &args.resume) {
         (Some(url), _, _) => {
-            let log = callai_server::open_runlog(url, OpenLog::CreateIfMissing, limits).await?;
+            let log = callai_config::open_runlog(url, OpenLog::CreateIfMissing, limits).await?;
             let existing = match args.overwrite {
                 true => ExistingRun::Overwrite,
                 false => ExistingRun::Refuse,
@@ -259,11 +258,11 @@ async fn journal(
                 .map_err(CliError::from)
         }
         (None, Some(url), _) => {
-            let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
+            let log = callai_config::open_runlog(url, OpenLog::Existing, limits).await?;
             Journal::replay(&*log, run_id).await.map_err(CliError::from)
         }
         (None, None, Some(url)) => {
-            let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
+            let log = callai_config::open_runlog(url, OpenLog::Existing, limits).await?;
             Journal::resume(log, run_id, None)
                 .await
                 .map_err(CliError::from)
@@ -279,7 +278,7 @@ async fn stopped_run(
     run_id: &str,
     limits: &RunLogConfig,
 ) -> Result<RecordedRun, CliError> {
-    let log = callai_server::open_runlog(url, OpenLog::Existing, limits).await?;
+    let log = callai_config::open_runlog(url, OpenLog::Existing, limits).await?;
     let run = log.load(run_id.into()).await?;
     match run.status {
         RunStatus::Running => Ok(run),
@@ -341,7 +340,7 @@ fn runtime(config: &Config) -> Result<PackRuntime, CliError> {
 /// cache in `$CALLAI_CACHE_DIR`, else `$XDG_CACHE_HOME/callai`, else
 /// `~/.cache/callai` (none when no home is known).
 pub(crate) fn runtime_options(config: &Config) -> RuntimeOptions {
-    let mut options = RuntimeOptions::from_limits(&config.limits);
+    let mut options = RuntimeOptions::from_limits(&config.host.limits);
     options.cache_max_bytes = config.cache.max_bytes;
     let env = |k: &str| {
         std::env::var_os(k)

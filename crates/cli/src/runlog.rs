@@ -4,8 +4,8 @@
 
 use crate::args::RunlogCommand;
 use crate::error::CliError;
+use callai_config::OpenLog;
 use callai_engine::events::now_ms;
-use callai_server::OpenLog;
 use std::process::ExitCode;
 
 /// Runs a `callai runlog` command.
@@ -33,7 +33,7 @@ pub fn runlog(command: RunlogCommand) -> Result<ExitCode, CliError> {
     };
     let rt = crate::run::tokio()?;
     let pruned = rt.block_on(async {
-        let log = callai_server::open_runlog(&url, OpenLog::Existing, &config.runlog).await?;
+        let log = callai_config::open_runlog(&url, OpenLog::Existing, &config.runlog).await?;
         log.prune(before_ms).await
     })?;
     let when = jiff::Timestamp::from_millisecond(before_ms as i64)

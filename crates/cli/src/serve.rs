@@ -2,7 +2,7 @@
 
 use crate::args::ServeArgs;
 use crate::error::CliError;
-use callai_server::config::parse_listen;
+use callai_config::parse_listen;
 use callai_server::{BundledPack, Server, ServerOptions};
 use std::process::ExitCode;
 

@@ -93,6 +93,22 @@ pub struct MockScript(pub Vec<ScriptEntry>);
 pub struct ScriptError(pub String);
 
 impl MockScript {
+    /// The script of text `text` as far as a resumed run `run` has not yet
+    /// used it: the replies its committed calls consumed (one per provider
+    /// request, as their `provider.usage` events count them) are skipped.
+    /// `None` for no text or text that is not a script.
+    pub fn resumed(text: Option<&str>, run: &crate::runlog::RecordedRun) -> Option<Self> {
+        let mut script = Self::from_json(text?).ok()?;
+        let used: usize = run
+            .calls
+            .iter()
+            .flat_map(|c| &c.events)
+            .filter(|e| matches!(e, crate::events::Event::ProviderUsage { .. }))
+            .count();
+        script.0.drain(..used.min(script.0.len()));
+        Some(script)
+    }
+
     /// The script of a run or call that brings none (`callai run` of a
     /// component file, `callai serve`'s `/v1/call`): one text reply.
     pub const DEFAULT_JSON: &str = r#"[{"content": "Hello from the built-in mock provider.", "outputTokens": 9, "inputTokens": 12}]"#;

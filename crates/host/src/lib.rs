@@ -47,6 +47,19 @@ pub use runtime::{
 };
 pub use view::{CallAiCtx, CallAiView, add_to_linker};
 
+/// A pack component's name by content: the SHA-256 of its bytes, in hex,
+/// as run logs, uploads and the compiled-component cache name it.
+///
+/// ```
+/// assert_eq!(
+///     callai_host::sha256_hex(b"abc"),
+///     "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+/// );
+/// ```
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(cache::source_of(bytes))
+}
+
 /// A tokio runtime set up for running packs beside each other: all its
 /// timers and I/O, and the tasks other threads wake, are looked at every
 /// few task polls (tokio's default is every 61). A busy pack yields its

@@ -7,7 +7,6 @@ use crate::runner::Work;
 use crate::runs::RunEntry;
 use crate::state::AppState;
 use crate::tenants::Caller;
-use callai_engine::events::Event;
 use callai_engine::runlog::{Fence, Lease, RecordedRun, RunKey, RunStatus};
 use callai_engine::{Journal, MockScript};
 use serde_json::json;
@@ -112,7 +111,7 @@ async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: Recorde
     ));
     entry.add_calls(run.calls.len() as u32);
     state.runs.put(entry.clone());
-    let script = remaining_script(spec.script.as_deref(), &run);
+    let script = MockScript::resumed(spec.script.as_deref(), &run);
     let work = Work {
         state: state.clone(),
         entry,
@@ -124,19 +123,4 @@ async fn adopt(state: &Arc<AppState>, ticket: Ticket, fence: Fence, run: Recorde
     };
     let journal = Journal::resumed(log, fence, run);
     state.tasks.spawn(work.run(ticket, journal));
-}
-
-/// A mock script as far as a resumed run has not yet used it: the replies
-/// its committed calls consumed (one per provider request, as their
-/// `provider.usage` events count them) are skipped.
-pub fn remaining_script(text: Option<&str>, run: &RecordedRun) -> Option<MockScript> {
-    let mut script = MockScript::from_json(text?).ok()?;
-    let used: usize = run
-        .calls
-        .iter()
-        .flat_map(|c| &c.events)
-        .filter(|e| matches!(e, Event::ProviderUsage { .. }))
-        .count();
-    script.0.drain(..used.min(script.0.len()));
-    Some(script)
 }

@@ -9,12 +9,13 @@
 //!
 //! ```no_run
 //! use callai_host::RuntimeOptions;
-//! use callai_server::{Config, Server, ServerOptions};
+//! use callai_config::Config;
+//! use callai_server::{Server, ServerOptions};
 //!
 //! # async fn demo() -> Result<(), callai_server::ServeError> {
 //! let config = Config::default();
 //! let options = ServerOptions {
-//!     runtime: RuntimeOptions::from_limits(&config.limits),
+//!     runtime: RuntimeOptions::from_limits(&config.host.limits),
 //!     ..ServerOptions::default()
 //! };
 //! let server = Server::bind(config, options).await?;
@@ -30,15 +31,15 @@ mod answer;
 mod auth;
 mod body;
 mod call;
-pub mod config;
 mod discovery;
 mod dropin;
 mod durable;
 mod error;
 mod idempotency;
+#[cfg(test)]
+mod layering;
 mod listen;
 mod metrics;
-mod open_log;
 mod packs;
 mod retention;
 mod routes;
@@ -48,18 +49,15 @@ mod scope;
 mod state;
 mod tenants;
 
-pub use config::Config;
-pub use durable::remaining_script;
 pub use error::ApiError;
-pub use open_log::{OpenLog, open_runlog};
-pub use packs::{BundledPack, MAX_UPLOADS, sha256_hex};
+pub use packs::{BundledPack, MAX_UPLOADS};
 
 use admission::Admission;
 use auth::Auth;
+use callai_config::{Config, OpenLog, open_runlog, parse_listen};
 use callai_engine::{MockProvider, MockScript};
 use callai_host::{PackRuntime, RuntimeOptions};
 use callai_telemetry::Telemetry;
-use config::parse_listen;
 use metrics::Metrics;
 use packs::PackStore;
 use runs::RunTable;
@@ -189,9 +187,9 @@ impl Server {
         };
         let mock = MockProvider::new(
             MockScript::from_json("[]").expect("an empty script"),
-            config.mock.structured_output(),
+            config.host.mock.structured_output(),
         )
-        .with_latency(config.mock.latency());
+        .with_latency(config.host.mock.latency());
         let host = config
             .host_builder(&|k| env(k))
             .and_then(|builder| builder.mock(mock).build())
@@ -231,7 +229,7 @@ impl Server {
         }
         let tenants = Arc::new(tenants);
         let auth = Auth::new(tenants.clone());
-        let limits = &config.limits;
+        let limits = &config.host.limits;
         let metrics = Arc::new(Metrics::new(host.providers().names(), tenants.names()));
         let host_id = host_id();
         // A reservation outlives a host that died holding it by a call's

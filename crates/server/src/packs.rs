@@ -14,7 +14,6 @@
 use crate::error::{ApiCode, ApiError};
 use callai_host::{LoadError, Pack, PackRuntime};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -168,11 +167,6 @@ impl CompileLoad {
     }
 }
 
-/// SHA-256, hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// Whether `name` may name a pack: 1 to 128 of `A-Z a-z 0-9 . _ -`, not
 /// starting with a dot.
 pub fn valid_name(name: &str) -> bool {
@@ -195,7 +189,7 @@ impl PackStore {
                     name: b.name.clone(),
                     tenant: None,
                     node_id: b.node_id,
-                    sha256: sha256_hex(&bytes),
+                    sha256: callai_host::sha256_hex(&bytes),
                     default_script: b.default_script,
                     source: PackSource::Bundled(b.bytes),
                 };
@@ -243,7 +237,7 @@ impl PackStore {
             }
             let source = PackSource::File(path.clone());
             let bytes = source.bytes()?;
-            let sha256 = sha256_hex(&bytes);
+            let sha256 = callai_host::sha256_hex(&bytes);
             self.compile(&sha256, bytes, Precheck::Needed)
                 .await
                 .map_err(|e| format!("--packs: {}: {}", path.display(), e.message))?;
@@ -302,7 +296,7 @@ impl PackStore {
     /// Compiles `bytes` (whose hash is `sha256`) without naming a pack:
     /// the pack of a run taken over from another host.
     pub async fn compile_bytes(&self, sha256: &str, bytes: Arc<[u8]>) -> Result<Pack, ApiError> {
-        if sha256_hex(&bytes) != sha256 {
+        if callai_host::sha256_hex(&bytes) != sha256 {
             return Err(ApiError::internal(format!(
                 "the run log's pack {sha256} does not hash to its name"
             )));
@@ -348,7 +342,7 @@ impl PackStore {
         let key: Named = (ns.clone(), name.to_owned());
         self.may_upload(&key)?;
         let bytes: Arc<[u8]> = bytes.into();
-        let sha256 = sha256_hex(&bytes);
+        let sha256 = callai_host::sha256_hex(&bytes);
         // What the bytes say is refused before any wait: a component that
         // cannot be a pack, or would cost too much to compile, takes no
         // turn.
@@ -615,13 +609,5 @@ mod tests {
         for bad in ["", ".hidden", "a/b", "../x", "a b", "é", &"x".repeat(129)] {
             assert!(!valid_name(bad), "{bad}");
         }
-    }
-
-    #[test]
-    fn the_hash_is_sha256_hex() {
-        assert_eq!(
-            sha256_hex(b"abc"),
-            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-        );
     }
 }

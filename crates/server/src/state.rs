@@ -4,13 +4,13 @@
 //! it holds and on nothing that handles a request.
 
 use crate::admission::Admission;
-use crate::config::RunLogConfig;
-use crate::config::ServerConfig;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
 use crate::runs::RunTable;
 use crate::tenants::{Tenant, Tenants};
+use callai_config::RunLogConfig;
+use callai_config::ServerConfig;
 use callai_engine::observe::Observers;
 use callai_engine::runlog::decode::Inspected;
 use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunKey, RunLog, RunLogError};

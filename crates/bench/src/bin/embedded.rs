@@ -20,9 +20,9 @@ fn main() {
     let toml = format!(
         "[defaults]\nprovider = \"openai\"\n[providers.openai]\nbaseUrl = \"{url}\"\napiKeyEnv = \"\"\nmodel = \"fake-model\"\n[limits]\nmaxConcurrentRuns = {concurrency}\n"
     );
-    let config = callai_server::Config::from_toml(&toml).expect("config");
-    let runtime =
-        PackRuntime::with_options(&RuntimeOptions::from_limits(&config.limits)).expect("wasmtime");
+    let config = callai_config::Config::from_toml(&toml).expect("config");
+    let runtime = PackRuntime::with_options(&RuntimeOptions::from_limits(&config.host.limits))
+        .expect("wasmtime");
     let example = callai_examples::example("echo-attempts").expect("bundled");
     let pack = runtime.load(&example.component()).expect("the pack loads");
     // `--tokio default`: tokio's own intervals, not the host's tuned ones.

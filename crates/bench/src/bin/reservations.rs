@@ -20,10 +20,10 @@ fn main() {
     let done = Arc::new(AtomicU64::new(0));
     let started = Instant::now();
     rt.block_on(async {
-        let log = callai_server::open_runlog(
+        let log = callai_config::open_runlog(
             &url,
-            callai_server::OpenLog::CreateIfMissing,
-            &callai_server::config::RunLogConfig::default(),
+            callai_config::OpenLog::CreateIfMissing,
+            &callai_config::RunLogConfig::default(),
         )
         .await
         .expect("the run log opens");

@@ -3,7 +3,7 @@
 //! `[limits]`. An unknown key or a value out of range is an error naming the
 //! key, at start-up. The other sections belong to the crates that read them
 //! (`[providers.NAME]` to callai-providers, `[server]` and `[runlog]` to
-//! callai-server, `[telemetry]` to callai-telemetry); the `callai` command
+//! callai-config, `[telemetry]` to callai-telemetry); callai-config
 //! composes the whole file.
 
 mod limits;
@@ -12,7 +12,7 @@ pub use callai_wire::CallAccounting;
 pub use limits::Limits;
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use serde::de::{DeserializeOwned, MapAccess};
 use std::path::Path;
 use std::time::Duration;
 
@@ -127,9 +127,10 @@ impl Default for DefaultsConfig {
     }
 }
 
-/// The engine's part of the host config.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase", default)]
+/// The engine's part of the host config: its sections, declared here once
+/// ([`HostConfig::SECTIONS`], [`HostConfig::read_section`]) for this
+/// struct and for any config file that holds them among its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostConfig {
     /// `[retry]`
     pub retry: RetryConfig,
@@ -226,8 +227,37 @@ pub fn checked<T>(
 }
 
 impl HostConfig {
+    /// The engine's sections, as a config file names them.
+    pub const SECTIONS: [&'static str; 6] = [
+        "retry",
+        "callAccounting",
+        "policy",
+        "mock",
+        "defaults",
+        "limits",
+    ];
+
+    /// Reads section `key` from `map` (whose next value it is) when it is
+    /// one of the engine's; `false`, reading nothing, when it is not.
+    pub fn read_section<'de, A: MapAccess<'de>>(
+        &mut self,
+        key: &str,
+        map: &mut A,
+    ) -> Result<bool, A::Error> {
+        match key {
+            "retry" => self.retry = map.next_value()?,
+            "callAccounting" => self.call_accounting = map.next_value()?,
+            "policy" => self.policy = map.next_value()?,
+            "mock" => self.mock = map.next_value()?,
+            "defaults" => self.defaults = map.next_value()?,
+            "limits" => self.limits = map.next_value()?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// Parses and checks the engine's sections from TOML text (a whole
-    /// config file, every section, is `callai_server::Config`).
+    /// config file, every section, is `callai_config::Config`).
     pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
         checked(parse_toml(text), Self::validate)
     }
@@ -275,6 +305,75 @@ impl HostConfig {
             .allowed_providers
             .as_ref()
             .is_none_or(|allowed| allowed.iter().any(|p| p == provider))
+    }
+}
+
+/// A config file's sections: `sections` (in the order an unknown one's
+/// refusal lists them), each read by `read` when it is not the engine's.
+/// The key is read with a seed that refuses an unknown section itself, so
+/// that the refusal points at the key (TOML's span), as serde's derive does.
+pub fn read_sections<'de, A, F>(
+    mut map: A,
+    sections: &'static [&'static str],
+    host: &mut HostConfig,
+    mut read: F,
+) -> Result<(), A::Error>
+where
+    A: MapAccess<'de>,
+    F: FnMut(&str, &mut A) -> Result<(), A::Error>,
+{
+    while let Some(key) = map.next_key_seed(SectionName(sections))? {
+        if !host.read_section(&key, &mut map)? {
+            read(&key, &mut map)?;
+        }
+    }
+    Ok(())
+}
+
+/// A section's name, one of a known list.
+struct SectionName(&'static [&'static str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for SectionName {
+    type Value = String;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<String, D::Error> {
+        d.deserialize_identifier(self)
+    }
+}
+
+impl serde::de::Visitor<'_> for SectionName {
+    type Value = String;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a section name")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<String, E> {
+        if self.0.contains(&v) {
+            Ok(v.to_owned())
+        } else {
+            Err(E::unknown_field(v, self.0))
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HostConfig {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = HostConfig;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the engine's config sections")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<HostConfig, A::Error> {
+                let mut host = HostConfig::default();
+                read_sections(map, &HostConfig::SECTIONS, &mut host, |key, _| {
+                    unreachable!("{key} is an engine's section")
+                })?;
+                Ok(host)
+            }
+        }
+        d.deserialize_map(V)
     }
 }
 

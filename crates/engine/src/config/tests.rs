@@ -1,5 +1,5 @@
 //! The engine's sections against their documented defaults and errors (the
-//! whole file, every section, is tested where it is composed: callai-server).
+//! whole file, every section, is tested where it is composed: callai-config).
 
 use super::*;
 
@@ -40,4 +40,18 @@ fn out_of_range_values_name_their_key() {
         let err = HostConfig::from_toml(text).unwrap_err();
         assert_eq!(err.key(), Some(key), "{text}: {err}");
     }
+}
+
+#[test]
+fn every_section_is_declared_once_and_read_by_its_name() {
+    // Each name of SECTIONS is read by read_section (an empty table of it
+    // parses), and an unknown one is refused listing exactly SECTIONS.
+    for section in HostConfig::SECTIONS {
+        HostConfig::from_toml(&format!("[{section}]\n")).unwrap();
+    }
+    let e = HostConfig::from_toml("[nope]\n").unwrap_err().to_string();
+    let listed = HostConfig::SECTIONS.map(|s| format!("`{s}`")).join(", ");
+    assert!(e.contains(&format!("expected one of {listed}")), "{e}");
+    let c = HostConfig::from_toml("[limits]\nwallMs = 7\n").unwrap();
+    assert_eq!(c.limits.wall_ms, 7);
 }

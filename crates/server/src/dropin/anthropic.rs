@@ -6,11 +6,10 @@
 //! and `service_tier` are dropped.
 
 use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id,
+    AnswerExtension, Api, DropinApi, Extension, Framer, Mapped, Streaming, TextOrParts, answer_id,
     answer_text, text_of, text_or_parts,
 };
 use super::sse::Frame;
-use super::streaming::Framer;
 use crate::error::ApiError;
 use callai_engine::wire::{CallRequest, CallResult, FinishReason, Message, Role};
 use serde::de::IgnoredAny;

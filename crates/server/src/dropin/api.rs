@@ -3,7 +3,7 @@
 //! is answered and streamed in its shape. The request goes from the API's
 //! types to the engine's without passing through JSON in between.
 
-use super::streaming::Framer;
+use super::sse::Frame;
 use crate::error::ApiError;
 use callai_engine::wire::{Attempts, CallRequest, CallResult, FinishReason, ParsedRetry};
 use serde::de::DeserializeOwned;
@@ -28,6 +28,18 @@ impl Api {
             Self::Anthropic => "messages",
         }
     }
+}
+
+/// How an API frames a streamed text call.
+pub trait Framer: Send + 'static {
+    /// The frames before any text.
+    fn start(&mut self) -> Vec<Frame>;
+    /// The frames of a piece of text.
+    fn text(&mut self, text: &str) -> Vec<Frame>;
+    /// The frames of the call's end.
+    fn end(&mut self, result: &CallResult) -> Vec<Frame>;
+    /// The frames of a failure after text went out.
+    fn error(&mut self, error: &ApiError) -> Vec<Frame>;
 }
 
 /// One drop-in API.

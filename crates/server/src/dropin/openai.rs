@@ -5,11 +5,10 @@
 //! `seed`, `top_p`, the penalties) is dropped.
 
 use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id,
+    AnswerExtension, Api, DropinApi, Extension, Framer, Mapped, Streaming, TextOrParts, answer_id,
     answer_text, openai_finish, text_of, text_or_parts, unix_now,
 };
 use super::sse::Frame;
-use super::streaming::Framer;
 use crate::error::ApiError;
 use crate::tenants::Caller;
 use axum::response::IntoResponse;

@@ -6,6 +6,7 @@
 //! event) closes the stream. A client that goes away drops the call: the
 //! request in flight is cancelled, and counted.
 
+use super::api::{Framer, answer_text};
 use super::outcome::{CallFailure, run};
 use super::sse::{self, Frame};
 use crate::body::CallBody;
@@ -25,18 +26,6 @@ use tokio::sync::{Notify, mpsc};
 /// it the call waits (and so does its provider's stream) until the client
 /// reads, or the write timeout cuts the connection.
 const UNREAD_BYTES: usize = 64 << 10;
-
-/// How an API frames a streamed text call.
-pub trait Framer: Send + 'static {
-    /// The frames before any text.
-    fn start(&mut self) -> Vec<Frame>;
-    /// The frames of a piece of text.
-    fn text(&mut self, text: &str) -> Vec<Frame>;
-    /// The frames of the call's end.
-    fn end(&mut self, result: &CallResult) -> Vec<Frame>;
-    /// The frames of a failure after text went out.
-    fn error(&mut self, error: &ApiError) -> Vec<Frame>;
-}
 
 /// What the call task sends the stream.
 enum Piece {
@@ -156,7 +145,7 @@ pub async fn relay(
 /// stream would give, its whole text as one piece.
 pub fn settled(mut framer: impl Framer, result: &CallResult) -> Vec<Frame> {
     let mut frames = framer.start();
-    frames.extend(framer.text(&super::api::answer_text(result)));
+    frames.extend(framer.text(&answer_text(result)));
     frames.extend(framer.end(result));
     frames
 }

@@ -19,11 +19,11 @@ mod room;
 
 pub use bodies::is_body_timeout;
 
-use crate::config::ServerConfig;
 use activity::{Activity, PhaseTimeouts};
 use axum::Router;
 use axum::body::{Body, HttpBody};
 use bodies::{DeadlineBody, WatchedBody};
+use callai_config::ServerConfig;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use room::OpenConnections;

@@ -5,11 +5,10 @@
 
 mod allotment;
 mod budget;
-mod config;
 
 pub use allotment::Allotment;
 pub use budget::{TenantBudget, budget_answer};
-pub use config::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name, validate};
+pub use callai_config::{TenantsConfig, is_tenant_name};
 
 use callai_engine::Host;
 use callai_engine::budget::{Limits, Window};
@@ -257,7 +256,7 @@ mod tests {
     use callai_engine::HostConfig;
 
     fn tenants(toml: &str, env: &[(&str, &str)]) -> Result<Tenants, ConfigError> {
-        let config = crate::Config::from_toml(toml).unwrap();
+        let config = callai_config::Config::from_toml(toml).unwrap();
         let host = Host::builder(HostConfig::default()).build().unwrap();
         let env = |k: &str| {
             env.iter()

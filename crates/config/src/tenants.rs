@@ -95,13 +95,13 @@ pub fn is_tenant_name(name: &str) -> bool {
 pub fn validate(tenants: &TenantsConfig) -> Result<(), ConfigError> {
     for (name, tenant) in tenants {
         let key = |k: &str| format!("tenants.{name}.{k}");
-        if !is_tenant_name(name) || name == super::ADMIN {
+        if !is_tenant_name(name) || name == callai_engine::runlog::ADMIN {
             return Err(invalid(
                 &format!("tenants.{name}"),
                 format!(
                     "{name:?} cannot name a tenant: use 1 to 64 letters, digits, '_', '-' or '.' \
                      (and not {:?}, the name of [server] tokenEnv's caller)",
-                    super::ADMIN
+                    callai_engine::runlog::ADMIN
                 ),
             ));
         }
@@ -111,7 +111,7 @@ pub fn validate(tenants: &TenantsConfig) -> Result<(), ConfigError> {
                 "a tenant needs the variable holding its bearer token".into(),
             ));
         }
-        if !crate::config::is_env_name(&tenant.token_env) {
+        if !crate::serve::is_env_name(&tenant.token_env) {
             return Err(invalid(
                 &key("tokenEnv"),
                 format!("{:?} is not an environment variable name", tenant.token_env),

@@ -1,4 +1,5 @@
-//! `[server]` and `[runlog]`: what `callai serve` reads.
+//! `[server]`, `[runlog]` and `[cache]`: what `callai serve` reads (the
+//! run log and the cache `callai run` too).
 
 use callai_engine::config::{ConfigError, in_range, invalid};
 use serde::Deserialize;

@@ -14,22 +14,22 @@ fn provider_settings(c: &Config) -> Vec<ProviderSettings> {
 #[test]
 fn empty_config_takes_the_documented_defaults() {
     let c = Config::from_toml("").unwrap();
-    assert_eq!(c.retry.max_retry_attempts, 3);
-    assert_eq!(c.retry.truncation_budget_multiplier, 2);
-    assert_eq!(c.retry.default_max_tokens, 4000);
-    assert_eq!(c.retry.provider_max_tokens, 64000);
-    assert!(c.retry.nl_fallback);
+    assert_eq!(c.host.retry.max_retry_attempts, 3);
+    assert_eq!(c.host.retry.truncation_budget_multiplier, 2);
+    assert_eq!(c.host.retry.default_max_tokens, 4000);
+    assert_eq!(c.host.retry.provider_max_tokens, 64000);
+    assert!(c.host.retry.nl_fallback);
     assert_eq!(
         (
-            c.retry.backoff_base_ms,
-            c.retry.backoff_max_ms,
-            c.retry.max_retry_after_ms
+            c.host.retry.backoff_base_ms,
+            c.host.retry.backoff_max_ms,
+            c.host.retry.max_retry_after_ms
         ),
         (500, 8000, 60_000)
     );
-    assert!(c.call_accounting.attempts && c.call_accounting.retry_policy);
-    assert!(c.mock.native);
-    assert_eq!(c.defaults.provider, "mock");
+    assert!(c.host.call_accounting.attempts && c.host.call_accounting.retry_policy);
+    assert!(c.host.mock.native);
+    assert_eq!(c.host.defaults.provider, "mock");
     assert!(c.providers.is_empty());
 }
 
@@ -61,14 +61,14 @@ timeoutMs = 1000
 "#,
     )
     .unwrap();
-    assert_eq!(c.retry.max_retry_attempts, 5);
-    assert!(!c.call_accounting.attempts);
-    assert!(!c.mock.native);
+    assert_eq!(c.host.retry.max_retry_attempts, 5);
+    assert!(!c.host.call_accounting.attempts);
+    assert!(!c.host.mock.native);
     let settings = provider_settings(&c);
     assert_eq!(settings.len(), 1);
     assert_eq!(settings[0].kind, ProviderKind::Openai);
     assert_eq!(settings[0].model, "llama3");
-    assert!(!c.host().provider_allowed("anthropic"));
+    assert!(!c.host.provider_allowed("anthropic"));
 }
 
 #[test]

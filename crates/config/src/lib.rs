@@ -1,0 +1,160 @@
+//! The host config file that `callai run` and `callai serve` take: every
+//! section, each defined and checked by the crate that reads it, composed
+//! here into one TOML file; and the run log it names, opened. Every key is
+//! optional; an unknown key or a value out of range is an error naming the
+//! key, at start-up.
+//!
+//! | section | owner |
+//! |---|---|
+//! | `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]`, `[limits]` | callai-engine ([`HostConfig`], declared there once) |
+//! | `[providers.NAME]` | callai-providers |
+//! | `[telemetry]` | callai-telemetry |
+//! | `[server]`, `[runlog]`, `[cache]`, `[tenants.NAME]` | this crate, for `callai serve` |
+//!
+//! ```
+//! let config = callai_config::Config::from_toml("[limits]\nwallMs = 5000\n")?;
+//! assert_eq!(config.host.limits.wall_ms, 5000);
+//! # Ok::<(), callai_engine::config::ConfigError>(())
+//! ```
+
+#![warn(missing_docs)]
+
+mod open_log;
+mod serve;
+mod tenants;
+
+pub use open_log::{OpenLog, open_runlog};
+pub use serve::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
+pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name};
+
+use callai_engine::config::{ConfigError, checked, parse_toml, read_sections, read_toml};
+use callai_engine::{HostBuilder, HostConfig, Providers};
+use callai_providers::ProvidersConfig;
+use callai_telemetry::TelemetryConfig;
+use serde::Deserialize;
+use serde::de::MapAccess;
+use std::path::Path;
+use std::sync::LazyLock;
+
+/// The whole config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// The engine's sections: `[retry]`, `[callAccounting]`, `[policy]`,
+    /// `[mock]`, `[defaults]`, `[limits]`.
+    pub host: HostConfig,
+    /// `[providers.NAME]`, by name.
+    pub providers: ProvidersConfig,
+    /// `[telemetry]`
+    pub telemetry: TelemetryConfig,
+    /// `[server]`
+    pub server: ServerConfig,
+    /// `[runlog]`
+    pub runlog: RunLogConfig,
+    /// `[cache]`
+    pub cache: CacheConfig,
+    /// `[tenants.NAME]`, by name.
+    pub tenants: TenantsConfig,
+}
+
+impl Config {
+    /// Parses and checks a config from TOML text.
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        checked(parse_toml(text), Self::validate)
+    }
+
+    /// Reads and checks a config from a TOML file; a parse error names it.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        checked(read_toml(path), Self::validate)
+    }
+
+    /// Checks every section, each with its owner's rules.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        self.host.validate()?;
+        callai_providers::validate(&self.providers)?;
+        self.telemetry.validate()?;
+        self.server.validate()?;
+        self.cache.validate()?;
+        tenants::validate(&self.tenants)?;
+        self.runlog.validate()
+    }
+
+    /// Starts the `[providers.NAME]` sections' providers, reading their API
+    /// keys through `env`.
+    pub fn start_providers(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Providers, ConfigError> {
+        callai_providers::start(&self.providers, env, &self.host.limits)
+    }
+
+    /// A host builder for this config with its providers started (API keys
+    /// read through `env`); add the mock or an embedder's own providers,
+    /// then `build`.
+    pub fn host_builder(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<HostBuilder, ConfigError> {
+        Ok(callai_engine::Host::builder(self.host.clone()).providers(self.start_providers(env)?))
+    }
+}
+
+/// The sections this crate's callers own, after the engine's.
+const OWN_SECTIONS: [&str; 6] = [
+    "providers",
+    "telemetry",
+    "server",
+    "runlog",
+    "cache",
+    "tenants",
+];
+
+/// Every section, in the order an unknown one's refusal lists them.
+static SECTIONS: LazyLock<Vec<&'static str>> = LazyLock::new(|| {
+    HostConfig::SECTIONS
+        .iter()
+        .chain(&OWN_SECTIONS)
+        .copied()
+        .collect()
+});
+
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Config;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a config file")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Config, A::Error> {
+                let mut config = Config::default();
+                let Config {
+                    host,
+                    providers,
+                    telemetry,
+                    server,
+                    runlog,
+                    cache,
+                    tenants,
+                } = &mut config;
+                let sections: &'static [&'static str] = &SECTIONS;
+                read_sections(map, sections, host, |key, map| {
+                    match key {
+                        "providers" => *providers = map.next_value()?,
+                        "telemetry" => *telemetry = map.next_value()?,
+                        "server" => *server = map.next_value()?,
+                        "runlog" => *runlog = map.next_value()?,
+                        "cache" => *cache = map.next_value()?,
+                        "tenants" => *tenants = map.next_value()?,
+                        other => unreachable!("{other} is in SECTIONS"),
+                    }
+                    Ok(())
+                })?;
+                Ok(config)
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+#[cfg(test)]
+mod tests;
