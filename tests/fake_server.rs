@@ -198,19 +198,15 @@ enum Past {
     Last,
 }
 
-async fn serve(
-    mut stream: TcpStream,
-    replies: &[Reply],
-    past: Past,
-    log: &Mutex<Vec<Received>>,
-    sent: &AtomicU64,
-) -> std::io::Result<()> {
+/// Reads one request: its path, headers and JSON body (`null` when none);
+/// `None` when the client closed before a whole head.
+async fn read_request(stream: &mut TcpStream) -> std::io::Result<Option<Received>> {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 8192];
     let header_end = loop {
         let n = stream.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(());
+            return Ok(None);
         }
         buf.extend_from_slice(&chunk[..n]);
         if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -242,13 +238,26 @@ async fn serve(
         buf.extend_from_slice(&chunk[..n]);
     }
     let body = serde_json::from_slice(&buf[header_end..]).unwrap_or(Value::Null);
+    Ok(Some(Received {
+        path,
+        headers,
+        body,
+    }))
+}
+
+async fn serve(
+    mut stream: TcpStream,
+    replies: &[Reply],
+    past: Past,
+    log: &Mutex<Vec<Received>>,
+    sent: &AtomicU64,
+) -> std::io::Result<()> {
+    let Some(received) = read_request(&mut stream).await? else {
+        return Ok(());
+    };
     let index = {
         let mut log = log.lock().unwrap();
-        log.push(Received {
-            path,
-            headers,
-            body,
-        });
+        log.push(received);
         log.len() - 1
     };
     let index = match past {
@@ -292,6 +301,32 @@ async fn serve(
             stream.write_all(head.as_bytes()).await?;
             return stream.shutdown().await;
         }
+        reply @ (Reply::Huge(_) | Reply::Events { .. }) => {
+            return stream_reply(&mut stream, reply, sent).await;
+        }
+        Reply::Delay(..) | Reply::Gated(..) => unreachable!(),
+    };
+    let mut head = format!(
+        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
+        body.len()
+    );
+    for (k, v) in extra {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    sent.fetch_add(body.len() as u64, Ordering::Relaxed);
+    stream.shutdown().await
+}
+
+/// A reply written as it goes: a huge body, or server-sent events.
+async fn stream_reply(
+    stream: &mut TcpStream,
+    reply: Reply,
+    sent: &AtomicU64,
+) -> std::io::Result<()> {
+    match reply {
         Reply::Huge(bytes) => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
             stream.write_all(head.as_bytes()).await?;
@@ -306,7 +341,7 @@ async fn serve(
                 left -= piece.len() as u64;
             }
             stream.write_all(b"0\r\n\r\n").await?;
-            return stream.shutdown().await;
+            stream.shutdown().await
         }
         Reply::Events { events, pause, cut } => {
             let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n";
@@ -327,20 +362,8 @@ async fn serve(
             if !cut {
                 stream.write_all(b"0\r\n\r\n").await?;
             }
-            return stream.shutdown().await;
+            stream.shutdown().await
         }
-        Reply::Delay(..) | Reply::Gated(..) => unreachable!(),
-    };
-    let mut head = format!(
-        "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
-        body.len()
-    );
-    for (k, v) in extra {
-        head.push_str(&format!("{k}: {v}\r\n"));
+        _ => unreachable!("only streamed replies"),
     }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).await?;
-    stream.write_all(body.as_bytes()).await?;
-    sent.fetch_add(body.len() as u64, Ordering::Relaxed);
-    stream.shutdown().await
 }

@@ -172,14 +172,23 @@ fn main() {
         .unwrap();
     }
     code.push_str("];\n");
-    // The SDKs `callai new` writes beside a new pack.
-    let ts_sdk = node.as_ref().map(|node| {
-        node.pack_sdk(&out_dir)
-            .unwrap_or_else(|why| panic!("{why}"))
-    });
-    let py_sdk = python.as_ref().map(|python| {
+    sdk_statics(&mut code, &root, &out_dir, node.as_ref(), python.as_ref());
+    fs::write(out_dir.join("examples.rs"), code).unwrap();
+}
+
+/// The statics of the SDKs `callai new` writes beside a new pack, and the
+/// Python the build used.
+fn sdk_statics(
+    code: &mut String,
+    root: &Path,
+    out_dir: &Path,
+    node: Option<&Node>,
+    python: Option<&Python>,
+) {
+    let ts_sdk = node.map(|node| node.pack_sdk(out_dir).unwrap_or_else(|why| panic!("{why}")));
+    let py_sdk = python.map(|python| {
         python
-            .wheel(&root, &out_dir.join("py-sdk"))
+            .wheel(root, &out_dir.join("py-sdk"))
             .unwrap_or_else(|why| panic!("{why}"))
     });
     for (name, file) in [("TS_SDK", &ts_sdk), ("PY_SDK", &py_sdk)] {
@@ -196,14 +205,13 @@ fn main() {
         )
         .unwrap();
     }
-    let python = python.as_ref().map(|p| p.interpreter());
+    let python = python.map(|p| p.interpreter());
     writeln!(
         code,
         "#[doc(hidden)]\npub const BUILD_PYTHON: Option<&str> = {:?};",
         python.as_ref().map(|p| p.display().to_string())
     )
     .unwrap();
-    fs::write(out_dir.join("examples.rs"), code).unwrap();
 }
 
 fn wanted(examples: &[Example], language: Language) -> bool {

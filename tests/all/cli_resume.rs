@@ -171,26 +171,24 @@ fn bookai_killed_during_a_call_resumes_to_the_same_output_and_spent() {
             "the repeated request is the one in flight"
         );
 
-        // The resumed run finished: it replays in full, and resuming it again is refused.
-        let replayed = ok_json(&callai(&[
-            "run",
-            "bookai-scene",
-            "--replay",
-            &log,
-            "--run-id",
-            "killed",
-        ]));
-        assert_eq!(replayed, expected);
-        let again = callai(&[
-            "run",
-            "bookai-scene",
-            "--resume",
-            &log,
-            "--run-id",
-            "killed",
-        ]);
-        assert!(err_message(&again).contains("has finished"), "{log}");
+        it_is_finished(&log, &expected);
     }
+}
+
+/// The resumed run finished: it replays in full, and resuming it again is
+/// refused.
+fn it_is_finished(log: &str, expected: &Value) {
+    let replayed = ok_json(&callai(&[
+        "run",
+        "bookai-scene",
+        "--replay",
+        log,
+        "--run-id",
+        "killed",
+    ]));
+    assert_eq!(&replayed, expected);
+    let again = callai(&["run", "bookai-scene", "--resume", log, "--run-id", "killed"]);
+    assert!(err_message(&again).contains("has finished"), "{log}");
 }
 
 #[test]

@@ -137,23 +137,7 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
     let input: Value =
         serde_json::from_str(include_str!("../../examples/bookai-scene/input.json")).unwrap();
     for (i, log) in logs.iter().enumerate() {
-        // What the run gives when nothing dies.
-        let whole = rt.block_on(FakeServer::start(
-            callai_tests::fake_server::bookai_replies(),
-        ));
-        let provider = |url: &str| {
-            format!(
-                "[defaults]\nprovider = \"local\"\n[providers.local]\nkind = \"openai\"\nbaseUrl = \"{url}\"\napiKeyEnv = \"\"\nmodel = \"fake\"\n"
-            )
-        };
-        let plain = dir.path().join(format!("plain{i}.toml"));
-        std::fs::write(&plain, provider(whole.url())).unwrap();
-        let out = Command::new(env!("CARGO_BIN_EXE_callai"))
-            .args(["run", "bookai-scene", "--config", plain.to_str().unwrap()])
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        let expected: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let expected = uninterrupted(&rt, &dir.path().join(format!("plain{i}.toml")));
 
         // Host A holds the second call until it is killed.
         let mut replies = callai_tests::fake_server::bookai_replies();
@@ -165,7 +149,7 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
             &config,
             format!(
                 "{}[runlog]\nurl = \"{log}\"\nleaseMs = 1000\n",
-                provider(fake.url())
+                local_provider(fake.url())
             ),
         )
         .unwrap();
@@ -229,6 +213,29 @@ fn a_durable_run_is_taken_over_when_its_host_dies() {
             assert!(host.wait().unwrap().success());
         }
     }
+}
+
+/// A config whose default provider is an OpenAI-compatible one at `url`.
+fn local_provider(url: &str) -> String {
+    format!(
+        "[defaults]\nprovider = \"local\"\n[providers.local]\nkind = \"openai\"\nbaseUrl = \"{url}\"\napiKeyEnv = \"\"\nmodel = \"fake\"\n"
+    )
+}
+
+/// What bookai-scene gives when nothing dies (`callai run`, its config at
+/// `config`).
+fn uninterrupted(rt: &tokio::runtime::Runtime, config: &std::path::Path) -> Value {
+    use callai_tests::fake_server::FakeServer;
+    let whole = rt.block_on(FakeServer::start(
+        callai_tests::fake_server::bookai_replies(),
+    ));
+    std::fs::write(config, local_provider(whole.url())).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+        .args(["run", "bookai-scene", "--config", config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 /// Posts a run of echo-attempts under `id`; its status.

@@ -182,36 +182,39 @@ async fn the_openai_clients_get_honest_attempts() {
             1,
             "{client:?}: the policy narrowed the host's retries"
         );
-        // Typed errors: 400 naming the param, 403, and a 502 the client does
-        // not send again (x-should-retry: false), even with its own retries on.
-        let hi = json!([{"role": "user", "content": "hi"}]);
-        let plan = json!({"max_retries": 2, "calls": [
-            {"args": {"model": "fake", "messages": hi, "n": 2}},
-            {"args": {"model": "mock", "messages": hi}},
-            {"args": {"model": "fake", "messages": hi}},
-        ]});
-        let (out, seen) =
-            scenario(&clients, client, vec![busy(), busy(), busy(), busy()], plan).await;
-        assert_eq!(
-            (out[0]["error"].as_str(), out[0]["status"].as_u64()),
-            (Some("BadRequestError"), Some(400)),
-            "{client:?}"
-        );
-        assert_eq!(out[0]["body"]["param"], "n", "{client:?}: {}", out[0]);
-        assert_eq!(
-            (out[1]["error"].as_str(), out[1]["status"].as_u64()),
-            (Some("PermissionDeniedError"), Some(403))
-        );
-        assert_eq!(
-            (out[2]["error"].as_str(), out[2]["status"].as_u64()),
-            (Some("InternalServerError"), Some(502))
-        );
-        assert_eq!(
-            seen.len(),
-            3,
-            "{client:?}: the host's three attempts, no nested retry"
-        );
+        typed_errors(&clients, client).await;
     }
+}
+
+/// Typed errors: 400 naming the param, 403, and a 502 the client does not
+/// send again (x-should-retry: false), even with its own retries on.
+async fn typed_errors(clients: &Clients, client: Client) {
+    let hi = json!([{"role": "user", "content": "hi"}]);
+    let plan = json!({"max_retries": 2, "calls": [
+        {"args": {"model": "fake", "messages": hi, "n": 2}},
+        {"args": {"model": "mock", "messages": hi}},
+        {"args": {"model": "fake", "messages": hi}},
+    ]});
+    let (out, seen) = scenario(clients, client, vec![busy(), busy(), busy(), busy()], plan).await;
+    assert_eq!(
+        (out[0]["error"].as_str(), out[0]["status"].as_u64()),
+        (Some("BadRequestError"), Some(400)),
+        "{client:?}"
+    );
+    assert_eq!(out[0]["body"]["param"], "n", "{client:?}: {}", out[0]);
+    assert_eq!(
+        (out[1]["error"].as_str(), out[1]["status"].as_u64()),
+        (Some("PermissionDeniedError"), Some(403))
+    );
+    assert_eq!(
+        (out[2]["error"].as_str(), out[2]["status"].as_u64()),
+        (Some("InternalServerError"), Some(502))
+    );
+    assert_eq!(
+        seen.len(),
+        3,
+        "{client:?}: the host's three attempts, no nested retry"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

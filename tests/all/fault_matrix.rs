@@ -43,14 +43,22 @@ struct Row {
 }
 
 fn rows() -> Vec<Row> {
-    // A transient failure, then the good reply.
-    let retried = || {
-        vec![
-            "provider.usage",
-            "envelope.retry.attempted",
-            "provider.usage",
-        ]
-    };
+    let mut rows = transient_rows();
+    rows.extend(terminal_rows());
+    rows
+}
+
+/// A transient failure's events, then the good reply's.
+fn retried() -> Vec<&'static str> {
+    vec![
+        "provider.usage",
+        "envelope.retry.attempted",
+        "provider.usage",
+    ]
+}
+
+/// The faults a retry gets past.
+fn transient_rows() -> Vec<Row> {
     vec![
         Row {
             name: "timeout",
@@ -87,6 +95,13 @@ fn rows() -> Vec<Row> {
             ],
             events: retried(),
         },
+    ]
+}
+
+/// The faults that end a call, or that it answers with less than it
+/// would.
+fn terminal_rows() -> Vec<Row> {
+    vec![
         Row {
             name: "500",
             replies: vec![echo_500(), echo_500(), echo_500()],

@@ -11,6 +11,7 @@ mod cli_replay;
 mod cli_resume;
 mod cli_serve;
 mod clients;
+mod code_size;
 mod concurrency;
 mod conformance;
 mod echo_attempts;

@@ -1,6 +1,7 @@
 //! One run-log suite, through the `RunLog` trait, on both backends: the
 //! SQLite file and PostgreSQL (a throwaway cluster). Round trips, refusals,
-//! fences, resume, leases and takeover, concurrent writers, corruption.
+//! fences, resume, leases and takeover, concurrent writers, corruption
+//! (a database that is not a run log, or a newer one: runlog_migration.rs).
 
 use callai_engine::RunLogError;
 use callai_engine::events::Event;
@@ -8,8 +9,6 @@ use callai_engine::runlog::{
     BeginRun, Entry, ExistingRun, Lease, Outcome, RecordedCall, RunSeed, RunSpec, RunStatus,
 };
 use callai_engine::wire::{Attempts, CallResult};
-use callai_runlog_postgres::PostgresRunLog;
-use callai_tests::pg::PgCluster;
 use callai_tests::runlog_backends::Backend;
 use std::time::Duration;
 
@@ -456,58 +455,4 @@ async fn pack_bytes_are_kept_by_hash() {
         );
         assert_eq!(log.get_pack("h2").await.unwrap(), None);
     }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_foreign_or_newer_postgres_database_is_refused_and_untouched() {
-    let Some(cluster) = PgCluster::shared() else {
-        return;
-    };
-    let foreign = cluster.database();
-    cluster.psql(
-        &foreign,
-        "CREATE TABLE callai_runs (id INT); INSERT INTO callai_runs VALUES (7);",
-    );
-    let e = PostgresRunLog::connect(&foreign).await.unwrap_err();
-    assert!(matches!(e, RunLogError::Foreign { .. }), "{e:?}");
-    assert_eq!(
-        cluster.psql(&foreign, "SELECT id FROM callai_runs").trim(),
-        "7"
-    );
-    assert_eq!(
-        cluster
-            .psql(&foreign, "SELECT to_regclass('callai_schema') IS NULL")
-            .trim(),
-        "t"
-    );
-
-    let newer = cluster.database();
-    PostgresRunLog::connect(&newer).await.unwrap();
-    cluster.psql(&newer, "UPDATE callai_schema SET version = 999");
-    let e = PostgresRunLog::connect(&newer).await.unwrap_err();
-    assert!(matches!(e, RunLogError::Newer { found: 999, .. }), "{e:?}");
-    assert!(e.to_string().contains("upgrade callai"), "{e}");
-
-    // Several hosts starting on an empty database at once migrate it once.
-    let fresh = cluster.database();
-    let mut starts = Vec::new();
-    for _ in 0..4 {
-        let url = fresh.clone();
-        starts.push(tokio::spawn(async move {
-            PostgresRunLog::connect(&url).await.map(|_| ())
-        }));
-    }
-    for s in starts {
-        s.await.unwrap().unwrap();
-    }
-    assert_eq!(
-        cluster
-            .psql(&fresh, "SELECT version FROM callai_schema")
-            .trim(),
-        PostgresRunLog::schema_version().to_string()
-    );
-    let bad = PostgresRunLog::connect("postgres://postgres@127.0.0.1:1/x")
-        .await
-        .unwrap_err();
-    assert!(bad.to_string().contains("cannot connect"), "{bad}");
 }

@@ -3,7 +3,8 @@
 //! `tests/fixtures/runlog/`), opened by this build: it is migrated, every
 //! run in it stays whole, a run a tenant started (its spec names the
 //! tenant) is that tenant's and every other one the admin's, and budgets
-//! work on the migrated tables.
+//! work on the migrated tables. A database that is not a run log, or one a
+//! newer callai wrote, is refused and left untouched.
 
 use callai_engine::RunKey;
 use callai_engine::budget::{Limits, ReserveRequest, Reserved, Spend, Window};
@@ -146,4 +147,58 @@ async fn a_postgres_log_of_v3_is_migrated_and_its_tenants_runs_stay_theirs() {
     cluster.psql(&url, &setup);
     let log = PostgresRunLog::connect(&url).await.unwrap();
     check_migrated(&log, "postgres").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_or_newer_postgres_database_is_refused_and_untouched() {
+    let Some(cluster) = PgCluster::shared() else {
+        return;
+    };
+    let foreign = cluster.database();
+    cluster.psql(
+        &foreign,
+        "CREATE TABLE callai_runs (id INT); INSERT INTO callai_runs VALUES (7);",
+    );
+    let e = PostgresRunLog::connect(&foreign).await.unwrap_err();
+    assert!(matches!(e, RunLogError::Foreign { .. }), "{e:?}");
+    assert_eq!(
+        cluster.psql(&foreign, "SELECT id FROM callai_runs").trim(),
+        "7"
+    );
+    assert_eq!(
+        cluster
+            .psql(&foreign, "SELECT to_regclass('callai_schema') IS NULL")
+            .trim(),
+        "t"
+    );
+
+    let newer = cluster.database();
+    PostgresRunLog::connect(&newer).await.unwrap();
+    cluster.psql(&newer, "UPDATE callai_schema SET version = 999");
+    let e = PostgresRunLog::connect(&newer).await.unwrap_err();
+    assert!(matches!(e, RunLogError::Newer { found: 999, .. }), "{e:?}");
+    assert!(e.to_string().contains("upgrade callai"), "{e}");
+
+    // Several hosts starting on an empty database at once migrate it once.
+    let fresh = cluster.database();
+    let mut starts = Vec::new();
+    for _ in 0..4 {
+        let url = fresh.clone();
+        starts.push(tokio::spawn(async move {
+            PostgresRunLog::connect(&url).await.map(|_| ())
+        }));
+    }
+    for s in starts {
+        s.await.unwrap().unwrap();
+    }
+    assert_eq!(
+        cluster
+            .psql(&fresh, "SELECT version FROM callai_schema")
+            .trim(),
+        PostgresRunLog::schema_version().to_string()
+    );
+    let bad = PostgresRunLog::connect("postgres://postgres@127.0.0.1:1/x")
+        .await
+        .unwrap_err();
+    assert!(bad.to_string().contains("cannot connect"), "{bad}");
 }

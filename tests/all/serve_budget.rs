@@ -213,7 +213,14 @@ async fn the_worst_case_is_reserved_and_what_was_spent_is_charged() {
         86_400_000
     );
 
-    let text = send(&server, "GET", "/metrics", None, Some(METRICS))
+    the_metrics_count_it(&server).await;
+    server.shutdown().await;
+}
+
+/// `/metrics` counts what bookai spent (3 requests, 2800 output tokens)
+/// and the call refused.
+async fn the_metrics_count_it(server: &TestServer) {
+    let text = send(server, "GET", "/metrics", None, Some(METRICS))
         .await
         .body;
     let text = text.as_str().unwrap();
@@ -232,7 +239,6 @@ async fn the_worst_case_is_reserved_and_what_was_spent_is_charged() {
         metric_in(text, "callai_budget_refused_total{tenant=\"free\"}"),
         0.0
     );
-    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -135,6 +135,15 @@ async fn load_on(log: &str, dir: &std::path::Path) {
     let urls: Vec<String> = hosts.iter().map(|h| h.url.clone()).collect();
     let client = callai_tests::serve::http_client();
 
+    let settled = contend(&client, &urls, &fake).await;
+    let [a, b_host] = hosts;
+    die_holding(&client, a, &b_host, &settled).await;
+}
+
+/// CALLS calls spread over both hosts while a sampler checks the window
+/// never passes the budget; every request the fake saw is an answered
+/// call's, and charged once the hosts settle: the window then.
+async fn contend(client: &reqwest::Client, urls: &[String], fake: &FakeServer) -> Value {
     // The sampler: the window as host A's database shows it, while the load runs.
     let running = Arc::new(AtomicBool::new(true));
     let sampler = {
@@ -208,7 +217,7 @@ async fn load_on(log: &str, dir: &std::path::Path) {
     // Each host settles its allotment a moment after its calls go idle.
     let deadline = Instant::now() + Duration::from_secs(10);
     let b = loop {
-        let b = budget(&client, &urls[1]).await;
+        let b = budget(client, &urls[1]).await;
         if n(&b["reserved"]["requests"]) == 0 {
             break b;
         }
@@ -223,9 +232,13 @@ async fn load_on(log: &str, dir: &std::path::Path) {
         json!({"requests": 0, "outputTokens": 0, "inputTokens": 0})
     );
 
-    // Host A dies with five calls' reservations held (their provider never
-    // answers); they lapse with its lease, and nothing is charged.
-    let [mut a, b_host] = hosts;
+    b
+}
+
+/// Host A dies with five calls' reservations held (their provider never
+/// answers); they lapse with its lease, and nothing is charged: the
+/// window stays `settled`.
+async fn die_holding(client: &reqwest::Client, mut a: Host, b_host: &Host, settled: &Value) {
     let held: Vec<_> = (0..5)
         .map(|_| {
             let (client, url) = (client.clone(), a.url.clone());
@@ -241,7 +254,7 @@ async fn load_on(log: &str, dir: &std::path::Path) {
         })
         .collect();
     let deadline = Instant::now() + Duration::from_secs(30);
-    while n(&budget_of(&client, &b_host.url, HELD).await["reserved"]["requests"]) < 10 {
+    while n(&budget_of(client, &b_host.url, HELD).await["reserved"]["requests"]) < 10 {
         assert!(Instant::now() < deadline, "A never held its reservations");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -255,7 +268,7 @@ async fn load_on(log: &str, dir: &std::path::Path) {
     tokio::time::sleep(Duration::from_millis(WALL_MS + LEASE_MS)).await;
     let deadline = Instant::now() + Duration::from_secs(10);
     let after = loop {
-        let after = budget(&client, &b_host.url).await;
+        let after = budget(client, &b_host.url).await;
         if n(&after["reserved"]["requests"]) == 0 || Instant::now() > deadline {
             break after;
         }
@@ -267,7 +280,7 @@ async fn load_on(log: &str, dir: &std::path::Path) {
         "{after}"
     );
     assert_eq!(
-        after["spent"], b["spent"],
+        after["spent"], settled["spent"],
         "the dead host's calls were never charged"
     );
 }

@@ -261,18 +261,22 @@ async fn what_the_host_cannot_honour_is_refused_naming_its_param() {
             .starts_with("thinking:"),
         "{e}"
     );
-    // An exhausted envelope is 422, and says the host will not be helped by
-    // the client sending it again.
+    an_exhausted_envelope_is_422(&server, &hi).await;
+    server.shutdown().await;
+}
+
+/// An exhausted envelope is 422, and says the host will not be helped by
+/// the client sending it again.
+async fn an_exhausted_envelope_is_422(server: &TestServer, hi: &Value) {
     let truncating = json!({"model": "mock", "messages": hi, "max_tokens": 10,
         "response_format": {"type": "json_object"},
         "callai": {"retry": {"maxAttempts": 1}, "script": [{"content": "{", "finishReason": "length", "outputTokens": 10}]}});
-    let r = post(&server, "/v1/chat/completions", &truncating, &[]).await;
+    let r = post(server, "/v1/chat/completions", &truncating, &[]).await;
     assert_eq!(r.status(), 422);
     assert_eq!(header(&r, "x-should-retry").as_deref(), Some("false"));
     assert_eq!(header(&r, "x-callai-attempts-count").as_deref(), Some("1"));
     let e: Value = json_of(r).await;
     assert_eq!(e["error"]["code"], "envelope_truncation_unrecoverable");
-    server.shutdown().await;
 }
 
 /// The `data:` payloads of an SSE body, with their `event:` names.

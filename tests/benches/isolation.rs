@@ -78,14 +78,9 @@ async fn victims(rt: &PackRuntime, attack: Option<&Attack>, concurrency: usize) 
     paced::victims(VICTIMS, PACE, victim, &stop, attackers).await
 }
 
-fn main() {
-    let rt = callai_host::tokio_runtime(Some(2)).unwrap();
-    let runtime = PackRuntime::with_options(&RuntimeOptions {
-        max_concurrent_runs: 400,
-        max_memory_bytes: 512 << 20,
-        ..RuntimeOptions::default()
-    })
-    .unwrap();
+/// Every attack, each a pack of `runtime` (or the `echo` pack) against a
+/// host of its own; `huge_url` is a provider streaming a 1 GiB body.
+fn attacks(runtime: &PackRuntime, echo: &Pack, huge_url: String) -> Vec<Attack> {
     let program = |name: &str| {
         runtime
             .load_file(std::path::Path::new(
@@ -93,20 +88,9 @@ fn main() {
             ))
             .unwrap()
     };
-    let echo = runtime
-        .load(
-            &callai_examples::example("echo-attempts")
-                .unwrap()
-                .component(),
-        )
-        .unwrap();
-    let huge_body = rt.block_on(FakeServer::start(
-        (0..100_000).map(|_| Reply::Huge(1 << 30)).collect(),
-    ));
-    let huge_url = huge_body.url().to_owned();
     let doubling = callai_tests::schemas::doubling_in_form("pointer", 31);
     let braces = "{".repeat(400_000);
-    let attacks = vec![
+    vec![
         Attack {
             name: "log flood (40 x 8 MiB lines)",
             pack: program("log_flood"),
@@ -158,7 +142,28 @@ fn main() {
             host: Box::new(|| mock_host(config(|c| c.limits.memory_bytes = 32 << 20), json!([]), Duration::ZERO)),
             input: "{}".into(),
         },
-    ];
+    ]
+}
+
+fn main() {
+    let rt = callai_host::tokio_runtime(Some(2)).unwrap();
+    let runtime = PackRuntime::with_options(&RuntimeOptions {
+        max_concurrent_runs: 400,
+        max_memory_bytes: 512 << 20,
+        ..RuntimeOptions::default()
+    })
+    .unwrap();
+    let echo = runtime
+        .load(
+            &callai_examples::example("echo-attempts")
+                .unwrap()
+                .component(),
+        )
+        .unwrap();
+    let huge_body = rt.block_on(FakeServer::start(
+        (0..100_000).map(|_| Reply::Huge(1 << 30)).collect(),
+    ));
+    let attacks = attacks(&runtime, &echo, huge_body.url().to_owned());
     let concurrency = 2;
     let alone = rt.block_on(victims(&runtime, None, 0));
     let (p50, p99) = (percentile(&alone, 0.5), percentile(&alone, 0.99));

@@ -50,36 +50,100 @@ pub(crate) fn tokio() -> Result<tokio::runtime::Runtime, CliError> {
         .map_err(|e| CliError::Usage(format!("cannot start tokio: {e}")))
 }
 
-pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
-    let config = load_config(args.config.as_deref())?;
-    let example = callai_examples::example(&args.pack);
-    let pack_path = PathBuf::from(&args.pack);
-    let looks_like_a_path =
-        args.pack.contains(std::path::MAIN_SEPARATOR) || args.pack.ends_with(".wasm");
-    if example.is_none() && !pack_path.exists() && !looks_like_a_path {
-        let names: Vec<&str> = callai_examples::EXAMPLES.iter().map(|e| e.name).collect();
-        return Err(CliError::NoSuchPack {
-            name: args.pack.clone(),
-            known: names.join(", "),
+/// What a `callai run` runs: its pack, input, script and node id, from the
+/// arguments, the bundled example they name, or the run being resumed.
+struct Plan {
+    example: Option<&'static callai_examples::Example>,
+    pack_path: PathBuf,
+    input: String,
+    script_text: String,
+    script: MockScript,
+    node_id: String,
+}
+
+impl Plan {
+    fn of(args: &RunArgs, config: &Config, rt: &tokio::runtime::Runtime) -> Result<Self, CliError> {
+        let example = callai_examples::example(&args.pack);
+        let pack_path = PathBuf::from(&args.pack);
+        let looks_like_a_path =
+            args.pack.contains(std::path::MAIN_SEPARATOR) || args.pack.ends_with(".wasm");
+        if example.is_none() && !pack_path.exists() && !looks_like_a_path {
+            let names: Vec<&str> = callai_examples::EXAMPLES.iter().map(|e| e.name).collect();
+            return Err(CliError::NoSuchPack {
+                name: args.pack.clone(),
+                known: names.join(", "),
+            });
+        }
+        // On resume, what the run was started with.
+        let resumed = match &args.resume {
+            Some(url) => Some(rt.block_on(stopped_run(
+                url,
+                args.run_id.as_deref().unwrap_or_default(),
+                &config.runlog,
+            ))?),
+            None => None,
+        };
+        let spec = resumed.as_ref().and_then(|r| r.spec.clone());
+        let input = input(args, spec.as_ref(), example)?;
+        let script_text = match (&args.script, &spec, example) {
+            (Some(s), _, _) => read(s, "script")?,
+            (
+                None,
+                Some(RunSpec {
+                    script: Some(s), ..
+                }),
+                _,
+            ) => s.clone(),
+            (None, _, Some(e)) => e.default_script.to_owned(),
+            (None, _, None) => MockScript::DEFAULT_JSON.to_owned(),
+        };
+        let mut script = MockScript::from_json(&script_text)?;
+        if let (None, Some(run)) = (&args.script, &resumed) {
+            // The script the run was started with, past what it already used.
+            script = MockScript::resumed(Some(&script_text), run).unwrap_or(script);
+        }
+        let node_id = args.node_id.clone().unwrap_or_else(|| match example {
+            Some(e) => e.node_id.to_owned(),
+            None => pack_path
+                .file_stem()
+                .map_or_else(|| "node".into(), |s| s.to_string_lossy().into_owned()),
         });
+        Ok(Self {
+            example,
+            pack_path,
+            input,
+            script_text,
+            script,
+            node_id,
+        })
     }
-    let rt = tokio()?;
-    // On resume, what the run was started with.
-    let resumed = match &args.resume {
-        Some(url) => Some(rt.block_on(stopped_run(
-            url,
-            args.run_id.as_deref().unwrap_or_default(),
-            &config.runlog,
-        ))?),
-        None => None,
-    };
-    let spec = resumed.as_ref().and_then(|r| r.spec.clone());
-    let given_input = match (&args.input, &args.input_file) {
+
+    /// The pack's component.
+    fn bytes(&self) -> Result<Vec<u8>, CliError> {
+        match self.example {
+            Some(e) => Ok(e.component().into_owned()),
+            None => std::fs::read(&self.pack_path).map_err(|source| CliError::Read {
+                what: "pack",
+                path: self.pack_path.clone(),
+                source,
+            }),
+        }
+    }
+}
+
+/// The node's input: `--input`, `--input-file`, the resumed run's (which a
+/// given one must equal), the example's, or `{}`.
+fn input(
+    args: &RunArgs,
+    spec: Option<&RunSpec>,
+    example: Option<&callai_examples::Example>,
+) -> Result<String, CliError> {
+    let given = match (&args.input, &args.input_file) {
         (Some(i), _) => Some(i.clone()),
         (None, Some(f)) => Some(read(f, "input")?),
         (None, None) => None,
     };
-    if let (Some(given), Some(spec)) = (&given_input, &spec)
+    if let (Some(given), Some(spec)) = (&given, spec)
         && given.trim() != spec.input.trim()
     {
         return Err(CliError::Usage(format!(
@@ -87,61 +151,37 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             args.run_id.as_deref().unwrap_or_default()
         )));
     }
-    let input = match (given_input, &spec, example) {
+    Ok(match (given, spec, example) {
         (Some(i), _, _) => i,
         (None, Some(s), _) => s.input.clone(),
         (None, None, Some(e)) => e.default_input.to_owned(),
         (None, None, None) => "{}".to_owned(),
-    };
-    let script_text = match (&args.script, &spec, example) {
-        (Some(s), _, _) => read(s, "script")?,
-        (
-            None,
-            Some(RunSpec {
-                script: Some(s), ..
-            }),
-            _,
-        ) => s.clone(),
-        (None, _, Some(e)) => e.default_script.to_owned(),
-        (None, _, None) => MockScript::DEFAULT_JSON.to_owned(),
-    };
-    let mut script = MockScript::from_json(&script_text)?;
-    if let (None, Some(run)) = (&args.script, &resumed) {
-        // The script the run was started with, past what it already used.
-        script = MockScript::resumed(Some(&script_text), run).unwrap_or(script);
-    }
-    let node_id = args.node_id.clone().unwrap_or_else(|| match example {
-        Some(e) => e.node_id.to_owned(),
-        None => pack_path
-            .file_stem()
-            .map_or_else(|| "node".into(), |s| s.to_string_lossy().into_owned()),
-    });
+    })
+}
+
+pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
+    let config = load_config(args.config.as_deref())?;
+    let rt = tokio()?;
+    let plan = Plan::of(&args, &config, &rt)?;
     // Open the output files first: a bad path fails before the run, not after.
     let mut events_out = args.events.as_deref().map(create).transpose()?;
     let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
 
     let mock = Arc::new(
-        MockProvider::new(script, config.host.mock.structured_output())
+        MockProvider::new(plan.script.clone(), config.host.mock.structured_output())
             .with_latency(config.host.mock.latency()),
     );
     let runtime = runtime(&config)?;
     let host = host(&config)?.with_provider("mock", mock.clone());
-    let bytes = match example {
-        Some(e) => e.component().into_owned(),
-        None => std::fs::read(&pack_path).map_err(|source| CliError::Read {
-            what: "pack",
-            path: pack_path.clone(),
-            source,
-        })?,
-    };
+    let bytes = plan.bytes()?;
     let spec = RunSpec {
         pack: args.pack.clone(),
         sha256: callai_host::sha256_hex(&bytes),
-        input: input.clone(),
-        script: Some(script_text.clone()),
+        input: plan.input.clone(),
+        script: Some(plan.script_text.clone()),
         tenant: None,
     };
-    let journal = rt.block_on(journal(&args, &node_id, &spec, &config.runlog))?;
+    let journal = rt.block_on(journal(&args, &plan.node_id, &spec, &config.runlog))?;
     if !runtime.is_cached(&bytes) && std::io::stderr().is_terminal() && bytes.len() > 4 << 20 {
         // A TypeScript or Python pack carries its language's engine: its
         // first compile takes seconds, later runs load it from the cache.
@@ -161,21 +201,20 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             .map_err(|e| CliError::Usage(e.to_string()))?;
     let trace = telemetry
         .as_ref()
-        .map(|t| t.run(&node_id, args.run_id.as_deref(), &args.pack));
+        .map(|t| t.run(&plan.node_id, args.run_id.as_deref(), &args.pack));
     let options = RunOptions {
         journal,
         observer: trace.as_ref().map(|t| t.observer() as SharedObserver),
         events: None,
         budget: None,
     };
-    let output: RunOutput = rt.block_on(pack.run_with(&host, &node_id, &input, options));
+    let output: RunOutput = rt.block_on(pack.run_with(&host, &plan.node_id, &plan.input, options));
     if let (Some(telemetry), Some(trace)) = (&telemetry, &trace) {
         let error = output.result.as_ref().err().map(ToString::to_string);
         trace.end(error.as_deref().map_or(Ok(()), Err));
         // Spans go out before the process ends.
         telemetry.shutdown();
     }
-
     if let (Some(out), Some(path)) = (events_out.as_mut(), &args.events) {
         callai_engine::events::write_jsonl(&output.events, out).map_err(|source| {
             CliError::Write {
@@ -185,16 +224,7 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         })?;
     }
     if let (Some(out), Some(path)) = (mock_log_out.as_mut(), &args.mock_log) {
-        let written = mock.log().iter().try_for_each(|entry| {
-            serde_json::to_writer(&mut *out, entry)?;
-            out.write_all(b"\n")
-        });
-        written
-            .and_then(|()| out.flush())
-            .map_err(|source| CliError::Write {
-                path: path.clone(),
-                source,
-            })?;
+        write_mock_log(&mock, out, path)?;
     }
     warn_of_unknown_fields(&output.events);
     match output.result {
@@ -210,6 +240,24 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// The mock's requests, a JSON object a line (`--mock-log`).
+fn write_mock_log(
+    mock: &MockProvider,
+    out: &mut BufWriter<File>,
+    path: &Path,
+) -> Result<(), CliError> {
+    let written = mock.log().iter().try_for_each(|entry| {
+        serde_json::to_writer(&mut *out, entry)?;
+        out.write_all(b"\n")
+    });
+    written
+        .and_then(|()| out.flush())
+        .map_err(|source| CliError::Write {
+            path: path.to_owned(),
+            source,
+        })
 }
 
 /// A warning on stderr for each field of a request the host ignored, not

@@ -1,4 +1,4 @@
-//! Budgets and idempotency keys on PostgreSQL, shared by every host on the
+//! Budgets (and, through `keys.rs`, idempotency keys) on PostgreSQL, shared by every host on the
 //! database. A reservation is one transaction that locks its window's row
 //! (`FOR UPDATE`): concurrent reservations on one window queue on that
 //! lock, and each decides what fits against the row as the previous one
@@ -19,7 +19,7 @@ use std::sync::LazyLock;
 use tokio_postgres::{GenericClient, Row};
 
 /// Now on the server, in ms since the Unix epoch.
-const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
+pub(crate) const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 /// The window columns every statement returns, after the window's start.
 const COLUMNS: &str = "spent_requests, spent_output, spent_input, \
@@ -31,7 +31,7 @@ const WEEK_MS: i64 = 7 * 24 * 3_600_000;
 
 /// How often a reservation that two transactions' locks deadlocked on is
 /// tried again before it fails.
-const TRIES: usize = 3;
+pub(crate) const TRIES: usize = 3;
 
 /// A window from a row of (window_ms, the six [`COLUMNS`]), NULLs as 0.
 fn window_of(row: &Row) -> WindowState {
@@ -414,73 +414,7 @@ impl Ledger for PostgresRunLog {
         &'a self,
         claim: &'a KeyClaim<'a>,
     ) -> BoxFuture<'a, Result<KeyState, RunLogError>> {
-        Box::pin(async move {
-            let conn = self.conn().await?;
-            let ttl = claim.ttl.as_millis() as i64;
-            let keep = claim.keep.as_millis() as i64;
-            let claim_sql = format!(
-                "INSERT INTO callai_idempotency_keys AS k
-                     (tenant, key, request_sha256, state, owner, until_ms, keep_ms)
-                 VALUES ($1, $2, $3, 'running', $4, {NOW_MS} + $5, $6)
-                 ON CONFLICT (tenant, key) DO UPDATE SET
-                     request_sha256 = excluded.request_sha256, state = 'running',
-                     owner = excluded.owner, until_ms = excluded.until_ms,
-                     keep_ms = excluded.keep_ms, status = NULL, headers = NULL, body = NULL
-                 WHERE k.until_ms < {NOW_MS}
-                 RETURNING 1"
-            );
-            for _ in 0..TRIES {
-                let claimed = conn
-                    .query_opt(
-                        &claim_sql,
-                        &[
-                            &claim.tenant,
-                            &claim.key,
-                            &claim.request_sha256,
-                            &claim.owner,
-                            &ttl,
-                            &keep,
-                        ],
-                    )
-                    .await
-                    .map_err(self.storage())?;
-                if claimed.is_some() {
-                    return Ok(KeyState::Claimed);
-                }
-                let row = conn
-                    .query_opt(
-                        "SELECT request_sha256, state, status, headers, body
-                         FROM callai_idempotency_keys WHERE tenant = $1 AND key = $2",
-                        &[&claim.tenant, &claim.key],
-                    )
-                    .await
-                    .map_err(self.storage())?;
-                // Gone between the two statements (released): claim again.
-                let Some(row) = row else { continue };
-                let (sha, state): (String, String) = (row.get(0), row.get(1));
-                if sha != claim.request_sha256 {
-                    return Ok(KeyState::Mismatch);
-                }
-                if state == "running" {
-                    return Ok(KeyState::Running);
-                }
-                let status: Option<i32> = row.get(2);
-                let headers: Option<String> = row.get(3);
-                let headers =
-                    serde_json::from_str(headers.as_deref().unwrap_or("[]")).map_err(|e| {
-                        RunLogError::Storage(format!(
-                            "idempotency key {:?}: its headers: {e}",
-                            claim.key
-                        ))
-                    })?;
-                return Ok(KeyState::Answered(StoredAnswer {
-                    status: status.map_or(500, |s| s as u16),
-                    headers,
-                    body: row.get::<_, Option<Vec<u8>>>(4).unwrap_or_default(),
-                }));
-            }
-            Ok(KeyState::Running)
-        })
+        Box::pin(self.claim_idempotency_key(claim))
     }
 
     fn answer_key<'a>(
@@ -489,28 +423,7 @@ impl Ledger for PostgresRunLog {
         key: &'a str,
         answer: &'a StoredAnswer,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
-        Box::pin(async move {
-            let conn = self.conn().await?;
-            let headers = serde_json::to_string(&answer.headers).expect("strings serialize");
-            let sql = format!(
-                "UPDATE callai_idempotency_keys SET state = 'done', status = $3, headers = $4,
-                     body = $5, until_ms = {NOW_MS} + keep_ms
-                 WHERE tenant = $1 AND key = $2"
-            );
-            conn.execute(
-                &sql,
-                &[
-                    &tenant,
-                    &key,
-                    &i32::from(answer.status),
-                    &headers,
-                    &answer.body,
-                ],
-            )
-            .await
-            .map_err(self.storage())?;
-            Ok(())
-        })
+        Box::pin(self.answer_idempotency_key(tenant, key, answer))
     }
 
     fn release_key<'a>(
@@ -518,16 +431,6 @@ impl Ledger for PostgresRunLog {
         tenant: &'a str,
         key: &'a str,
     ) -> BoxFuture<'a, Result<(), RunLogError>> {
-        Box::pin(async move {
-            let conn = self.conn().await?;
-            conn.execute(
-                "DELETE FROM callai_idempotency_keys
-                 WHERE tenant = $1 AND key = $2 AND state = 'running'",
-                &[&tenant, &key],
-            )
-            .await
-            .map_err(self.storage())?;
-            Ok(())
-        })
+        Box::pin(self.release_idempotency_key(tenant, key))
     }
 }

@@ -27,10 +27,12 @@
 #![warn(missing_docs)]
 
 mod growth;
+mod keys;
 mod ledger;
 mod pool;
 mod schema;
 mod store;
+mod takeover;
 
 use callai_engine::RunLogError;
 use pool::Pool;

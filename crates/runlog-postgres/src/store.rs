@@ -91,7 +91,7 @@ impl PostgresRunLog {
     }
 
     /// Bumps the fence (taking the run over) under a new lease when given.
-    async fn take_over(
+    pub(crate) async fn take_over(
         &self,
         tx: &impl GenericClient,
         run: RunKey<'_>,
@@ -112,7 +112,7 @@ impl PostgresRunLog {
         Ok(Fence(old + 1))
     }
 
-    async fn load_in(
+    pub(crate) async fn load_in(
         &self,
         tx: &impl GenericClient,
         run: RunKey<'_>,
@@ -418,51 +418,7 @@ impl RunLog for PostgresRunLog {
         &'a self,
         lease: Lease<'a>,
     ) -> BoxFuture<'a, Result<Option<(Fence, RecordedRun)>, RunLogError>> {
-        Box::pin(async move {
-            let mut conn = self.conn().await?;
-            loop {
-                let tx = conn.transaction().await.map_err(self.storage())?;
-                // SKIP LOCKED: hosts claiming at once each get a different run
-                // (or none), never wait on each other.
-                let lapsed = tx
-                    .query_opt(
-                        "SELECT tenant, run_id, fence FROM callai_runs
-                     WHERE durable AND status = 'running' AND lease_until < clock_timestamp()
-                     ORDER BY lease_until LIMIT 1 FOR UPDATE SKIP LOCKED",
-                        &[],
-                    )
-                    .await
-                    .map_err(self.storage())?;
-                let Some(row) = lapsed else {
-                    return Ok(None);
-                };
-                let (tenant, run_id, old): (String, String, i64) =
-                    (row.get(0), row.get(1), row.get(2));
-                let key = RunKey::new(&tenant, &run_id);
-                let fence = self.take_over(&tx, key, old, Some(lease)).await?;
-                match self.load_in(&tx, key).await {
-                    Ok(run) => {
-                        tx.commit().await.map_err(self.storage())?;
-                        return Ok(Some((fence, run)));
-                    }
-                    // A run whose records cannot be read can never be resumed:
-                    // it is failed with the reason, once, and the next lapsed
-                    // run is looked at.
-                    Err(RunLogError::Corrupt { reason, .. }) => {
-                        let output = callai_engine::runlog::unresumable_output(&reason);
-                        tx.execute(
-                        "UPDATE callai_runs SET status = 'failed', output = $3, ended_at = now()
-                             WHERE tenant = $1 AND run_id = $2",
-                        &[&tenant, &run_id, &output],
-                    )
-                    .await
-                    .map_err(self.storage())?;
-                        tx.commit().await.map_err(self.storage())?;
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-        })
+        Box::pin(self.claim_lapsed(lease))
     }
 
     fn put_pack<'a>(
@@ -504,6 +460,7 @@ impl RunLog for PostgresRunLog {
             Ok(row.map(|r| r.get(0)))
         })
     }
+
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>> {
         Box::pin(self.prune_before(before_ms))
     }

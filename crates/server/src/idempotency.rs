@@ -52,7 +52,7 @@ pub async fn keyed(State(keyed): State<Keyed>, request: Request, next: Next) -> 
     let Some(value) = request.headers().get(HEADER) else {
         return next.run(request).await;
     };
-    let state = keyed.state;
+    let state = keyed.state.clone();
     let path = request.uri().path().to_owned();
     let refuse = |message: String| ApiError::invalid("Idempotency-Key", message).into_response();
     let key = match visible_ascii(value.as_bytes()) {
@@ -92,35 +92,8 @@ pub async fn keyed(State(keyed): State<Keyed>, request: Request, next: Next) -> 
         keep: state.runlog_config.idempotency_keep(),
     };
     let ledger = log.ledger().expect("checked above");
-    let mut wait = Duration::from_millis(10);
-    loop {
-        match ledger.claim_key(&claim).await {
-            Ok(KeyState::Claimed) => break,
-            Ok(KeyState::Answered(answer)) => {
-                // A client's own retry answered here is still one.
-                if let Some(endpoint) = keyed.client_retries {
-                    crate::dropin::count_client_retry(&state, endpoint, &parts.headers);
-                }
-                return replay(answer);
-            }
-            Ok(KeyState::Mismatch) => {
-                let e = ApiError::new(
-                    ApiCode::IdempotencyMismatch,
-                    format!(
-                        "Idempotency-Key {key:?} was sent with another request; a key names one request"
-                    ),
-                )
-                .with_detail("field", "Idempotency-Key");
-                return e.into_response();
-            }
-            // The first request with the key is still going on: its answer
-            // is this one's. Its claim lapses if its host dies.
-            Ok(KeyState::Running) => {
-                tokio::time::sleep(wait).await;
-                wait = (wait * 2).min(Duration::from_millis(250));
-            }
-            Err(e) => return ApiError::internal(e.to_string()).into_response(),
-        }
+    if let Err(answered) = claim_key(ledger, &claim, &keyed, &parts.headers).await {
+        return answered;
     }
     let held = Held {
         state: state.clone(),
@@ -131,6 +104,54 @@ pub async fn keyed(State(keyed): State<Keyed>, request: Request, next: Next) -> 
     let response = next
         .run(Request::from_parts(parts, Body::from(bytes)))
         .await;
+    keep(response, held).await
+}
+
+/// Claims `claim`'s key: `Ok` once this request holds it; the answer to
+/// give instead when the key is answered already (its answer), names
+/// another request, or the ledger failed. While the first request with the
+/// key is still going on, waits for it: its answer is this one's (its
+/// claim lapses if its host dies).
+async fn claim_key(
+    ledger: &dyn callai_engine::budget::Ledger,
+    claim: &KeyClaim<'_>,
+    keyed: &Keyed,
+    headers: &axum::http::HeaderMap,
+) -> Result<(), Response> {
+    let mut wait = Duration::from_millis(10);
+    loop {
+        match ledger.claim_key(claim).await {
+            Ok(KeyState::Claimed) => return Ok(()),
+            Ok(KeyState::Answered(answer)) => {
+                // A client's own retry answered here is still one.
+                if let Some(endpoint) = keyed.client_retries {
+                    crate::dropin::count_client_retry(&keyed.state, endpoint, headers);
+                }
+                return Err(replay(answer));
+            }
+            Ok(KeyState::Mismatch) => {
+                let e = ApiError::new(
+                    ApiCode::IdempotencyMismatch,
+                    format!(
+                        "Idempotency-Key {:?} was sent with another request; a key names one request",
+                        claim.key
+                    ),
+                )
+                .with_detail("field", "Idempotency-Key");
+                return Err(e.into_response());
+            }
+            Ok(KeyState::Running) => {
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(Duration::from_millis(250));
+            }
+            Err(e) => return Err(ApiError::internal(e.to_string()).into_response()),
+        }
+    }
+}
+
+/// Keeps `response` as the key's answer (a stream once it has ended) and
+/// passes it on; one that is not a settled outcome releases the key.
+async fn keep(response: Response, held: Held) -> Response {
     if !kept(response.status()) {
         held.release();
         return response;

@@ -155,6 +155,59 @@ fn host_id() -> String {
     format!("{machine}-{}-{nonce:08x}", std::process::id())
 }
 
+/// The packs: the bundled ones and `--packs DIR`'s, compiled by a wasmtime
+/// runtime bounded as `[server]` and `[cache]` say.
+async fn open_packs(config: &Config, options: &ServerOptions) -> Result<PackStore, ServeError> {
+    let mut runtime_options = options.runtime.clone();
+    runtime_options.max_function_bytes = Some(config.server.max_pack_function_bytes);
+    runtime_options.max_code_bytes = Some(config.server.max_pack_code_bytes);
+    runtime_options.cache_max_bytes = config.cache.max_bytes;
+    let runtime = PackRuntime::with_options(&runtime_options)
+        .map_err(|e| ServeError::Setup(format!("cannot start wasmtime: {e:#}")))?;
+    let packs = PackStore::new(
+        runtime,
+        options.bundled.clone(),
+        config.server.max_compiles as usize,
+    );
+    if let Some(dir) = &options.packs_dir {
+        packs.add_dir(dir).await.map_err(ServeError::Setup)?;
+    }
+    Ok(packs)
+}
+
+/// The callers: the admin (with `admin_token`), the metrics scraper and
+/// every tenant, their tokens read through `env`; a tenant's budget needs a
+/// run log (`has_runlog`).
+fn callers(
+    config: &Config,
+    host: &callai_engine::Host,
+    admin_token: Option<&str>,
+    env: &EnvSource,
+    has_runlog: bool,
+) -> Result<Arc<Tenants>, ServeError> {
+    let setup = ServeError::Setup;
+    let metrics_token = auth::server_token(
+        "server.metricsTokenEnv",
+        &config.server.metrics_token_env,
+        |k| env(k),
+    )
+    .map_err(setup)?;
+    let tokens = tenants::ServerTokens {
+        admin: admin_token,
+        metrics: metrics_token.as_deref(),
+    };
+    let tenants = Tenants::new(host, tokens, &config.tenants, &|k| env(k))
+        .map_err(|e| setup(e.to_string()))?;
+    if let Some(name) = tenants.budgeted().next()
+        && !has_runlog
+    {
+        return Err(setup(format!(
+            "tenants.{name}.budget: budgets are kept in the run log; set [runlog] url (or --runlog)"
+        )));
+    }
+    Ok(Arc::new(tenants))
+}
+
 impl Server {
     /// Checks the config, builds the host (reading API keys), compiles the
     /// `--packs` folder, opens the run log, and binds the socket.
@@ -194,40 +247,14 @@ impl Server {
             .host_builder(&|k| env(k))
             .and_then(|builder| builder.mock(mock).build())
             .map_err(|e| setup(e.to_string()))?;
-        let mut runtime_options = options.runtime.clone();
-        runtime_options.max_function_bytes = Some(config.server.max_pack_function_bytes);
-        runtime_options.max_code_bytes = Some(config.server.max_pack_code_bytes);
-        runtime_options.cache_max_bytes = config.cache.max_bytes;
-        let runtime = PackRuntime::with_options(&runtime_options)
-            .map_err(|e| setup(format!("cannot start wasmtime: {e:#}")))?;
-        let packs = PackStore::new(
-            runtime,
-            options.bundled.clone(),
-            config.server.max_compiles as usize,
-        );
-        if let Some(dir) = &options.packs_dir {
-            packs.add_dir(dir).await.map_err(setup)?;
-        }
-        let metrics_token = auth::server_token(
-            "server.metricsTokenEnv",
-            &config.server.metrics_token_env,
-            |k| env(k),
-        )
-        .map_err(setup)?;
-        let tokens = tenants::ServerTokens {
-            admin: admin_token.as_deref(),
-            metrics: metrics_token.as_deref(),
-        };
-        let tenants = Tenants::new(&host, tokens, &config.tenants, &|k| env(k))
-            .map_err(|e| setup(e.to_string()))?;
-        if let Some(name) = tenants.budgeted().next()
-            && runlog.is_none()
-        {
-            return Err(setup(format!(
-                "tenants.{name}.budget: budgets are kept in the run log; set [runlog] url (or --runlog)"
-            )));
-        }
-        let tenants = Arc::new(tenants);
+        let packs = open_packs(&config, &options).await?;
+        let tenants = callers(
+            &config,
+            &host,
+            admin_token.as_deref(),
+            &env,
+            runlog.is_some(),
+        )?;
         let auth = Auth::new(tenants.clone());
         let limits = &config.host.limits;
         let metrics = Arc::new(Metrics::new(host.providers().names(), tenants.names()));

@@ -126,154 +126,155 @@ impl Metrics {
         providers: impl IntoIterator<Item = &'a str>,
         tenants: impl IntoIterator<Item = &'a str>,
     ) -> Self {
-        let mut registry = Registry::default();
-        let runs = Family::<StatusLabel, Counter>::default();
-        let calls = Family::<OutcomeLabel, Counter>::default();
-        let requests = Family::<RequestLabels, Counter>::default();
-        let output_tokens = Family::<ProviderLabel, Counter>::default();
-        // 5 ms to about 20 minutes.
-        let run_duration = Histogram::new([
-            0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
-            1200.0,
-        ]);
-        let running = Gauge::default();
-        let queued = Gauge::default();
-        let compiles_running = Gauge::default();
-        let compiles_waiting = Gauge::default();
-        let packs_compiled = Gauge::default();
-        let client_retries = Family::<EndpointLabel, Counter>::default();
-        let budget_spent = Family::<SpendLabels, Counter>::default();
-        let budget_refused = Family::<TenantLabel, Counter>::default();
-        let budget_overrun = Family::<OverrunLabels, Counter>::default();
+        let mut metrics = Self {
+            registry: Registry::default(),
+            runs: Family::default(),
+            calls: Family::default(),
+            requests: Family::default(),
+            output_tokens: Family::default(),
+            // 5 ms to about 20 minutes.
+            run_duration: Histogram::new([
+                0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+                1200.0,
+            ]),
+            running: Gauge::default(),
+            queued: Gauge::default(),
+            compiles_running: Gauge::default(),
+            compiles_waiting: Gauge::default(),
+            packs_compiled: Gauge::default(),
+            client_retries: Family::default(),
+            budget_spent: Family::default(),
+            budget_refused: Family::default(),
+            budget_overrun: Family::default(),
+        };
+        metrics.register();
+        let providers: Vec<&str> = providers.into_iter().collect();
+        let tenants: Vec<&str> = tenants.into_iter().collect();
+        metrics.seed(&providers, &tenants);
+        metrics
+    }
+
+    /// Registers every family, in the order `/metrics` lists them.
+    fn register(&mut self) {
+        let registry = &mut self.registry;
         registry.register(
             "callai_budget_overrun",
             "Provider requests of budgeted calls that reported more than their worst case \
              (output past max_tokens, input past its bound and the provider's inputOverheadTokens); \
              charged what they reported. Stays 0 with a correct configuration",
-            budget_overrun.clone(),
+            self.budget_overrun.clone(),
         );
-        let providers: Vec<&str> = providers.into_iter().collect();
-        let tenants: Vec<&str> = tenants.into_iter().collect();
-        for tenant in &tenants {
-            for provider in &providers {
-                let _ = budget_overrun.get_or_create(&OverrunLabels {
-                    tenant: (*tenant).to_owned(),
-                    provider: (*provider).to_owned(),
-                });
-            }
-        }
         registry.register(
             "callai_budget_spent",
             "What tenants' settled calls were charged, by tenant and kind (requests, output_tokens, input_tokens)",
-            budget_spent.clone(),
+            self.budget_spent.clone(),
         );
         registry.register(
             "callai_budget_refused",
             "Calls refused before any request because their worst case did not fit the tenant's budget",
-            budget_refused.clone(),
+            self.budget_refused.clone(),
         );
-        for tenant in &tenants {
-            for kind in SPEND_KINDS {
-                let _ = budget_spent.get_or_create(&SpendLabels {
-                    tenant: (*tenant).to_owned(),
-                    kind,
-                });
-            }
-            let _ = budget_refused.get_or_create(&TenantLabel {
-                tenant: (*tenant).to_owned(),
-            });
-        }
         // prometheus-client adds `_total` to counters.
-        registry.register("callai_runs", "Node runs, by how they ended", runs.clone());
+        registry.register(
+            "callai_runs",
+            "Node runs, by how they ended",
+            self.runs.clone(),
+        );
         registry.register(
             "callai_calls",
             "ctx.callAI calls (of packs and of /v1/call), by outcome: ok or the error code",
-            calls.clone(),
+            self.calls.clone(),
         );
         registry.register(
             "callai_provider_requests",
             "Provider requests sent, by provider and by why each was sent",
-            requests.clone(),
+            self.requests.clone(),
         );
         registry.register(
             "callai_output_tokens",
             "Output tokens the providers reported, over every request",
-            output_tokens.clone(),
+            self.output_tokens.clone(),
         );
         registry.register(
             "callai_run_duration_seconds",
             "How long node runs took, queueing excluded",
-            run_duration.clone(),
+            self.run_duration.clone(),
         );
         registry.register(
             "callai_runs_running",
             "Runs and calls holding a slot now",
-            running.clone(),
+            self.running.clone(),
         );
         registry.register(
             "callai_runs_queued",
             "Runs and calls waiting for a slot now",
-            queued.clone(),
+            self.queued.clone(),
         );
         registry.register(
             "callai_pack_compiles_running",
             "Pack compilations running now (at most [server] maxCompiles)",
-            compiles_running.clone(),
+            self.compiles_running.clone(),
         );
         registry.register(
             "callai_pack_compiles_waiting",
             "Pack compilations waiting for a turn",
-            compiles_waiting.clone(),
+            self.compiles_waiting.clone(),
         );
         registry.register(
             "callai_packs_compiled",
             "Compiled packs held in memory (a replaced upload's is dropped)",
-            packs_compiled.clone(),
+            self.packs_compiled.clone(),
         );
         registry.register(
             "callai_client_retries",
             "Requests a client sent again on its own (x-stainless-retry-count > 0), by drop-in endpoint",
-            client_retries.clone(),
+            self.client_retries.clone(),
         );
+    }
+
+    /// Every series a dashboard looks for, at zero.
+    fn seed(&self, providers: &[&str], tenants: &[&str]) {
+        for tenant in tenants {
+            for provider in providers {
+                let _ = self.budget_overrun.get_or_create(&OverrunLabels {
+                    tenant: (*tenant).to_owned(),
+                    provider: (*provider).to_owned(),
+                });
+            }
+            for kind in SPEND_KINDS {
+                let _ = self.budget_spent.get_or_create(&SpendLabels {
+                    tenant: (*tenant).to_owned(),
+                    kind,
+                });
+            }
+            let _ = self.budget_refused.get_or_create(&TenantLabel {
+                tenant: (*tenant).to_owned(),
+            });
+        }
         for endpoint in ["chat_completions", "messages"] {
-            let _ = client_retries.get_or_create(&EndpointLabel { endpoint });
+            let _ = self
+                .client_retries
+                .get_or_create(&EndpointLabel { endpoint });
         }
         for status in ["ok", "failed"] {
-            let _ = runs.get_or_create(&StatusLabel { status });
+            let _ = self.runs.get_or_create(&StatusLabel { status });
         }
         let outcomes = ["ok", "cancelled"]
             .into_iter()
             .chain(ErrorCode::ALL.iter().map(|c| c.as_str()));
         for outcome in outcomes {
-            let _ = calls.get_or_create(&OutcomeLabel { outcome });
+            let _ = self.calls.get_or_create(&OutcomeLabel { outcome });
         }
-        for provider in &providers {
+        for provider in providers {
             for reason in RequestReason::ALL {
-                let _ = requests.get_or_create(&RequestLabels {
+                let _ = self.requests.get_or_create(&RequestLabels {
                     provider: (*provider).to_owned(),
                     reason: reason.as_str(),
                 });
             }
-            let _ = output_tokens.get_or_create(&ProviderLabel {
+            let _ = self.output_tokens.get_or_create(&ProviderLabel {
                 provider: (*provider).to_owned(),
             });
-        }
-        Self {
-            registry,
-            runs,
-            calls,
-            requests,
-            output_tokens,
-            run_duration,
-            running,
-            queued,
-            compiles_running,
-            compiles_waiting,
-            packs_compiled,
-            client_retries,
-            budget_spent,
-            budget_refused,
-            budget_overrun,
         }
     }
 

@@ -4,18 +4,21 @@
 //! types and hands each call here; a host that runs nodes some other way
 //! can drive a session directly.
 
+mod input;
 mod journal;
+mod limits;
 
+pub use input::CallInput;
 pub use journal::{Journal, Recording};
+use limits::LogBudget;
 
 use crate::events::{Event, EventLog, EventSink};
 use crate::observe::SharedObserver;
-use crate::runlog::{Entry, RecordedCall, RunLogError, RunStatus};
+use crate::runlog::{RecordedCall, RunLogError, RunStatus};
 use crate::{CallOptions, Host};
-use callai_wire::{CallAccounting, CallError, CallRequest, CallResult, ParsedRequest};
+use callai_wire::{CallAccounting, CallError, CallRequest, CallResult};
 use journal::Replayed;
 use serde_json::Value;
-use std::io::Write;
 
 /// Why a run produced no output.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -58,91 +61,6 @@ impl RunError {
     }
 }
 
-/// A ctx.callAI call as a pack made it, before any check.
-#[derive(Debug, Clone)]
-pub enum CallInput {
-    /// Through `call-ai-json`: the request's wire JSON text.
-    Json(String),
-    /// Through `call-ai`: the typed request (not yet checked).
-    Typed(CallRequest),
-    /// Read from a caller's JSON by its server in the same pass as the
-    /// body around it (`POST /v1/call`), not yet checked.
-    Parsed(ParsedRequest),
-}
-
-impl CallInput {
-    fn entry(&self) -> Entry {
-        match self {
-            Self::Json(_) | Self::Parsed(_) => Entry::Json,
-            Self::Typed(_) => Entry::Typed,
-        }
-    }
-
-    /// The bytes the request carries, counted on its wire JSON: every
-    /// message costs its framing too, so a request of many empty messages
-    /// is as large as what a provider would be sent.
-    fn size(&self) -> u64 {
-        match self {
-            Self::Json(text) => text.len() as u64,
-            Self::Typed(request) => wire_size(request),
-            Self::Parsed(parsed) => wire_size(parsed.request()),
-        }
-    }
-}
-
-/// The length of `request`'s wire JSON, counted without writing it: each
-/// string's escaped length plus the framing around it.
-fn wire_size(r: &CallRequest) -> u64 {
-    fn text(s: &str) -> u64 {
-        s.bytes()
-            .map(|b| match b {
-                b'"' | b'\\' => 2,
-                0x08 | 0x09 | 0x0a | 0x0c | 0x0d => 2,
-                0..0x20 => 6,
-                _ => 1,
-            })
-            .sum::<u64>()
-            + 2
-    }
-    let field = |name: &str, value: Option<u64>| value.map_or(0, |v| name.len() as u64 + 4 + v);
-    let messages: u64 = r
-        .messages
-        .iter()
-        // {"role":"user","content":...},
-        .map(|m| 23 + m.role.as_str().len() as u64 + text(&m.content))
-        .sum();
-    let stops = r
-        .stop_sequences
-        .as_ref()
-        .map(|s| s.iter().map(|x| text(x) + 1).sum::<u64>() + 2);
-    let schema = r.response_schema.as_ref().map(|s| {
-        let mut counter = ByteCounter(0);
-        serde_json::to_writer(&mut counter, s).expect("counting cannot fail");
-        counter.0
-    });
-    2 + field("messages", Some(messages + 2))
-        + field("provider", r.provider.as_deref().map(text))
-        + field("model", r.model.as_deref().map(text))
-        + field("systemPrompt", r.system_prompt.as_deref().map(text))
-        + field("temperature", r.temperature.map(|_| 24))
-        + field("maxTokens", r.max_tokens.map(|_| 10))
-        + field("stopSequences", stops)
-        + field("responseSchema", schema)
-        + field("retry", r.retry.map(|_| 48))
-}
-
-struct ByteCounter(u64);
-
-impl Write for ByteCounter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0 += buf.len() as u64;
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// One run of one node: its calls, events, journal and limits.
 #[derive(Debug)]
 pub struct RunSession {
@@ -160,15 +78,6 @@ pub struct RunSession {
     shared_events: bool,
     deltas: Option<crate::provider::DeltaSink>,
     budget: Option<crate::budget::SharedBudget>,
-}
-
-/// What a run has logged, against `limits.maxLogBytes` and `maxLogLines`.
-#[derive(Debug, Default)]
-struct LogBudget {
-    lines: u64,
-    bytes: u64,
-    dropped_lines: u64,
-    dropped_bytes: u64,
 }
 
 impl RunSession {
@@ -252,35 +161,6 @@ impl RunSession {
         self.events.snapshot()
     }
 
-    /// Records a line the pack logged, within the run's log limits: past
-    /// `limits.maxLogLines` or `maxLogBytes` a line is counted and dropped
-    /// (one `pack.log.dropped` event says how many at the end), and the line
-    /// that crosses the byte limit is cut to fit.
-    pub fn log(&mut self, level: &str, mut message: String) {
-        let limits = self.host.config().limits;
-        let room = limits.max_log_bytes.saturating_sub(self.log.bytes);
-        if self.log.lines >= u64::from(limits.max_log_lines) || room == 0 {
-            self.log.dropped_lines += 1;
-            self.log.dropped_bytes += message.len() as u64;
-            return;
-        }
-        if message.len() as u64 > room {
-            let cut = (0..=room as usize)
-                .rev()
-                .find(|&i| message.is_char_boundary(i))
-                .unwrap_or(0);
-            self.log.dropped_bytes += (message.len() - cut) as u64;
-            message.truncate(cut);
-        }
-        self.log.lines += 1;
-        self.log.bytes += message.len() as u64;
-        self.events.emit(Event::PackLog {
-            node_id: self.node_id.clone(),
-            level: level.into(),
-            message,
-        });
-    }
-
     /// One ctx.callAI call: checked against the run's limits, then served
     /// live, recorded, or replayed from the log. `Ok` is what the pack
     /// receives; `Err` stops the run (a limit, a divergence, a run log that
@@ -289,30 +169,7 @@ impl RunSession {
         &mut self,
         input: CallInput,
     ) -> Result<Result<CallResult, CallError>, RunError> {
-        let index = self.calls;
-        self.calls += 1;
-        let limits = self.host.config().limits;
-        if self.calls > limits.max_calls_per_run {
-            let message = format!(
-                "call {} is over the limit of {} calls per run",
-                self.calls, limits.max_calls_per_run
-            );
-            return Err(self.stop(RunError::Limit {
-                key: "limits.maxCallsPerRun",
-                message,
-            }));
-        }
-        let size = input.size();
-        if size > limits.max_request_bytes {
-            let message = format!(
-                "a request of {size} bytes is over the limit of {}",
-                limits.max_request_bytes
-            );
-            return Err(self.stop(RunError::Limit {
-                key: "limits.maxRequestBytes",
-                message,
-            }));
-        }
+        let index = self.count_call(&input)?;
         let entry = input.entry();
         let (request, key) = self.check(input);
         if self.journal.serves_from_log(index) {
@@ -330,30 +187,7 @@ impl RunSession {
         }
         let start = self.events.len();
         let outcome = match request {
-            Ok(request) => {
-                let options = CallOptions {
-                    deadline: self.deadline,
-                    observer: self.observer.clone(),
-                    deltas: self.deltas.clone(),
-                    budget: self.budget.clone(),
-                };
-                let call = (self.host).call_with(&self.node_id, &request, &self.events, options);
-                // The run's wall time ends the call even while a reply is
-                // being checked on the blocking pool or a provider is slow.
-                match self.deadline {
-                    None => call.await,
-                    Some(deadline) => match tokio::time::timeout_at(deadline, call).await {
-                        Ok(outcome) => outcome,
-                        Err(_) => {
-                            let wall = self.host.config().limits.wall_ms;
-                            return Err(self.stop(RunError::Limit {
-                                key: "limits.wallMs",
-                                message: format!("the run took longer than {wall} ms"),
-                            }));
-                        }
-                    },
-                }
-            }
+            Ok(request) => self.serve_live(&request).await?,
             Err(e) => {
                 if let Some(o) = &self.observer {
                     o.call_refused(&self.node_id, &e);
@@ -382,6 +216,35 @@ impl RunSession {
             }
         }
         Ok(outcome)
+    }
+
+    /// Serves a checked request live, within the run's wall time: it ends
+    /// the call even while a reply is being checked on the blocking pool or
+    /// a provider is slow.
+    async fn serve_live(
+        &mut self,
+        request: &CallRequest,
+    ) -> Result<Result<CallResult, CallError>, RunError> {
+        let options = CallOptions {
+            deadline: self.deadline,
+            observer: self.observer.clone(),
+            deltas: self.deltas.clone(),
+            budget: self.budget.clone(),
+        };
+        let call = (self.host).call_with(&self.node_id, request, &self.events, options);
+        let Some(deadline) = self.deadline else {
+            return Ok(call.await);
+        };
+        match tokio::time::timeout_at(deadline, call).await {
+            Ok(outcome) => Ok(outcome),
+            Err(_) => {
+                let wall = self.host.config().limits.wall_ms;
+                Err(self.stop(RunError::Limit {
+                    key: "limits.wallMs",
+                    message: format!("the run took longer than {wall} ms"),
+                }))
+            }
+        }
     }
 
     /// The checked request, and its key in a run log: the canonical JSON of
@@ -493,31 +356,5 @@ impl RunSession {
             false => self.events.take(),
         };
         (result, events)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn the_counted_size_is_the_wire_json_or_a_little_more() {
-        let many = json!({"messages": vec![json!({"role": "user", "content": ""}); 1000]});
-        for request in [
-            json!({"messages": [{"role": "user", "content": "hi"}]}),
-            json!({"messages": [{"role": "assistant", "content": "quotes \" and \\ and \n and \u{1} é ✓"}],
-                   "provider": "mock", "model": "m", "systemPrompt": "s\"", "temperature": 0.123456789,
-                   "maxTokens": 4_000_000_000u32, "stopSequences": ["a", "\"b\""],
-                   "responseSchema": {"type": "object", "properties": {"x": {"enum": ["\"", 1.5]}}},
-                   "retry": {"maxAttempts": 16, "growMaxTokens": false}}),
-            many,
-        ] {
-            let r = CallRequest::from_value(&request, callai_wire::RetryField::Honoured).unwrap();
-            let real = serde_json::to_string(&r).unwrap().len() as u64;
-            let counted = wire_size(&r);
-            assert!(counted >= real, "{counted} < {real}");
-            assert!(counted <= real + 128, "{counted} vs {real}");
-        }
     }
 }

@@ -4,7 +4,7 @@
 use super::*;
 use crate::engine::classify::classify;
 use crate::engine::tests::structured;
-use crate::provider::FailureKind;
+use crate::provider::{FailureKind, StopReason};
 use serde_json::json;
 
 /// The engine tests' structured request, with `extra` fields, validated.

@@ -23,6 +23,8 @@
 //! full when they lapse: their calls may have reached the provider, and
 //! the chunk is the only bound the database knows.
 
+mod chunk;
+
 use super::{Plan, budget::unavailable};
 use crate::metrics::{BudgetCounters, Metrics};
 use callai_engine::budget::{
@@ -31,7 +33,7 @@ use callai_engine::budget::{
 use callai_engine::events::now_ms;
 use callai_engine::wire::CallError;
 use callai_engine::{BoxFuture, RunLog};
-use std::collections::HashMap;
+use chunk::{Chunk, Chunks, MAX_AGE, Rate, Write, add, sub, times};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -39,9 +41,6 @@ use std::time::{Duration, Instant};
 /// The most worst cases one chunk is asked for: a chunk is one database
 /// reservation and one charge for this many calls.
 const CHUNK: u64 = 256;
-/// A chunk older than this takes no more calls, so its room goes back and
-/// spend reaches the database at least this often under steady load.
-const MAX_AGE: Duration = Duration::from_millis(500);
 /// How long an idle chunk waits for its next call before it is settled,
 /// and how often a chunk is looked at.
 const LINGER: Duration = Duration::from_millis(20);
@@ -53,120 +52,6 @@ const RECLAIM: Duration = Duration::from_millis(500 + 5 * 20);
 const POLL: Duration = Duration::from_millis(25);
 /// How often a database settle or trim that failed is tried again.
 const SETTLE_TRIES: u32 = 3;
-
-fn add(a: Spend, b: Spend) -> Spend {
-    Spend {
-        requests: a.requests.saturating_add(b.requests),
-        output_tokens: a.output_tokens.saturating_add(b.output_tokens),
-        input_tokens: a.input_tokens.saturating_add(b.input_tokens),
-    }
-}
-
-fn sub(a: Spend, b: Spend) -> Spend {
-    Spend {
-        requests: a.requests.saturating_sub(b.requests),
-        output_tokens: a.output_tokens.saturating_sub(b.output_tokens),
-        input_tokens: a.input_tokens.saturating_sub(b.input_tokens),
-    }
-}
-
-fn times(a: Spend, n: u64) -> Spend {
-    Spend {
-        requests: a.requests.saturating_mul(n),
-        output_tokens: a.output_tokens.saturating_mul(n),
-        input_tokens: a.input_tokens.saturating_mul(n),
-    }
-}
-
-fn covers(room: &Spend, worst: &Spend) -> bool {
-    room.requests >= worst.requests
-        && room.output_tokens >= worst.output_tokens
-        && room.input_tokens >= worst.input_tokens
-}
-
-/// One reservation in the database, shared by the calls carved from it.
-#[derive(Debug)]
-struct Chunk {
-    reservation: Reservation,
-    /// What the reservation holds in the database.
-    held: Spend,
-    /// The worst cases of the calls in flight.
-    carved: Spend,
-    /// What its settled calls spent since it was last trimmed (not yet
-    /// charged in the database).
-    spent: Spend,
-    in_flight: u32,
-    opened: Instant,
-    /// Takes new calls.
-    open: bool,
-    /// A call settled since it was last trimmed.
-    dirty: bool,
-    /// Since when no call of it has been in flight.
-    idle_since: Option<Instant>,
-}
-
-impl Chunk {
-    /// Room no call of it holds.
-    fn free(&self) -> Spend {
-        sub(self.held, add(self.carved, self.spent))
-    }
-
-    fn fits(&self, worst: &Spend, window_ms: u64) -> bool {
-        self.open
-            && self.reservation.window_ms == window_ms
-            && self.opened.elapsed() < MAX_AGE
-            && covers(&self.free(), worst)
-    }
-
-    /// What a trim charges and holds now: its calls' spend, and their
-    /// worst cases; the chunk holds that much from here on.
-    fn take_trim(&mut self) -> (Spend, Spend) {
-        let charge = std::mem::take(&mut self.spent);
-        self.held = self.carved;
-        self.dirty = false;
-        (charge, self.carved)
-    }
-}
-
-#[derive(Debug, Default)]
-struct Chunks {
-    chunks: Vec<Chunk>,
-    /// Each call in flight: its chunk (by reservation id) and worst case.
-    carves: HashMap<i64, (i64, Spend)>,
-    next_carve: i64,
-}
-
-impl Chunks {
-    fn carve(&mut self, index: usize, worst: Spend) -> Reservation {
-        let chunk = &mut self.chunks[index];
-        chunk.carved = add(chunk.carved, worst);
-        chunk.in_flight += 1;
-        chunk.idle_since = None;
-        let window_ms = chunk.reservation.window_ms;
-        let id = self.next_carve;
-        self.next_carve += 1;
-        self.carves.insert(id, (chunk.reservation.id, worst));
-        Reservation { id, window_ms }
-    }
-
-    fn index(&self, id: i64) -> Option<usize> {
-        self.chunks.iter().position(|c| c.reservation.id == id)
-    }
-}
-
-/// What the database is to do with a chunk, decided under the lock and
-/// done after it.
-enum Write {
-    Trim(Reservation, Spend, Spend),
-    Settle(Reservation, Spend),
-}
-
-/// How often calls have been carved, to size the next chunk.
-#[derive(Debug)]
-struct Rate {
-    since: Instant,
-    carves: u64,
-}
 
 /// This host's allotment of one tenant's budget.
 pub struct Allotment {
