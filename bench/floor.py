@@ -66,15 +66,20 @@ def cargo(*args):
     subprocess.run(["cargo", *args], cwd=ROOT, check=True)
 
 
-def build():
-    """The release binaries: callai with mimalloc (kept aside), then the
-    default callai and the bench tools, and the peers."""
+def build(wanted=lambda name: True):
+    """The release binaries: callai with mimalloc (kept aside, when it is
+    wanted), then the default callai and the bench tools, and the peers
+    (when they are wanted)."""
     WORK.mkdir(parents=True, exist_ok=True)
-    cargo("build", "--release", "--locked", "-p", "callai-cli", "--features", "mimalloc")
-    shutil.copy2(RELEASE / "callai", WORK / "callai-mimalloc")
+    if wanted("serve call, mimalloc"):
+        cargo("build", "--release", "--locked", "-p", "callai-cli", "--features", "mimalloc")
+        shutil.copy2(RELEASE / "callai", WORK / "callai-mimalloc")
     cargo("build", "--release", "--locked", "-p", "callai-bench",
           "--bin", "passthrough", "--bin", "load", "--bin", "fake-openai")
-    gateways.install()  # Portkey, LiteLLM and the default callai
+    if wanted("Portkey") or wanted("LiteLLM"):
+        gateways.install()  # Portkey, LiteLLM and the default callai
+    else:
+        cargo("build", "--release", "--locked", "-p", "callai-cli")
 
 
 def nginx_binary():
@@ -181,9 +186,16 @@ def call_body(kind):
     return {"request": request}
 
 
-def contenders(fake_port, procs):
-    """name -> (pid or None, url, body(kind), headers)."""
+def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
+    """name -> (pid or None, url, body(kind), headers), of the contenders
+    `wanted` keeps (the others are not started); with `baseline`, a callai
+    binary of another build, its two endpoints too ("... (before)")."""
     out = {"direct": (None, f"http://127.0.0.1:{fake_port}/v1/chat/completions", openai_body, {})}
+    if baseline:
+        proc, port = start_serve("serve-before", baseline, fake_port)
+        procs.append(proc)
+        out["serve chat (before)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
+        out["serve call (before)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     proc, port = start_passthrough("passthrough", fake_port)
     procs.append(proc)
     out["floor (hyper)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
@@ -194,14 +206,18 @@ def contenders(fake_port, procs):
     procs.append(proc)
     out["serve chat"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
     out["serve call"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
-    proc, port = start_serve("serve-mimalloc", WORK / "callai-mimalloc", fake_port)
-    procs.append(proc)
-    out["serve call, mimalloc"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
-    proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
-    procs.append(proc)
-    out["serve call, 1 worker"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    if wanted("serve call, mimalloc"):
+        proc, port = start_serve("serve-mimalloc", WORK / "callai-mimalloc", fake_port)
+        procs.append(proc)
+        out["serve call, mimalloc"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    if wanted("serve call, 1 worker"):
+        proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
+        procs.append(proc)
+        out["serve call, 1 worker"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     fake_url = f"http://127.0.0.1:{fake_port}/v1"
     for peer, label in [("portkey", "Portkey"), ("litellm", "LiteLLM")]:
+        if not wanted(label):
+            continue
         proc, url, headers, _ = gateways.start(peer, fake_url)
         procs.append(proc)
         out[label] = (proc.pid, url, openai_body, headers)
@@ -249,10 +265,11 @@ def stage(contender, kind, concurrency, calls):
             "failures": got["failures"], "calls": calls}
 
 
-def memory_in_flight(calls):
+def memory_in_flight(calls, baseline=None):
     """Resident memory per call in flight: `calls` structured calls at once
     to a fake that answers after 2 s, each contender fresh; the peak of its
-    resident set during them over its resident set before any."""
+    resident set during them over its resident set before any. With
+    `baseline`, that build's /v1/call too."""
     procs, out = [], {}
     try:
         fake, fake_port = start_fake(2000)
@@ -264,9 +281,12 @@ def memory_in_flight(calls):
         procs.append(proc)
         worker = int(Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split()[0])
         targets["nginx"] = (worker, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body)
-        for name, path, body in [("serve chat", "/v1/chat/completions", openai_body),
-                                 ("serve call", "/v1/call", call_body)]:
-            proc, port = start_serve(f"serve-slow-{len(procs)}", RELEASE / "callai", fake_port)
+        serves = [("serve chat", RELEASE / "callai", "/v1/chat/completions", openai_body),
+                  ("serve call", RELEASE / "callai", "/v1/call", call_body)]
+        if baseline:
+            serves.append(("serve call (before)", baseline, "/v1/call", call_body))
+        for name, binary, path, body in serves:
+            proc, port = start_serve(f"serve-slow-{len(procs)}", binary, fake_port)
             procs.append(proc)
             targets[name] = (proc.pid, f"http://127.0.0.1:{port}{path}", body)
         for name, (pid, url, body) in targets.items():
@@ -348,22 +368,25 @@ def main():
     parser.add_argument("--idle-seconds", type=float, default=60)
     parser.add_argument("--only", help="comma-separated contenders (direct and nginx are always run)")
     parser.add_argument("--memory-only", action="store_true", help="only memory per call in flight")
+    parser.add_argument("--baseline", help="a callai binary of another build, measured beside this one "
+                        "as \"serve call (before)\" and \"serve chat (before)\"")
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.calls, args.calls_one, args.peer_calls, args.idle_seconds = 1, 400, 50, 200, 10
-    build()
+    keep = {"direct", "nginx", "serve chat (before)", "serve call (before)",
+            *(args.only.split(",") if args.only else [])}
+    wanted = (lambda name: name in keep) if args.only else (lambda name: True)
+    build(wanted)
     if args.memory_only:
-        memory = memory_in_flight(100 if args.quick else 1000)
+        memory = memory_in_flight(100 if args.quick else 1000, args.baseline)
         print(json.dumps(memory, indent=2))
         return
     procs = []
     try:
         fake, fake_port = start_fake()
         procs.append(fake)
-        everyone = contenders(fake_port, procs)
-        if args.only:
-            keep = {"direct", "nginx", *args.only.split(",")}
-            everyone = {k: v for k, v in everyone.items() if k in keep}
+        everyone = contenders(fake_port, procs, wanted, args.baseline)
+        everyone = {k: v for k, v in everyone.items() if wanted(k)}
         runlog = WORK / "idle-runlog.db"
         runlog.unlink(missing_ok=True)
         proc, _ = start_serve("serve-runlog", RELEASE / "callai", fake_port, extra=["--runlog", str(runlog)])
@@ -400,7 +423,7 @@ def main():
             except subprocess.TimeoutExpired:
                 p.kill()
     log("== memory per call in flight")
-    memory = memory_in_flight(100 if args.quick else 1000)
+    memory = memory_in_flight(100 if args.quick else 1000, args.baseline)
     (WORK / "report.json").write_text(json.dumps(
         {"results": [{"kind": k, "concurrency": c, "contender": n, "rounds": rs}
                      for (k, c, n), rs in results.items()], "idle": idle, "memory": memory}, indent=2))

@@ -7,7 +7,8 @@
 #   bench/profile/serve.sh heaptrack 50 2000  # then: python3 bench/profile/allocations.py <target>/profile/heaptrack.zst 3000
 #   bench/profile/allocations.sh 50 2000      # allocations per call, start-up and warm-up taken out
 #
-# URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint.
+# URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint;
+# CALLAI_BIN=PATH another build of callai.
 # Network: 127.0.0.1 only.
 set -euo pipefail
 tool=${1:?perf or heaptrack}; concurrency=${2:-50}; calls=${3:-6000}
@@ -34,7 +35,9 @@ maxConcurrentRuns = 1000
 TOML
 wrap=()
 [ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack${HEAPTRACK_SUFFIX:-}")
-FAKE_KEY=sk-fake "${wrap[@]}" "$target/release-debug/callai" serve --config "$out/serve.toml" \
+# CALLAI_BIN: another build of callai to profile (its sites are named only
+# if it has symbols).
+FAKE_KEY=sk-fake "${wrap[@]}" "${CALLAI_BIN:-$target/release-debug/callai}" serve --config "$out/serve.toml" \
   --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
 for _ in $(seq 100); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.2; done
 serve=$(pgrep -f -n "callai serve --config $out/serve.toml")

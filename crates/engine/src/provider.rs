@@ -279,10 +279,12 @@ impl fmt::Debug for DeltaSink {
     }
 }
 
-/// The providers a host may call, by name.
+/// The providers a host may call, by name. Cloned with each host a call
+/// gets (a run's mock added), so the table is shared and copied only when
+/// one is added.
 #[derive(Clone, Default)]
 pub struct Providers {
-    map: BTreeMap<String, Arc<dyn Provider>>,
+    map: Arc<BTreeMap<String, Arc<dyn Provider>>>,
 }
 
 impl fmt::Debug for Providers {
@@ -299,7 +301,7 @@ impl Providers {
 
     /// Adds (or replaces) the provider requests reach as `name`.
     pub fn insert(&mut self, name: impl Into<String>, provider: Arc<dyn Provider>) -> &mut Self {
-        self.map.insert(name.into(), provider);
+        Arc::make_mut(&mut self.map).insert(name.into(), provider);
         self
     }
 
@@ -311,7 +313,8 @@ impl Providers {
 
     /// Adds (or replaces) every provider of `other`, under its name there.
     pub fn extend(&mut self, other: Providers) {
-        self.map.extend(other.map);
+        let other = Arc::unwrap_or_clone(other.map);
+        Arc::make_mut(&mut self.map).extend(other);
     }
 
     /// The provider called `name`, with the name as it is stored.

@@ -54,7 +54,7 @@ pub struct HttpProvider<W> {
     /// The endpoint, parsed once: the URL every attempt goes to.
     endpoint: reqwest::Url,
     /// The auth (and version) headers every attempt carries.
-    headers: Vec<(&'static str, String)>,
+    headers: reqwest::header::HeaderMap,
     model: String,
     native: bool,
     /// Input tokens it adds to each request unseen.
@@ -75,7 +75,7 @@ impl<W: WireFormat> HttpProvider<W> {
         let endpoint = reqwest::Url::parse(&format!("{base_url}{}", W::PATH))
             .map_err(|e| format!("baseUrl {base_url:?} is not a URL: {e}"))?;
         Ok(Self {
-            headers: W::headers(http.key()),
+            headers: crate::http::request_headers(&W::headers(http.key()))?,
             http,
             endpoint,
             model: model.to_owned(),
@@ -90,11 +90,6 @@ impl<W: WireFormat> HttpProvider<W> {
     pub fn with_input_overhead(mut self, tokens: u64) -> Self {
         self.overhead = tokens;
         self
-    }
-
-    /// The headers every attempt carries, borrowed.
-    fn headers(&self) -> Vec<(&str, &str)> {
-        self.headers.iter().map(|(k, v)| (*k, v.as_str())).collect()
     }
 }
 
@@ -126,12 +121,11 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let headers = self.headers();
             let body = W::body(&self.model, request, Delivery::Whole);
             self.http
                 .attempt(
                     &self.endpoint,
-                    &headers,
+                    &self.headers,
                     body,
                     request,
                     W::NATIVE_TERMS,
@@ -147,11 +141,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let headers = self.headers();
             let body = W::body(&self.model, request, Delivery::Streamed);
             let streamed = self
                 .http
-                .post_events::<W::Answer>(&self.endpoint, &headers, body)
+                .post_events::<W::Answer>(&self.endpoint, &self.headers, body)
                 .await?;
             let (status, mut reply) = match streamed {
                 // The server did not stream: its whole answer is one piece.

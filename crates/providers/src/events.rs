@@ -115,7 +115,7 @@ impl HttpClient {
     pub(crate) async fn post_events<A: DeserializeOwned>(
         &self,
         url: &reqwest::Url,
-        headers: &[(&str, &str)],
+        headers: &reqwest::header::HeaderMap,
         body: Vec<u8>,
     ) -> Result<Streamed<A>, ProviderFailure> {
         let response = self.post(url, headers, body).await?;

@@ -6,11 +6,31 @@
 use super::redact::Redactor;
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::StructuredOutput;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::borrow::Cow;
 use std::fmt;
 use std::time::Duration;
+
+/// The headers of every request to one provider (its key, its API's
+/// version, the content type), built once and cloned per request (a clone
+/// shares their bytes).
+pub fn request_headers(headers: &[(&'static str, String)]) -> Result<HeaderMap, String> {
+    let mut map = HeaderMap::with_capacity(headers.len() + 1);
+    map.insert(
+        reqwest::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    for (name, value) in headers {
+        let mut value = HeaderValue::from_str(value)
+            .map_err(|_| format!("the {name} header's value is not one HTTP allows"))?;
+        // Kept out of logs and of HTTP/2's header compression.
+        value.set_sensitive(true);
+        map.insert(HeaderName::from_static(name), value);
+    }
+    Ok(map)
+}
 
 /// An API key: shown as `[redacted]` by `Debug`, sent only in a header.
 #[derive(Clone, PartialEq, Eq)]
@@ -123,17 +143,14 @@ impl HttpClient {
     pub(crate) async fn post(
         &self,
         url: &reqwest::Url,
-        headers: &[(&str, &str)],
+        headers: &HeaderMap,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, ProviderFailure> {
-        let mut request = self
+        let request = self
             .client
             .post(url.clone())
-            .header("content-type", "application/json")
+            .headers(headers.clone())
             .body(body);
-        for (name, value) in headers {
-            request = request.header(*name, *value);
-        }
         let response = request.send().await.map_err(|e| self.transport(&e))?;
         let status = response.status().as_u16();
         if (300..400).contains(&status) {
@@ -176,7 +193,7 @@ impl HttpClient {
     pub async fn post_json<A: DeserializeOwned>(
         &self,
         url: &reqwest::Url,
-        headers: &[(&str, &str)],
+        headers: &HeaderMap,
         body: Vec<u8>,
     ) -> Result<(u16, A), ProviderFailure> {
         let response = self.post(url, headers, body).await?;
@@ -225,7 +242,7 @@ impl HttpClient {
     pub async fn attempt<A: DeserializeOwned>(
         &self,
         url: &reqwest::Url,
-        headers: &[(&str, &str)],
+        headers: &HeaderMap,
         body: Vec<u8>,
         request: &ProviderRequest,
         native_terms: &[&str],
@@ -304,7 +321,7 @@ async fn read_capped(
 /// `retry-after` (seconds), as a duration; a value too large for one is
 /// `Duration::MAX` (longer than any host waits), a negative or unreadable
 /// one (or an HTTP date) is none.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let number = |name: &str| {
         headers
             .get(name)?
@@ -331,7 +348,6 @@ fn rejects_native(failure: &ProviderFailure, needles: &[&str]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reqwest::header::{HeaderMap, HeaderValue};
 
     #[test]
     fn keys_never_show() {

@@ -9,6 +9,7 @@ use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
+use callai_engine::observe::SharedObserver;
 use callai_engine::wire::{CallError, CallResult};
 use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
 use std::sync::Arc;
@@ -97,19 +98,26 @@ pub async fn settle(
         }
     }
     state.report_load();
-    let mut observers = state.observers();
-    if let Some(t) = &state.telemetry {
-        observers = observers.with(Arc::new(t.calls()));
-    }
+    let observer: SharedObserver = match &state.telemetry {
+        Some(t) => Arc::new(state.observers().with(Arc::new(t.calls()))),
+        // Metrics alone: the same observer for every call.
+        None => state.call_observer.clone(),
+    };
     let events = EventLog::new();
     let node_id = call.node_id.as_deref().unwrap_or(DEFAULT_NODE_ID);
-    let mut session = RunSession::new(
-        state.host_for(&caller.0, call.script),
-        node_id,
-        Journal::live(),
-    )
-    .with_observer(Arc::new(observers))
-    .with_events(events.clone());
+    // A call that does not reach the mock needs no mock of its own: it
+    // goes through the caller's host as it is.
+    let provider = call
+        .provider
+        .as_deref()
+        .unwrap_or(&state.config().defaults.provider);
+    let host = match call.script {
+        None if provider != "mock" => caller.0.host.clone(),
+        script => state.host_for(&caller.0, script),
+    };
+    let mut session = RunSession::new(host, node_id, Journal::live())
+        .with_observer(observer)
+        .with_events(events.clone());
     let budget = TenantBudget::of(caller);
     if let Some(budget) = &budget {
         session = session.with_budget(budget.shared());

@@ -267,6 +267,10 @@ impl Server {
                 tenants::Allotment::new(log.clone(), name, plan, &host_id, ttl, metrics.clone())
             });
         }
+        let call_observer = Arc::new(
+            callai_engine::observe::Observers::new()
+                .with(Arc::new(metrics::MetricsObserver(metrics.clone()))),
+        );
         let state = Arc::new(AppState {
             host,
             packs,
@@ -283,6 +287,7 @@ impl Server {
             server: config.server.clone(),
             runlog_config: config.runlog.clone(),
             tenants,
+            call_observer,
         });
         let listener = tokio::net::TcpListener::bind(addr)
             .await

@@ -11,7 +11,7 @@ use crate::runs::RunTable;
 use crate::tenants::{Tenant, Tenants};
 use callai_config::RunLogConfig;
 use callai_config::ServerConfig;
-use callai_engine::observe::Observers;
+use callai_engine::observe::{Observers, SharedObserver};
 use callai_engine::runlog::decode::Inspected;
 use callai_engine::{Host, HostConfig, MockProvider, MockScript, RunKey, RunLog, RunLogError};
 use callai_telemetry::Telemetry;
@@ -45,6 +45,8 @@ pub struct AppState {
     pub runlog_config: RunLogConfig,
     /// The callers, by token, each with its allotment of its budget.
     pub tenants: Arc<Tenants>,
+    /// What observes a `/v1/call` when no traces are kept: the metrics.
+    pub call_observer: SharedObserver,
 }
 
 impl AppState {

@@ -10,7 +10,7 @@ pub mod decode;
 mod records;
 
 pub use records::{
-    ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus,
+    ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus, fresh_id,
 };
 
 use crate::events::Event;

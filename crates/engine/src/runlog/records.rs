@@ -208,6 +208,21 @@ impl RunSeed {
     }
 }
 
+/// A fresh 64-bit number for a name nobody chose (an answer's id): from a
+/// generator each thread seeds once from the operating system, so that an
+/// id costs no system call. Not a run's seed, which is drawn from the
+/// operating system itself.
+pub fn fresh_id() -> u64 {
+    use rand::{Rng, SeedableRng};
+    thread_local! {
+        static IDS: std::cell::RefCell<rand::rngs::StdRng> = std::cell::RefCell::new(
+            rand::rngs::StdRng::try_from_rng(&mut rand::rngs::SysRng)
+                .expect("the operating system's random source answers"),
+        );
+    }
+    IDS.with(|ids| ids.borrow_mut().next_u64())
+}
+
 /// A run as the log holds it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RecordedRun {

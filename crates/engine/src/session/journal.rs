@@ -18,7 +18,7 @@ pub struct Journal {
     mode: Mode,
     /// The run's sandbox seed: fresh when live or recording (and recorded),
     /// the recorded one on replay.
-    seed: RunSeed,
+    seed: std::sync::OnceLock<RunSeed>,
 }
 
 enum Mode {
@@ -84,7 +84,9 @@ impl Journal {
     pub fn live() -> Self {
         Self {
             mode: Mode::Live,
-            seed: RunSeed::fresh(),
+            // Drawn when a sandbox asks for it: a call without one (a
+            // server's `/v1/call`) costs no system call for it.
+            seed: std::sync::OnceLock::new(),
         }
     }
 
@@ -118,7 +120,7 @@ impl Journal {
                 flushed: 0,
                 resumed: None,
             },
-            seed,
+            seed: seed.into(),
         })
     }
 
@@ -139,7 +141,7 @@ impl Journal {
     /// [`RunLog::resume`]) under `fence`.
     pub fn resumed(log: Arc<dyn RunLog>, fence: Fence, run: RecordedRun) -> Self {
         Self {
-            seed: run.seed,
+            seed: run.seed.into(),
             mode: Mode::Record {
                 log,
                 tenant: run.tenant.clone(),
@@ -159,14 +161,14 @@ impl Journal {
     ) -> Result<Self, RunLogError> {
         let run = log.load(run.into()).await?;
         Ok(Self {
-            seed: run.seed,
+            seed: run.seed.into(),
             mode: Mode::Replay { run: Box::new(run) },
         })
     }
 
     /// The seed and clock the run's sandbox gets.
     pub fn seed(&self) -> RunSeed {
-        self.seed
+        *self.seed.get_or_init(RunSeed::fresh)
     }
 
     /// When recording, the fence the recording holds on its run: what a

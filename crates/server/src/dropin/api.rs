@@ -138,7 +138,7 @@ pub fn answer_text(result: &CallResult) -> Cow<'_, str> {
 
 /// A fresh id for an answer, after `prefix`.
 pub fn answer_id(prefix: &str) -> String {
-    let seed = callai_engine::runlog::RunSeed::fresh().seed;
+    let seed = callai_engine::runlog::fresh_id();
     format!("{prefix}{seed:016x}")
 }
 
