@@ -230,11 +230,17 @@ impl TestServer {
     }
 }
 
-/// The value of the sample starting `line_start` in `text`, 0 when absent.
+/// The value of the sample starting `line_start` in `text`; panics when
+/// there is none (a refused `/metrics` answers no series).
 pub fn metric_in(text: &str, line_start: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(line_start)?.strip_prefix(' '))
-        .map_or(0.0, |v| v.trim().parse().unwrap())
+    let value = text
+        .lines()
+        .find_map(|l| l.strip_prefix(line_start)?.strip_prefix(' '));
+    let Some(value) = value else {
+        let start: String = text.chars().take(300).collect();
+        panic!("no series {line_start} in /metrics (every one is seeded at 0): {start}");
+    };
+    value.trim().parse().unwrap()
 }
 
 /// Every sample of the family `name` (its lines `name{...} value`).

@@ -13,6 +13,7 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 const TOKEN: &str = "tok-keys";
+const METRICS_TOKEN: &str = "tok-metrics";
 
 fn reply(delay: Duration) -> Reply {
     let body = Reply::ok(json!({
@@ -28,6 +29,7 @@ async fn server(fake: &FakeServer, dir: &tempfile::TempDir) -> TestServer {
     let toml = format!(
         "[providers.fake]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\nmodel = \"m-1\"\n\
          [defaults]\nprovider = \"fake\"\n\
+         [server]\nmetricsTokenEnv = \"METRICS_TOKEN\"\n\
          [tenants.keys]\ntokenEnv = \"KEYS_TOKEN\"\n[tenants.keys.budget]\noutputTokens = 1000000\n",
         fake.url()
     );
@@ -35,6 +37,7 @@ async fn server(fake: &FakeServer, dir: &tempfile::TempDir) -> TestServer {
     TestServer::start_with(&toml, Some(&log), |k| match k {
         "FAKE_KEY" => Some("sk-fake".into()),
         "KEYS_TOKEN" => Some(TOKEN.into()),
+        "METRICS_TOKEN" => Some(METRICS_TOKEN.into()),
         _ => None,
     })
     .await
@@ -285,7 +288,7 @@ async fn the_openai_clients_retry_after_a_reset_pays_the_provider_once() {
     assert_eq!(charged["outputTokens"], 30, "{charged}");
     let metrics = reqwest::Client::new()
         .get(format!("{}/metrics", server.url))
-        .bearer_auth(TOKEN)
+        .bearer_auth(METRICS_TOKEN)
         .send()
         .await
         .unwrap()

@@ -235,6 +235,15 @@ async fn budget(
     Ok(axum::Json(answer).into_response())
 }
 
+/// The run `key` as this host holds it in memory, unless it handed the run
+/// on (another host has it now: the log says where it stands).
+fn in_memory(state: &AppState, key: RunKey<'_>) -> Option<Arc<runs::RunEntry>> {
+    state
+        .runs
+        .get(key.tenant, key.run_id)
+        .filter(|e| !e.is_handed_on())
+}
+
 /// `GET /v1/runs/{id}`: the caller's run of that id (the admin's, or a
 /// tenant's with `?tenant=`); another tenant's is 404, as an id nobody holds.
 async fn get_run(
@@ -245,11 +254,7 @@ async fn get_run(
 ) -> Result<Response, ApiError> {
     let scope = scope(&caller, query)?;
     let key = RunKey::new(scope.tenant(), &run_id);
-    if let Some(entry) = state
-        .runs
-        .get(key.tenant, key.run_id)
-        .filter(|e| !e.is_handed_on())
-    {
+    if let Some(entry) = in_memory(&state, key) {
         return Ok(axum::Json(entry.answer()).into_response());
     }
     let run = state.load(key).await?;
@@ -265,11 +270,7 @@ async fn get_events(
 ) -> Result<Response, ApiError> {
     let scope = scope(&caller, query)?;
     let key = RunKey::new(scope.tenant(), &run_id);
-    if let Some(entry) = state
-        .runs
-        .get(key.tenant, key.run_id)
-        .filter(|e| !e.is_handed_on())
-    {
+    if let Some(entry) = in_memory(&state, key) {
         // Read "done" first: every event of a finished run is in by then.
         let complete = entry.is_done();
         let events = entry.events.stamped_since(0);

@@ -16,7 +16,7 @@ use crate::events::{Event, EventLog, EventSink};
 use crate::observe::SharedObserver;
 use crate::runlog::{RecordedCall, RunLogError, RunStatus};
 use crate::{CallOptions, Host};
-use callai_wire::{CallAccounting, CallError, CallRequest, CallResult};
+use callai_wire::{CallAccounting, CallError, CallRequest, CallResult, ParsedRequest};
 use journal::Replayed;
 use serde_json::Value;
 
@@ -253,15 +253,15 @@ impl RunSession {
     fn check(&self, input: CallInput) -> (Result<CallRequest, CallError>, Value) {
         let retry_field = self.call_accounting().retry_field();
         let keyed = !self.journal.is_live();
+        let checked = |parsed: ParsedRequest| {
+            let (request, unknown) = parsed.check(retry_field)?;
+            (self.host)
+                .unknown_fields(&self.node_id, unknown, &self.events)
+                .map(|()| request)
+        };
         match input {
             CallInput::Json(text) => {
-                let request = CallRequest::from_json_naming_unknown(&text, retry_field).and_then(
-                    |(request, unknown)| {
-                        self.host
-                            .unknown_fields(&self.node_id, unknown, &self.events)
-                            .map(|()| request)
-                    },
-                );
+                let request = ParsedRequest::from_json(&text).and_then(checked);
                 let key = match (&request, keyed) {
                     (_, false) => Value::Null,
                     (Ok(r), true) => r.canonical(),
@@ -270,11 +270,7 @@ impl RunSession {
                 (request, key)
             }
             CallInput::Parsed(parsed) => {
-                let request = parsed.check(retry_field).and_then(|(request, unknown)| {
-                    self.host
-                        .unknown_fields(&self.node_id, unknown, &self.events)
-                        .map(|()| request)
-                });
+                let request = checked(parsed);
                 let key = match (&request, keyed) {
                     (_, false) => Value::Null,
                     (Ok(r), true) => r.canonical(),

@@ -95,6 +95,12 @@ impl ParsedRequest {
         }
     }
 
+    /// Reads a request's JSON text (the refusals as
+    /// [`CallRequest::from_json`] gives them), to be checked.
+    pub fn from_json(text: &str) -> Result<Self, CallError> {
+        request(text)
+    }
+
     /// The fields read so far that have their shape (for the host's size
     /// limit, counted before the checks).
     pub fn request(&self) -> &CallRequest {
