@@ -78,9 +78,11 @@ async fn concurrent_reservations_never_pass_a_limit() {
                     key,
                     left,
                     needed,
+                    room,
                     pending,
                 } => {
                     assert_eq!((key, needed), ("requests", 3), "{}", backend.name());
+                    assert_eq!(room.requests, Some(left), "{}", backend.name());
                     assert!(!pending, "{}: no chunk was asked for", backend.name());
                     assert!(left < 3, "{}: refused with {left} left", backend.name());
                 }
@@ -168,6 +170,11 @@ async fn a_lapsed_reservation_is_charged_what_it_held_until_its_host_settles_it(
                 key: "requests",
                 left: 40,
                 needed: 60,
+                room: Limits {
+                    requests: Some(40),
+                    output_tokens: Some(1_000_000 - 100),
+                    input_tokens: None,
+                },
                 pending: false
             },
             "{name}"

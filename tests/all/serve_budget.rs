@@ -126,6 +126,32 @@ async fn mock_requests(server: &TestServer) -> f64 {
         .sum()
 }
 
+/// Issue 36 #7: a refusal says what to do about it. Two attempts (6000)
+/// fit now; the daily window resets at the next midnight UTC, and
+/// Retry-After counts the seconds to it.
+fn the_refusal_says_what_to_do(r: &Reply) {
+    let error = &r.body["error"];
+    assert_eq!(error["details"]["fitsMaxAttempts"], 2);
+    let resets: jiff::Timestamp = error["details"]["resetsAt"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let now = jiff::Timestamp::now();
+    let next_midnight = (now.as_second() / 86_400 + 1) * 86_400;
+    assert_eq!(resets.as_second(), next_midnight);
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains("at most 2 attempts fits now") && message.contains(&resets.to_string()),
+        "{message}"
+    );
+    let after = r.header("retry-after").expect("Retry-After");
+    assert!(
+        after >= 1 && after.abs_diff((next_midnight - now.as_second()) as u64) <= 2,
+        "{after}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_worst_case_is_reserved_and_what_was_spent_is_charged() {
     let dir = tempfile::tempdir().unwrap();
@@ -147,6 +173,7 @@ async fn the_worst_case_is_reserved_and_what_was_spent_is_charged() {
     assert_eq!(error["details"]["budget"], "outputTokens");
     assert_eq!(error["details"]["left"], 10000);
     assert_eq!(error["details"]["needed"], 14000);
+    the_refusal_says_what_to_do(&r);
     assert_eq!(
         mock_requests(&server).await,
         0.0,
@@ -297,6 +324,9 @@ async fn callers_are_known_by_their_tokens_and_held_to_their_providers() {
     assert_eq!(r.body["error"]["type"], "rate_limit_error");
     assert_eq!(r.body["error"]["code"], "budget_exceeded");
     assert_eq!(r.headers["x-should-retry"], "false");
+    assert!(r.header("retry-after").is_some(), "{:?}", r.headers);
+    let message = r.body["error"]["message"].as_str().unwrap();
+    assert!(message.contains("resets at"), "{message}");
     server.shutdown().await;
 }
 

@@ -1,7 +1,7 @@
 //! [`Host`]: the retry engine of one host with its config and providers, and
 //! the routing and policy decided before any request is sent.
 
-use crate::budget::{self, Held, SharedBudget};
+use crate::budget::{self, Held, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{
@@ -257,6 +257,30 @@ impl Host {
             .await
     }
 
+    /// Reserves the call's worst case on `budget`; a refusal says what is
+    /// left, when the window resets, and the most attempts that fit now.
+    async fn reserve(
+        &self,
+        budget: &SharedBudget,
+        request: &CallRequest,
+        schema_bytes: Option<u64>,
+        overhead: u64,
+    ) -> Result<Held, CallError> {
+        let worst = budget::worst_case(&self.config, request, schema_bytes, overhead);
+        Held::reserve(budget, worst)
+            .await
+            .map_err(|refused| match refused {
+                ReserveError::Failed(e) => e,
+                ReserveError::Refused(r) => r.into_error(budget::fitting_attempts(
+                    &self.config,
+                    request,
+                    schema_bytes,
+                    overhead,
+                    &r.room,
+                )),
+            })
+    }
+
     /// [`Host::call`], with `options`.
     pub async fn call_with(
         &self,
@@ -303,8 +327,7 @@ impl Host {
         let held = match &options.budget {
             Some(budget) => {
                 let overhead = provider.input_overhead_tokens();
-                let worst = budget::worst_case(&self.config, request, schema_bytes, overhead);
-                match Held::reserve(budget, worst).await {
+                match self.reserve(budget, request, schema_bytes, overhead).await {
                     Ok(held) => Some(held),
                     Err(e) => {
                         if let Some(w) = watch {

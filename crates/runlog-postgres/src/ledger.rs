@@ -255,7 +255,11 @@ async fn reserve_on(conn: &Conn, request: &ReserveRequest<'_>) -> Result<Reserve
     let calls = match grant(&request.limits, &state, &request.need, request.calls) {
         Ok(calls) => calls,
         Err(Reserved::Refused {
-            key, left, needed, ..
+            key,
+            left,
+            needed,
+            room,
+            ..
         }) => {
             let pending: bool = conn
                 .query_one(&pending, &[&request.tenant, &window_ms])
@@ -266,6 +270,7 @@ async fn reserve_on(conn: &Conn, request: &ReserveRequest<'_>) -> Result<Reserve
                 key,
                 left,
                 needed,
+                room,
                 pending,
             });
         }

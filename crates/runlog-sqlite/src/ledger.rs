@@ -211,7 +211,11 @@ impl Ledger for SqliteRunLog {
             let calls = match grant(&limits, &state, &need, calls) {
                 Ok(calls) => calls,
                 Err(Reserved::Refused {
-                    key, left, needed, ..
+                    key,
+                    left,
+                    needed,
+                    room,
+                    ..
                 }) => {
                     let pending: bool = tx
                         .prepare_cached(PENDING)
@@ -224,6 +228,7 @@ impl Ledger for SqliteRunLog {
                         key,
                         left,
                         needed,
+                        room,
                         pending,
                     });
                 }

@@ -53,7 +53,9 @@ pub async fn serve(
         Err(error) => {
             let e = ApiError::from_call(&error);
             let body = axum::Json(e.body(events));
-            Ok((e.status(), headers, body).into_response())
+            let mut response = (e.status(), headers, body).into_response();
+            e.add_headers(response.headers_mut());
+            Ok(response)
         }
     }
 }

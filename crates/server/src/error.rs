@@ -208,10 +208,29 @@ impl ApiError {
         };
         let mut e = Self::new(code, error.message.clone());
         e.details = error.details.clone();
-        if code == ApiCode::BudgetUnavailable {
-            e.retry_after = Some(1);
-        }
+        e.retry_after = match code {
+            ApiCode::BudgetUnavailable => Some(1),
+            // Until the window resets: the budget is whole again then.
+            ApiCode::BudgetExceeded => e
+                .details
+                .as_ref()
+                .and_then(|d| d.get("resetsAt"))
+                .and_then(Value::as_str)
+                .and_then(|at| at.parse::<jiff::Timestamp>().ok())
+                .map(|at| {
+                    let seconds = at.duration_since(jiff::Timestamp::now()).as_secs();
+                    u64::try_from(seconds).unwrap_or(0).max(1)
+                }),
+            _ => None,
+        };
         e
+    }
+
+    /// Its headers (`Retry-After`), on an answer built around its body.
+    pub fn add_headers(&self, headers: &mut axum::http::HeaderMap) {
+        if let Some(seconds) = self.retry_after {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
     }
 
     /// The status it answers with.
@@ -248,11 +267,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let body = axum::Json(self.body::<()>(None));
         let mut response = (self.status(), body).into_response();
-        if let Some(seconds) = self.retry_after {
-            response
-                .headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from(seconds));
-        }
+        self.add_headers(response.headers_mut());
         response.extensions_mut().insert(self);
         response
     }
@@ -282,6 +297,27 @@ mod tests {
         assert_eq!(e.status().as_u16(), 429);
         assert_eq!(body(&e)["error"]["code"], "budget_exceeded");
         assert_eq!(body(&e)["error"]["details"]["budget"], "requests");
+        assert_eq!(e.retry_after, None, "a lifetime budget does not reset");
+        // A windowed refusal: Retry-After to the reset.
+        let refusal = callai_engine::budget::Refusal {
+            key: "requests",
+            left: 1,
+            needed: 3,
+            room: callai_engine::budget::Limits {
+                requests: Some(1),
+                ..Default::default()
+            },
+            resets_at_ms: Some(callai_engine::events::now_ms() + 90_500),
+        };
+        let e = ApiError::from_call(&refusal.into_error(Some(1)));
+        let after = e.retry_after.unwrap();
+        assert!((89..=91).contains(&after), "{after}");
+        let details = &body(&e)["error"]["details"];
+        assert_eq!(details["fitsMaxAttempts"], 1);
+        assert!(
+            details["resetsAt"].as_str().unwrap().ends_with('Z'),
+            "{details}"
+        );
     }
 
     fn body(e: &ApiError) -> Value {

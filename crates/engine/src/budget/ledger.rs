@@ -164,6 +164,8 @@ pub enum Reserved {
         left: u64,
         /// What the call needs of it.
         needed: u64,
+        /// What is left of each limited key.
+        room: Limits,
         /// Whether room may come back soon: a reservation of several calls
         /// (a host's chunk, which may hold room no call of it holds yet) is
         /// in the window. A host gives such room back within a chunk's
@@ -177,6 +179,11 @@ pub enum Reserved {
 /// it (`pending` false); `None` when it fits.
 pub fn first_misfit(limits: &Limits, state: &WindowState, need: &Spend) -> Option<Reserved> {
     let left = limits.left(state);
+    let room = Limits {
+        requests: left[0],
+        output_tokens: left[1],
+        input_tokens: left[2],
+    };
     need.by_key()
         .iter()
         .zip(left)
@@ -185,6 +192,7 @@ pub fn first_misfit(limits: &Limits, state: &WindowState, need: &Spend) -> Optio
                 key,
                 left,
                 needed,
+                room,
                 pending: false,
             }),
             _ => None,
@@ -397,6 +405,11 @@ mod tests {
                 key: "outputTokens",
                 left: 400,
                 needed: 401,
+                room: Limits {
+                    requests: Some(3),
+                    output_tokens: Some(400),
+                    input_tokens: None,
+                },
                 pending: false,
             })
         );

@@ -7,7 +7,8 @@
 //! A refused reservation is the call's `policy_denied` error (the WIT's
 //! code for a refusal made before any request), with `details.reason =
 //! "budget_exceeded"`, the budget key, what is left and what the call
-//! needs; `callai serve` answers it as `budget_exceeded` (429).
+//! needs, when the window resets, and the most attempts that would fit now;
+//! `callai serve` answers it as `budget_exceeded` (429).
 
 mod ledger;
 pub(crate) mod worst_case;
@@ -18,7 +19,9 @@ pub use ledger::{
 };
 
 pub(crate) use worst_case::request_bound;
-pub use worst_case::{FALLBACK_BYTES_PER_TOKEN, MAX_COMPLAINT_BYTES, attempt_budgets, worst_case};
+pub use worst_case::{
+    FALLBACK_BYTES_PER_TOKEN, MAX_COMPLAINT_BYTES, attempt_budgets, fitting_attempts, worst_case,
+};
 
 use crate::provider::BoxFuture;
 use callai_wire::{CallError, ErrorCode};
@@ -62,11 +65,79 @@ pub struct Reservation {
     pub window_ms: u64,
 }
 
+/// A budget's refusal of a call's worst case: the first key it does not
+/// fit, and what is left of every key (for the engine to say how many
+/// attempts would fit now).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Refusal {
+    /// The budget key (`requests`, `outputTokens`, `inputTokens`).
+    pub key: &'static str,
+    /// What is left of it.
+    pub left: u64,
+    /// What the call needs of it.
+    pub needed: u64,
+    /// What is left of each limited key.
+    pub room: Limits,
+    /// When the window ends and the budget is whole again (ms since the
+    /// Unix epoch); `None` for a lifetime budget.
+    pub resets_at_ms: Option<u64>,
+}
+
+impl Refusal {
+    /// The call's error (see [`budget_exceeded`]), telling when the window
+    /// resets and `fits`, the most attempts that would fit now.
+    pub fn into_error(self, fits: Option<u32>) -> CallError {
+        let mut advice = String::new();
+        if let Some(n) = fits {
+            let plural = if n == 1 { "" } else { "s" };
+            advice.push_str(&format!(
+                "; a call of at most {n} attempt{plural} fits now (retry.maxAttempts, or x-callai-max-attempts on the drop-ins)"
+            ));
+        }
+        let resets_at = self.resets_at_ms.map(rfc3339);
+        if let Some(at) = &resets_at {
+            advice.push_str(&format!("; the budget's window resets at {at}"));
+        }
+        let mut e = budget_exceeded(self.key, self.left, self.needed);
+        e.message.push_str(&advice);
+        if let Some(n) = fits {
+            e = e.with_detail("fitsMaxAttempts", n);
+        }
+        if let Some(at) = resets_at {
+            e = e.with_detail("resetsAt", at);
+        }
+        e
+    }
+}
+
+/// `ms` since the Unix epoch as an RFC 3339 time, to the second (UTC).
+fn rfc3339(ms: u64) -> String {
+    let seconds = i64::try_from(ms / 1000).unwrap_or(i64::MAX);
+    jiff::Timestamp::from_second(seconds)
+        .map_or_else(|_| format!("{ms} ms after the epoch"), |t| t.to_string())
+}
+
+/// Why a reservation was not made.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReserveError {
+    /// The call's worst case does not fit.
+    Refused(Refusal),
+    /// The budget could not be checked (its store failed): the call's
+    /// error as is.
+    Failed(CallError),
+}
+
+impl From<CallError> for ReserveError {
+    fn from(e: CallError) -> Self {
+        Self::Failed(e)
+    }
+}
+
 /// Where a call's worst case is reserved and its real spend charged.
 pub trait Budget: Send + Sync {
-    /// Reserves `worst` for one call, or refuses it (see
-    /// [`budget_exceeded`]) before any request is sent.
-    fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, CallError>>;
+    /// Reserves `worst` for one call, or refuses it before any request is
+    /// sent.
+    fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, ReserveError>>;
 
     /// Charges `spent` against `reservation` and releases the rest. It runs
     /// to its end even when the call was dropped (the future is spawned),
@@ -182,7 +253,7 @@ pub(crate) struct Held {
 
 impl Held {
     /// Reserves `worst` on `budget`.
-    pub(crate) async fn reserve(budget: &SharedBudget, worst: Spend) -> Result<Self, CallError> {
+    pub(crate) async fn reserve(budget: &SharedBudget, worst: Spend) -> Result<Self, ReserveError> {
         let reservation = budget.reserve(worst).await?;
         Ok(Self {
             budget: budget.clone(),

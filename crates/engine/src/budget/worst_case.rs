@@ -3,7 +3,7 @@
 //! and the bytes of what each attempt would send bound the input tokens (no
 //! token covers less than a byte, so no tokenizer is needed).
 
-use super::Spend;
+use super::{Limits, Spend};
 use crate::config::HostConfig;
 use callai_wire::{CallRequest, RetryPolicy};
 
@@ -68,6 +68,43 @@ pub fn worst_case(
     overhead: u64,
 ) -> Spend {
     let budgets = attempt_budgets(config, request, schema_bytes.is_some());
+    worst_of(&budgets, request, schema_bytes, overhead)
+}
+
+/// The largest `maxAttempts` below the one `request` asks for whose worst
+/// case fits `room` (what is left of each limited key): what a refused
+/// call could ask for now. `None` when not even one attempt fits, or the
+/// host takes no per-call `retry` (`callAccounting.retryPolicy` false).
+pub fn fitting_attempts(
+    config: &HostConfig,
+    request: &CallRequest,
+    schema_bytes: Option<u64>,
+    overhead: u64,
+    room: &Limits,
+) -> Option<u32> {
+    if !config.call_accounting.retry_policy {
+        return None;
+    }
+    let budgets = attempt_budgets(config, request, schema_bytes.is_some());
+    // A call of fewer attempts makes the first of these requests.
+    (1..budgets.len()).rev().find_map(|k| {
+        let worst = worst_of(&budgets[..k], request, schema_bytes, overhead);
+        let fits = worst
+            .by_key()
+            .iter()
+            .zip(room.by_key())
+            .all(|(&(_, needed), (_, left))| left.is_none_or(|left| needed <= left));
+        fits.then(|| u32::try_from(k).unwrap_or(u32::MAX))
+    })
+}
+
+/// The worst case of the requests of output budgets `budgets`.
+fn worst_of(
+    budgets: &[u32],
+    request: &CallRequest,
+    schema_bytes: Option<u64>,
+    overhead: u64,
+) -> Spend {
     let text = text_bound(&request.messages, request.system_prompt.as_deref());
     let mut input = 0u64;
     for i in 0..budgets.len() {
@@ -174,6 +211,46 @@ mod tests {
             attempt_budgets(&c, &r, true),
             vec![4000, 5000, 5000, 5000],
             "default 4000"
+        );
+    }
+
+    #[test]
+    fn a_refused_call_is_told_the_most_attempts_that_fit() {
+        let c = config("");
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 2000, "retry": {"maxAttempts": 3}}"#,
+        );
+        let room = |requests, output_tokens| Limits {
+            requests,
+            output_tokens,
+            input_tokens: None,
+        };
+        // 2000 + 4000 + 8000: two attempts need 6000, one 2000.
+        assert_eq!(
+            fitting_attempts(&c, &r, Some(20), 0, &room(Some(2), None)),
+            Some(2)
+        );
+        assert_eq!(
+            fitting_attempts(&c, &r, Some(20), 0, &room(None, Some(5999))),
+            Some(1)
+        );
+        assert_eq!(
+            fitting_attempts(&c, &r, Some(20), 0, &room(None, Some(6000))),
+            Some(2)
+        );
+        assert_eq!(
+            fitting_attempts(&c, &r, Some(20), 0, &room(Some(5), Some(1999))),
+            None
+        );
+        // Every key counts: the requests fit two, the tokens only one.
+        assert_eq!(
+            fitting_attempts(&c, &r, Some(20), 0, &room(Some(2), Some(2000))),
+            Some(1)
+        );
+        let fixed = config("[callAccounting]\nretryPolicy = false\n");
+        assert_eq!(
+            fitting_attempts(&fixed, &r, Some(20), 0, &room(Some(2), None)),
+            None
         );
     }
 

@@ -28,7 +28,7 @@ mod chunk;
 use super::{Plan, budget::unavailable};
 use crate::metrics::{BudgetCounters, Metrics};
 use callai_engine::budget::{
-    Budget, Reservation, ReserveRequest, Reserved, Spend, WindowState, budget_exceeded,
+    Budget, Refusal, Reservation, ReserveError, ReserveRequest, Reserved, Spend, WindowState,
 };
 use callai_engine::events::now_ms;
 use callai_engine::wire::CallError;
@@ -348,7 +348,7 @@ impl Allotment {
 }
 
 impl Budget for Allotment {
-    fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, CallError>> {
+    fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, ReserveError>> {
         Box::pin(async move {
             let deadline = Instant::now() + RECLAIM;
             loop {
@@ -372,6 +372,7 @@ impl Budget for Allotment {
                         key,
                         left,
                         needed,
+                        room,
                         pending,
                     } => {
                         drop(rate);
@@ -387,7 +388,15 @@ impl Budget for Allotment {
                             continue;
                         }
                         self.counters.refused();
-                        return Err(budget_exceeded(key, left, needed));
+                        let length = self.plan.window.length();
+                        let resets_at_ms = length.map(|l| window_ms + l.as_millis() as u64);
+                        return Err(ReserveError::Refused(Refusal {
+                            key,
+                            left,
+                            needed,
+                            room,
+                            resets_at_ms,
+                        }));
                     }
                 }
             }
