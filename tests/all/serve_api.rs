@@ -315,7 +315,7 @@ async fn the_policy_denial_is_a_403() {
 /// default reply, as `callai run` gives a component without one (it was
 /// `mock script exhausted: request 1 but the script has 0 replies`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_call_without_a_script_gets_the_default_reply() {
+async fn a_call_without_a_script_gets_the_default_reply_or_a_valid_instance() {
     let server = TestServer::start("").await;
     let call = json!({"request": hello()});
     for _ in 0..2 {
@@ -325,5 +325,33 @@ async fn a_call_without_a_script_gets_the_default_reply() {
         assert_eq!(result["content"], "Hello from the built-in mock provider.");
         assert_eq!(result["attempts"]["count"], 1);
     }
+    // Issue 36 #1: a structured call without a script gets a value its
+    // schema accepts, at the first attempt, natively and in the prompt
+    // (it was `mock script exhausted: request 2 but the script has 1
+    // replies`).
+    let schema = json!({"type": "object", "additionalProperties": false,
+        "properties": {"scene": {"type": "string", "minLength": 3},
+                       "mood": {"enum": ["calm", "tense"]},
+                       "beats": {"type": "array", "minItems": 2,
+                                 "items": {"type": "integer", "minimum": 1}}},
+        "required": ["scene", "mood", "beats"]});
+    let structured = json!({"request": {"messages": [{"role": "user", "content": "a scene"}],
+                                        "responseSchema": schema}});
+    let a = server.post("/v1/call", &structured).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    let result = &a.body["result"];
+    assert_eq!(
+        result["data"],
+        json!({"scene": "xxx", "mood": "calm", "beats": [1, 1]}),
+        "{result}"
+    );
+    assert_eq!(result["attempts"]["count"], 1, "{result}");
+    assert_eq!(result["attempts"]["structuredOutput"], "native");
     server.shutdown().await;
+    let prompt = TestServer::start("[mock]\nnative = false\n").await;
+    let a = prompt.post("/v1/call", &structured).await;
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.body["result"]["attempts"]["count"], 1);
+    assert_eq!(a.body["result"]["attempts"]["structuredOutput"], "prompt");
+    prompt.shutdown().await;
 }

@@ -57,11 +57,15 @@ impl AppState {
 
     /// The host for one run or call of `tenant`: its policy, and its mock
     /// serving `script` (the run's, or its pack's own), or, with none, the
-    /// default reply `callai run` gives a component without a script.
+    /// unscripted mock `callai run` gives a component without a script.
     pub fn host_for(&self, tenant: &Tenant, script: Option<MockScript>) -> Host {
-        let script = script.unwrap_or_else(MockScript::default_reply);
-        let mock = &self.config().mock;
-        let mock = MockProvider::new(script, mock.structured_output()).with_latency(mock.latency());
+        let config = &self.config().mock;
+        let structured = config.structured_output();
+        let mock = match script {
+            Some(script) => MockProvider::new(script, structured),
+            None => MockProvider::unscripted(structured),
+        };
+        let mock = mock.with_latency(config.latency());
         tenant.host.with_provider("mock", Arc::new(mock))
     }
 

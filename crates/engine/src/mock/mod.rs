@@ -10,6 +10,14 @@
 //! Omitting `outputTokens` means the provider reported no usage. Each
 //! reported `outputTokens` is clamped to that request's `maxTokens`. A
 //! request past the end of the script fails at once.
+//!
+//! A caller that brings no script gets [`MockProvider::unscripted`]: every
+//! text request answered with [`MockScript::DEFAULT_JSON`]'s reply, every
+//! structured one with a small instance its schema accepts.
+
+mod instance;
+
+use instance::instance;
 
 use crate::provider::{
     BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, StopReason,
@@ -189,6 +197,28 @@ fn entry(i: usize, item: Value) -> Result<ScriptEntry, ScriptError> {
     Ok(entry)
 }
 
+/// The unscripted mock's answer to `request`.
+fn unscripted_reply(request: &ProviderRequest) -> ScriptEntry {
+    let Some(structured) = &request.structured else {
+        let mut default = MockScript::default_reply();
+        return default.0.swap_remove(0);
+    };
+    let content = instance(&structured.schema).to_string();
+    let tokens = |bytes: usize| u32::try_from(bytes.div_ceil(4).max(1)).unwrap_or(u32::MAX);
+    let input: usize = request
+        .messages
+        .iter()
+        .map(|m| m.content.len())
+        .chain(request.system_prompt.as_ref().map(String::len))
+        .sum();
+    ScriptEntry::Reply(MockReply {
+        output_tokens: Some(tokens(content.len())),
+        input_tokens: Some(tokens(input)),
+        content,
+        finish_reason: MockFinish::Stop,
+    })
+}
+
 /// One line of `--mock-log`: what the mock received.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -202,10 +232,19 @@ pub struct MockLogEntry {
     pub messages: usize,
 }
 
+/// What the mock answers from.
+#[derive(Debug)]
+enum Answers {
+    /// A script, one entry per request, served once.
+    Scripted(Vec<ScriptEntry>),
+    /// No script: the default text reply, or an instance of the schema.
+    Unscripted,
+}
+
 /// The mock provider. One per run: it serves its script once.
 #[derive(Debug)]
 pub struct MockProvider {
-    script: Vec<ScriptEntry>,
+    answers: Answers,
     native: bool,
     latency: Option<Duration>,
     state: Mutex<Vec<MockLogEntry>>,
@@ -217,8 +256,20 @@ impl MockProvider {
     /// default of `[mock] native`) or [`StructuredOutput::Prompt`] (the schema
     /// goes in the prompt).
     pub fn new(script: MockScript, structured: StructuredOutput) -> Self {
+        Self::answering(Answers::Scripted(script.0), structured)
+    }
+
+    /// A mock for a caller that brought no script: it answers every text
+    /// request with [`MockScript::DEFAULT_JSON`]'s reply and every
+    /// structured one with a small value its schema accepts (see
+    /// [`instance`]), reporting its length in bytes / 4 as output tokens.
+    pub fn unscripted(structured: StructuredOutput) -> Self {
+        Self::answering(Answers::Unscripted, structured)
+    }
+
+    fn answering(answers: Answers, structured: StructuredOutput) -> Self {
         Self {
-            script: script.0,
+            answers,
             native: structured == StructuredOutput::Native,
             latency: None,
             state: Mutex::new(Vec::new()),
@@ -240,7 +291,10 @@ impl MockProvider {
     /// Takes the next entry, logging the request; `None` past the end.
     fn next(&self, request: &ProviderRequest) -> Result<ScriptEntry, usize> {
         let mut log = self.state.lock().expect("mock log poisoned");
-        let entry = self.script.get(log.len()).cloned().ok_or(log.len())?;
+        let entry = match &self.answers {
+            Answers::Scripted(script) => script.get(log.len()).cloned().ok_or(log.len())?,
+            Answers::Unscripted => unscripted_reply(request),
+        };
         log.push(MockLogEntry {
             max_tokens: request.max_tokens,
             structured_output: request.structured.as_ref().map(|s| s.mode),
@@ -274,7 +328,7 @@ impl Provider for MockProvider {
                     format!(
                         "mock script exhausted: request {} but the script has {} replies",
                         served + 1,
-                        self.script.len()
+                        served
                     ),
                 )
             })?;
