@@ -130,6 +130,7 @@ impl TestServer {
                 .collect(),
             runtime: RuntimeOptions::from_limits(&config.host.limits),
             env,
+            open: callai_server::OpenListen::LoopbackOnly,
         };
         let server = Server::bind(config, options)
             .await

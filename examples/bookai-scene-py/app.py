@@ -11,6 +11,7 @@ from callai_sdk import (
     Budget,
     BudgetError,
     CallError,
+    NodeError,
     Request,
     Response,
     Retry,
@@ -77,8 +78,8 @@ def spent_json(s: Spent) -> dict[str, Any]:
 
 def failure(settings: Settings, budget: Budget, reason: str) -> Exception:
     """Why the node stopped, with what it estimated and spent."""
-    return RuntimeError(json.dumps({"error": reason, "estimate": settings.estimate(),
-                                    "spent": spent_json(budget.spent())}, ensure_ascii=False))
+    return NodeError(json.dumps({"error": reason, "estimate": settings.estimate(),
+                                 "spent": spent_json(budget.spent())}, ensure_ascii=False))
 
 
 def attempt(budget: Budget, request: Request) -> Response | BudgetError | CallError:

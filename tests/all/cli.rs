@@ -4,14 +4,14 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn callai(args: &[&str]) -> Output {
+pub(crate) fn callai(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_callai"))
         .args(args)
         .output()
         .expect("callai runs")
 }
 
-fn write(dir: &Path, name: &str, text: &str) -> String {
+pub(crate) fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()
@@ -26,9 +26,13 @@ fn stdout_json(out: &Output) -> Value {
     serde_json::from_slice(&out.stdout).expect("stdout is JSON")
 }
 
-fn stderr_json(out: &Output) -> Value {
+/// The error a failed command printed: the last line of its stderr (the
+/// pack's log lines, JSON objects too, come before it).
+pub(crate) fn stderr_json(out: &Output) -> Value {
     assert!(!out.status.success());
-    serde_json::from_slice(&out.stderr).expect("stderr is JSON")
+    let text = String::from_utf8_lossy(&out.stderr);
+    let last = text.lines().last().unwrap_or_default();
+    serde_json::from_str(last).unwrap_or_else(|e| panic!("stderr ends in no JSON ({e}): {text}"))
 }
 
 #[test]
@@ -110,7 +114,29 @@ fn the_demo_runs_with_no_flags_on_the_built_in_mock() {
 fn a_trapping_component_file_exits_non_zero_with_a_json_error() {
     let out = callai(&["run", callai_test_programs_artifacts::TRAP, "--input", "x"]);
     assert_eq!(out.status.code(), Some(1));
-    assert_eq!(stderr_json(&out)["error"]["kind"], "trap");
+    // Its panic message went to its stderr: a log line before the error.
+    let lines: Vec<Value> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("each line is JSON"))
+        .collect();
+    let (error, logs) = lines.split_last().expect("an error");
+    assert_eq!(error["error"]["kind"], "trap");
+    assert!(
+        logs.iter().any(|l| l["log"]["level"] == "warn"
+            && l["log"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("this pack traps on purpose"))),
+        "{logs:?}"
+    );
+    let quiet = callai(&[
+        "run",
+        callai_test_programs_artifacts::TRAP,
+        "--input",
+        "x",
+        "--log",
+        "off",
+    ]);
+    assert_eq!(stderr_json(&quiet)["error"]["kind"], "trap");
 }
 
 #[test]

@@ -69,6 +69,16 @@ fn a_rust_pack_builds_outside_the_repository() {
             assert!(copy.exists(), "callai new left out {repo}/{name:?}");
         }
     }
+    // The oldest Rust it builds with is stated, and is the workspace's.
+    let stated = format!("rust-version = \"{}\"", env!("CARGO_PKG_RUST_VERSION"));
+    for manifest in [
+        "Cargo.toml",
+        ".callai/callai-sdk/Cargo.toml",
+        ".callai/callai-wire/Cargo.toml",
+    ] {
+        let text = std::fs::read_to_string(dir.join(manifest)).unwrap();
+        assert!(text.contains(&stated), "{manifest}: {text}");
+    }
     let target = parent.path().join("target");
     let build = "build --offline --release --target wasm32-wasip2";
     ok(in_dir(&dir, env!("CARGO"), build).env("CARGO_TARGET_DIR", &target));

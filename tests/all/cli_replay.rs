@@ -189,7 +189,7 @@ fn a_different_request_diverges_and_fails_the_run() {
     ]);
     assert_eq!(rep.status.code(), Some(1));
     assert!(rep.stdout.is_empty(), "no invented result");
-    let err: Value = serde_json::from_slice(&rep.stderr).unwrap();
+    let err: Value = super::cli::stderr_json(&rep);
     assert_eq!(err["error"]["kind"], "replay_diverged");
     assert!(err["error"]["message"].as_str().unwrap().contains("call 0"));
     let diverged: Vec<Value> = lines(&d.path("ev.jsonl"))
@@ -247,7 +247,7 @@ fn more_or_fewer_calls_than_recorded_diverge() {
             "two",
         ]);
         assert_eq!(rep.status.code(), Some(1));
-        let err: Value = serde_json::from_slice(&rep.stderr).unwrap();
+        let err: Value = super::cli::stderr_json(&rep);
         assert_eq!(err["error"]["kind"], "replay_diverged");
         assert!(
             err["error"]["message"].as_str().unwrap().contains(needle),
@@ -296,7 +296,7 @@ fn a_foreign_or_corrupt_log_is_a_clear_error_and_left_untouched() {
         let before = std::fs::read(path).ok();
         let out = callai(&["run", "echo-attempts", flag, path, "--run-id", "r"]);
         assert_eq!(out.status.code(), Some(2), "{flag} {path}");
-        let err: Value = serde_json::from_slice(&out.stderr).unwrap();
+        let err: Value = super::cli::stderr_json(&out);
         assert!(
             err["error"]["message"].as_str().unwrap().contains(needle),
             "{err}"
@@ -387,7 +387,7 @@ fn a_run_killed_between_calls_leaves_a_log_that_replays_up_to_its_last_call() {
         &d.s("mock.jsonl"),
     ]);
     assert_eq!(rep.status.code(), Some(1));
-    let err: Value = serde_json::from_slice(&rep.stderr).unwrap();
+    let err: Value = super::cli::stderr_json(&rep);
     let expected = format!("call {n} was not recorded");
     assert!(
         err["error"]["message"]
@@ -458,7 +458,7 @@ fn a_run_killed_during_a_call_leaves_a_log_without_that_call() {
         "--run-id",
         "mid",
     ]);
-    let err: Value = serde_json::from_slice(&rep.stderr).unwrap();
+    let err: Value = super::cli::stderr_json(&rep);
     assert!(
         err["error"]["message"]
             .as_str()

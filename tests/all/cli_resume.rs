@@ -30,7 +30,7 @@ fn ok_json(out: &Output) -> Value {
 
 fn err_message(out: &Output) -> String {
     assert!(!out.status.success(), "expected a failure");
-    let v: Value = serde_json::from_slice(&out.stderr).expect("a JSON error");
+    let v = super::cli::stderr_json(out);
     v["error"]["message"].as_str().unwrap().to_owned()
 }
 

@@ -57,6 +57,58 @@ fn a_log_flood_is_cut_at_the_runs_log_limit() {
     assert_eq!(out.events_named("pack.log.dropped")[0]["lines"], 95);
 }
 
+/// Issue 36 #4: what a pack writes to its standard output and error is
+/// in its log, in order with its calls, within the same limits.
+#[test]
+fn a_packs_stdout_and_stderr_are_its_log_lines_within_its_limits() {
+    let out = run(
+        &pack("print_lines"),
+        HostConfig::default(),
+        &json!([{"content": "ok", "outputTokens": 1}]),
+        &json!({"lines": 3}).to_string(),
+    );
+    assert_eq!(out.ok(), &json!(3));
+    let lines: Vec<(String, String)> = out
+        .events_named("pack.log")
+        .iter()
+        .map(|e| {
+            let text = |k: &str| e[k].as_str().unwrap().to_owned();
+            (text("level"), text("message"))
+        })
+        .collect();
+    let expected = [
+        ("info", "line 0"),
+        ("info", "line 1"),
+        ("info", "line 2"),
+        ("info", "no newline"),
+        ("warn", "on stderr"),
+    ];
+    let expected: Vec<(String, String)> = expected
+        .iter()
+        .map(|(l, m)| ((*l).to_owned(), (*m).to_owned()))
+        .collect();
+    assert_eq!(lines, expected);
+    // "line 0" was logged before the call, the rest after it.
+    let types: Vec<&str> = out
+        .events
+        .iter()
+        .map(callai_engine::Event::type_name)
+        .collect();
+    let first_line = types.iter().position(|t| *t == "pack.log").unwrap();
+    let usage = types.iter().position(|t| *t == "provider.usage").unwrap();
+    let second_line = types.iter().rposition(|t| *t == "pack.log").unwrap();
+    assert!(first_line < usage && usage < second_line, "{types:?}");
+    // The same line limit as the log import.
+    let out = run(
+        &pack("print_lines"),
+        with(|c| c.limits.max_log_lines = 2),
+        &json!([{"content": "ok", "outputTokens": 1}]),
+        &json!({"lines": 50}).to_string(),
+    );
+    assert_eq!(out.events_named("pack.log").len(), 2);
+    assert_eq!(out.events_named("pack.log.dropped")[0]["lines"], 50);
+}
+
 #[test]
 fn a_request_of_many_empty_messages_is_counted_on_what_would_be_sent() {
     let config = with(|c| c.limits.max_request_bytes = 1 << 20);

@@ -115,3 +115,34 @@ fn the_conformance_node_in_typescript_passes_every_leg() {
         );
     }
 }
+
+/// Issue 36 #3: a Python node's failure names the exception's type and
+/// where it was raised (it said only the exception's text), and its whole
+/// traceback is in the run's events.
+#[test]
+fn a_python_nodes_exception_says_its_type_and_where_it_was_raised() {
+    let Some(name) = bundled(&["bookai-scene-py"]).first().copied() else {
+        return;
+    };
+    let input = json!({"premise": "A lighthouse.", "maxCalls": "two"}).to_string();
+    let out = run(&pack(name), HostConfig::default(), &script("clean"), &input);
+    let message = match &out.output {
+        Err(RunError::Node(m)) => m.clone(),
+        other => panic!("expected the node to fail, got {other:?}"),
+    };
+    assert!(
+        message.starts_with("ValueError: input.maxCalls must be an integer (raised at app.py:"),
+        "{message}"
+    );
+    assert!(message.contains(" in whole"), "{message}");
+    let traceback = out.events.iter().find_map(|e| match e {
+        callai_engine::Event::PackLog { level, message, .. } if level == "error" => Some(message),
+        _ => None,
+    });
+    let traceback = traceback.expect("the traceback is logged");
+    assert!(
+        traceback.starts_with("Traceback (most recent call last):")
+            && traceback.contains("ValueError"),
+        "{traceback}"
+    );
+}

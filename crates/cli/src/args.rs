@@ -6,7 +6,7 @@ use std::path::PathBuf;
 /// Run callAI packs: WebAssembly components whose nodes call models through
 /// this host, with every provider request counted (RFC 0248).
 #[derive(Debug, Parser)]
-#[command(name = "callai", version)]
+#[command(name = "callai", version = crate::VERSION)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -34,6 +34,33 @@ pub enum Command {
     Runlog {
         #[command(subcommand)]
         command: RunlogCommand,
+    },
+    /// Check a host config without starting anything: print every setting
+    /// with its default filled in, or the first error with its key, line
+    /// and column.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// Compile component files into the cache `callai run` and `callai
+    /// serve` load from, so that their first run starts at once (a pack
+    /// build's last step).
+    Compile {
+        /// The component files (.wasm).
+        #[arg(required = true)]
+        packs: Vec<PathBuf>,
+        /// Host config (TOML): its `[limits]` and `[cache]` shape the
+        /// compilation, as for `run`.
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+    /// Print a shell's completion script for `callai` (bash: `source <(callai
+    /// completions bash)`; zsh: into a file on `$fpath` named `_callai`;
+    /// fish: into `~/.config/fish/completions/callai.fish`).
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
     },
     /// Print the host's aiProviders facet (and the reliability capability).
     Facet {
@@ -106,6 +133,10 @@ pub struct RunArgs {
     /// The node id reported in events. Default: the example's node id, or the file name.
     #[arg(long)]
     pub node_id: Option<String>,
+    /// Show the pack's own log lines at this level and above on stderr as
+    /// the run goes (`off` for none).
+    #[arg(long, value_enum, default_value = "info")]
+    pub log: crate::pack_logs::LogLevel,
 }
 
 #[derive(Debug, Args)]
@@ -123,6 +154,22 @@ pub struct ServeArgs {
     /// `postgres://` URL.
     #[arg(long)]
     pub runlog: Option<String>,
+    /// Listen beyond loopback even with no token set (a proxy in front
+    /// checks every caller): whoever reaches the server is its admin.
+    #[arg(long)]
+    pub allow_open: bool,
+}
+
+/// `callai config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Parse and check a host config as `callai serve` does at start-up
+    /// (providers, defaults, tenants, tokens, limits), without starting
+    /// anything; print the settings it makes as TOML.
+    Check {
+        /// The host config (TOML).
+        file: PathBuf,
+    },
 }
 
 /// `callai runlog ...`

@@ -2,15 +2,22 @@
 //! print the facet, run the conformance scenario, prune a run log.
 
 mod args;
+mod compile;
+mod config_check;
 mod error;
 mod new;
+mod pack_logs;
 mod run;
 mod runlog;
 mod serve;
 
-use args::{Cli, Command};
-use clap::Parser;
+use args::{Cli, Command, ConfigCommand};
+use clap::{CommandFactory, Parser};
 use std::process::ExitCode;
+
+/// `callai --version`: the package's version, the commit it was built
+/// from and its cargo features (set by build.rs).
+pub(crate) const VERSION: &str = env!("CALLAI_VERSION");
 
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
@@ -35,6 +42,17 @@ fn main() -> ExitCode {
         }
         Command::New { lang, dir } => new::new(lang, &dir).map(|()| ExitCode::SUCCESS),
         Command::Runlog { command } => runlog::runlog(command),
+        Command::Config {
+            command: ConfigCommand::Check { file },
+        } => config_check::check(&file),
+        Command::Compile { packs, config } => run::load_config(config.as_deref())
+            .and_then(|config| run::runtime(&config))
+            .and_then(|runtime| compile::compile(&runtime, &packs)),
+        Command::Completions { shell } => {
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "callai", &mut script);
+            error::print(&String::from_utf8_lossy(&script)).map(|()| ExitCode::SUCCESS)
+        }
         Command::Facet { config } => run::facet(config.as_deref()),
         Command::Conformance {
             json,

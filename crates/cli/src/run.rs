@@ -2,6 +2,7 @@
 
 use crate::args::RunArgs;
 use crate::error::{CliError, print};
+use crate::pack_logs::PackLogs;
 use callai_config::{Config, OpenLog, RunLogConfig};
 use callai_engine::RunLogError;
 use callai_engine::observe::SharedObserver;
@@ -56,8 +57,10 @@ struct Plan {
     example: Option<&'static callai_examples::Example>,
     pack_path: PathBuf,
     input: String,
-    script_text: String,
-    script: MockScript,
+    /// The mock script and its text; none for a component file run with
+    /// no script (the unscripted mock answers it).
+    script_text: Option<String>,
+    script: Option<MockScript>,
     node_id: String,
 }
 
@@ -86,21 +89,24 @@ impl Plan {
         let spec = resumed.as_ref().and_then(|r| r.spec.clone());
         let input = input(args, spec.as_ref(), example)?;
         let script_text = match (&args.script, &spec, example) {
-            (Some(s), _, _) => read(s, "script")?,
+            (Some(s), _, _) => Some(read(s, "script")?),
             (
                 None,
                 Some(RunSpec {
                     script: Some(s), ..
                 }),
                 _,
-            ) => s.clone(),
-            (None, _, Some(e)) => e.default_script.to_owned(),
-            (None, _, None) => MockScript::DEFAULT_JSON.to_owned(),
+            ) => Some(s.clone()),
+            (None, _, Some(e)) => Some(e.default_script.to_owned()),
+            (None, _, None) => None,
         };
-        let mut script = MockScript::from_json(&script_text)?;
-        if let (None, Some(run)) = (&args.script, &resumed) {
+        let mut script = script_text
+            .as_deref()
+            .map(MockScript::from_json)
+            .transpose()?;
+        if let (None, Some(run), Some(text)) = (&args.script, &resumed, &script_text) {
             // The script the run was started with, past what it already used.
-            script = MockScript::resumed(Some(&script_text), run).unwrap_or(script);
+            script = MockScript::resumed(Some(text), run).or(script);
         }
         let node_id = args.node_id.clone().unwrap_or_else(|| match example {
             Some(e) => e.node_id.to_owned(),
@@ -167,10 +173,12 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let mut events_out = args.events.as_deref().map(create).transpose()?;
     let mut mock_log_out = args.mock_log.as_deref().map(create).transpose()?;
 
-    let mock = Arc::new(
-        MockProvider::new(plan.script.clone(), config.host.mock.structured_output())
-            .with_latency(config.host.mock.latency()),
-    );
+    let structured = config.host.mock.structured_output();
+    let mock = match plan.script.clone() {
+        Some(script) => MockProvider::new(script, structured),
+        None => MockProvider::unscripted(structured),
+    };
+    let mock = Arc::new(mock.with_latency(config.host.mock.latency()));
     let runtime = runtime(&config)?;
     let host = host(&config)?.with_provider("mock", mock.clone());
     let bytes = plan.bytes()?;
@@ -178,23 +186,13 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
         pack: args.pack.clone(),
         sha256: callai_host::sha256_hex(&bytes),
         input: plan.input.clone(),
-        script: Some(plan.script_text.clone()),
+        script: plan.script_text.clone(),
         tenant: None,
     };
     let journal = rt.block_on(journal(&args, &plan.node_id, &spec, &config.runlog))?;
-    if !runtime.is_cached(&bytes) && std::io::stderr().is_terminal() && bytes.len() > 4 << 20 {
-        // A TypeScript or Python pack carries its language's engine: its
-        // first compile takes seconds, later runs load it from the cache.
-        eprintln!(
-            "compiling {} ({} MB) once; later runs load it from the cache",
-            args.pack,
-            bytes.len() >> 20
-        );
-    }
-    let pack = runtime.load(&bytes).map_err(|source| CliError::Load {
-        name: args.pack.clone(),
-        source,
-    })?;
+    // A TypeScript or Python pack carries its language's engine: its first
+    // compile takes seconds, later runs load it from the cache.
+    let pack = crate::compile::load(&runtime, &args.pack, &bytes)?;
 
     let telemetry =
         callai_telemetry::Telemetry::from_config(&config.telemetry, |k| std::env::var(k).ok())
@@ -202,13 +200,28 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let trace = telemetry
         .as_ref()
         .map(|t| t.run(&plan.node_id, args.run_id.as_deref(), &args.pack));
+    let events = callai_engine::events::EventLog::new();
     let options = RunOptions {
         journal,
         observer: trace.as_ref().map(|t| t.observer() as SharedObserver),
-        events: None,
+        events: Some(events.clone()),
         budget: None,
     };
-    let output: RunOutput = rt.block_on(pack.run_with(&host, &plan.node_id, &plan.input, options));
+    let mut logs = PackLogs::new(events, args.log);
+    let output: RunOutput = rt.block_on(async {
+        let run = pack.run_with(&host, &plan.node_id, &plan.input, options);
+        tokio::pin!(run);
+        // The pack's log lines as they come: the run's events are read
+        // every tick (a run writes them from its own task).
+        let mut tick = tokio::time::interval(std::time::Duration::from_millis(50));
+        loop {
+            tokio::select! {
+                output = &mut run => break output,
+                _ = tick.tick() => logs.print_new(),
+            }
+        }
+    });
+    logs.print_new();
     if let (Some(telemetry), Some(trace)) = (&telemetry, &trace) {
         let error = output.result.as_ref().err().map(ToString::to_string);
         trace.end(error.as_deref().map_or(Ok(()), Err));
@@ -379,7 +392,7 @@ pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<E
 
 /// The wasmtime runtime for `config`'s limits, with the compiled-component
 /// cache of [`runtime_options`].
-fn runtime(config: &Config) -> Result<PackRuntime, CliError> {
+pub(crate) fn runtime(config: &Config) -> Result<PackRuntime, CliError> {
     PackRuntime::with_options(&runtime_options(config))
         .map_err(|e| CliError::Usage(format!("cannot start wasmtime: {e:#}")))
 }

@@ -3,7 +3,7 @@
 use crate::args::ServeArgs;
 use crate::error::CliError;
 use callai_config::parse_listen;
-use callai_server::{BundledPack, Server, ServerOptions};
+use callai_server::{BundledPack, OpenListen, Server, ServerOptions};
 use std::process::ExitCode;
 
 /// SIGTERM or Ctrl-C.
@@ -40,6 +40,11 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
             .map(|e| BundledPack::new(e.name, e.node_id, Some(e.default_script.into()), e.loader()))
             .collect(),
         runtime: crate::run::runtime_options(&config),
+        open: if args.allow_open {
+            OpenListen::Anywhere
+        } else {
+            OpenListen::LoopbackOnly
+        },
         ..ServerOptions::default()
     };
     let rt = crate::run::tokio()?;
@@ -47,7 +52,7 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
         let server = Server::bind(config, options)
             .await
             .map_err(|e| CliError::Usage(e.to_string()))?;
-        eprintln!("listening on http://{}", server.local_addr());
+        eprint!("{}", server.banner());
         server
             .run(shutdown_signal())
             .await

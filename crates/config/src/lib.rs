@@ -19,11 +19,15 @@
 
 #![warn(missing_docs)]
 
+mod locate;
 mod open_log;
+mod resolved;
 mod serve;
 mod tenants;
 
+pub use locate::{located, position};
 pub use open_log::{OpenLog, open_runlog};
+pub use resolved::ResolvedConfig;
 pub use serve::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
 pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name};
 
@@ -62,9 +66,15 @@ impl Config {
         checked(parse_toml(text), Self::validate)
     }
 
-    /// Reads and checks a config from a TOML file; a parse error names it.
+    /// Reads and checks a config from a TOML file; an error names it, and
+    /// the line and column of the key it is about.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        checked(read_toml(path), Self::validate)
+        let config = read_toml(path)?;
+        Self::validate(&config).map_err(|e| match std::fs::read_to_string(path) {
+            Ok(text) => located(e, path, &text),
+            Err(_) => e,
+        })?;
+        Ok(config)
     }
 
     /// Checks every section, each with its owner's rules.

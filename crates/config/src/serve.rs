@@ -2,12 +2,12 @@
 //! run log and the cache `callai run` too).
 
 use callai_engine::config::{ConfigError, in_range, invalid};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::net::SocketAddr;
 use std::time::Duration;
 
 /// `[server]`: the HTTP API of `callai serve`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct ServerConfig {
     /// The address to listen on.
@@ -168,7 +168,7 @@ pub(crate) fn is_env_name(name: &str) -> bool {
 }
 
 /// `[cache]`: the compiled-component cache on disk.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct CacheConfig {
     /// The most the cache may hold; past it the least recently used
@@ -192,7 +192,7 @@ impl CacheConfig {
 }
 
 /// `[runlog]`: where `callai serve` records its runs.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct RunLogConfig {
     /// An SQLite file path or a `postgres://` URL; empty: runs are not

@@ -14,14 +14,14 @@
 
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// Every `[tenants.NAME]` section, by name.
 pub type TenantsConfig = BTreeMap<String, TenantConfig>;
 
 /// One `[tenants.NAME]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct TenantConfig {
     /// The variable holding the tenant's bearer token.
@@ -36,7 +36,7 @@ pub struct TenantConfig {
 /// `[tenants.NAME.budget]`: limits per window, each unset for unlimited.
 /// Signed, so that a negative one is refused naming its key rather than
 /// failing to parse.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct BudgetConfig {
     /// Provider requests (attempts) per window.

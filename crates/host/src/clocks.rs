@@ -49,7 +49,7 @@ impl HostMonotonicClock for RunMonotonicClock {
 /// The WASI context of one run: nothing granted (no preopens, no env, no
 /// args, no sockets, stdio closed), and clocks and random sources from
 /// `seed`.
-pub(super) fn sandbox(seed: RunSeed) -> WasiCtx {
+pub(super) fn sandbox(seed: RunSeed, stdio: &crate::stdio::PackStdio) -> WasiCtx {
     let derived = |n: u64| seed.seed ^ n.wrapping_mul(0x9E37_79B9_7F4A_7C15);
     WasiCtxBuilder::new()
         .wall_clock(RunWallClock {
@@ -61,5 +61,7 @@ pub(super) fn sandbox(seed: RunSeed) -> WasiCtx {
         .insecure_random(StdRng::seed_from_u64(derived(2)))
         .insecure_random_seed(u128::from(derived(3)) << 64 | u128::from(derived(4)))
         .max_random_size(MAX_RANDOM_BYTES)
+        .stdout(stdio.stdout.clone())
+        .stderr(stdio.stderr.clone())
         .build()
 }

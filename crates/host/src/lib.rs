@@ -39,6 +39,7 @@ mod epoch;
 mod limits;
 mod load;
 mod runtime;
+mod stdio;
 mod view;
 
 pub use load::LoadError;

@@ -247,8 +247,13 @@ impl PackRuntime {
         self.load(&bytes)
     }
 
-    /// Whether `bytes` would load from the compiled-component cache, not be
-    /// compiled (a TypeScript or Python pack takes seconds to compile).
+    /// Whether it keeps compiled components in a cache on disk.
+    pub fn has_cache(&self) -> bool {
+        self.cache_dir.is_some()
+    }
+
+    /// Whether the compiled-component cache holds `bytes`' compilation for
+    /// this engine.
     pub fn is_cached(&self, bytes: &[u8]) -> bool {
         self.cache_dir
             .as_deref()
@@ -342,10 +347,11 @@ impl Pack {
             .acquire()
             .await
             .expect("the slot semaphore is never closed");
+        let stdio = crate::stdio::PackStdio::new(limits.max_log_bytes);
         let state = RunState {
-            wasi: crate::clocks::sandbox(session.seed()),
+            wasi: crate::clocks::sandbox(session.seed(), &stdio),
             table: ResourceTable::new(),
-            callai: CallAiCtx::with_session(session),
+            callai: CallAiCtx::with_session(session).with_stdio(stdio),
             limiter: RunLimiter::new(&limits),
         };
         // The epoch ticks while this run's store lives, and not when none does.

@@ -3,6 +3,7 @@
 //! WIT types and hands the call to the run's [`RunSession`].
 
 use crate::bindings::openwop::callai::{ai, log, types};
+use crate::stdio::PackStdio;
 use callai_engine::Host;
 use callai_engine::events::Event;
 use callai_engine::{CallInput, Journal, RunError, RunSession};
@@ -14,6 +15,8 @@ use wasmtime::component::{HasData, Linker};
 #[derive(Debug)]
 pub struct CallAiCtx {
     session: RunSession,
+    /// The pack's standard output and error, when the host keeps them.
+    stdio: Option<PackStdio>,
 }
 
 impl CallAiCtx {
@@ -24,7 +27,30 @@ impl CallAiCtx {
 
     /// A context around a session of the caller's making.
     pub fn with_session(session: RunSession) -> Self {
-        Self { session }
+        Self {
+            session,
+            stdio: None,
+        }
+    }
+
+    /// Logs what the pack writes to `stdio` with its other log lines.
+    pub(crate) fn with_stdio(mut self, stdio: PackStdio) -> Self {
+        self.stdio = Some(stdio);
+        self
+    }
+
+    /// Hands the lines the pack has written since the last time to its
+    /// log: before each import, so that they come before what it does
+    /// next, and at the end (`end`, the last line without its newline too).
+    fn log_stdio(&mut self, end: bool) {
+        let Some(stdio) = &self.stdio else {
+            return;
+        };
+        for stream in [&stdio.stdout, &stdio.stderr] {
+            for line in stream.take_lines(end) {
+                self.session.log(stream.level, line);
+            }
+        }
     }
 
     /// The calls the pack has made so far.
@@ -40,6 +66,7 @@ impl CallAiCtx {
         &mut self,
         result: Result<String, RunError>,
     ) -> (Result<String, RunError>, Vec<Event>) {
+        self.log_stdio(true);
         self.session.finish(result).await
     }
 }
@@ -81,6 +108,7 @@ impl ai::Host for CallAiView<'_> {
         &mut self,
         request: types::CallRequest,
     ) -> wasmtime::Result<Result<types::CallResult, types::CallError>> {
+        self.ctx.log_stdio(false);
         // A schema that is not even JSON text is refused at the boundary,
         // before it counts as a call.
         let request = match CallRequest::try_from(request) {
@@ -100,6 +128,7 @@ impl ai::Host for CallAiView<'_> {
         &mut self,
         request: String,
     ) -> wasmtime::Result<Result<String, types::CallError>> {
+        self.ctx.log_stdio(false);
         let outcome = self
             .ctx
             .session
@@ -124,6 +153,7 @@ impl log::Host for CallAiView<'_> {
             log::Level::Warn => "warn",
             log::Level::Error => "error",
         };
+        self.ctx.log_stdio(false);
         self.ctx.session.log(level, message);
         Ok(())
     }

@@ -1,11 +1,11 @@
 //! `[providers.NAME]`: the real providers a host may call, by name.
 
 use callai_engine::config::{ConfigError, invalid};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// OpenAI-compatible chat completions (OpenAI, vLLM, Ollama, llama.cpp, LM Studio).
@@ -74,7 +74,7 @@ impl ProviderKind {
 pub type ProvidersConfig = BTreeMap<String, ProviderConfig>;
 
 /// One `[providers.NAME]` section. Absent keys take the kind's defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderConfig {
     /// The wire format; implied by a section named `openai` or `anthropic`.
@@ -94,10 +94,13 @@ pub struct ProviderConfig {
     pub input_overhead_tokens: Option<u64>,
 }
 
-/// A section with its defaults filled in.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A section with its defaults filled in (serialized as its section,
+/// every key spelt as the config spells it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ProviderSettings {
     /// The section name: what a request's `provider` names.
+    #[serde(skip)]
     pub name: String,
     /// The wire format.
     pub kind: ProviderKind,

@@ -28,20 +28,35 @@ enum KeyHeader {
     XApiKey,
 }
 
+/// Where a server with no token at all (no admin's, no tenant's) may
+/// listen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum OpenListen {
+    /// On loopback only: anything else is refused at start-up.
+    #[default]
+    LoopbackOnly,
+    /// Anywhere (`callai serve --allow-open`): whoever reaches the address
+    /// is the admin, as behind a proxy that checks callers itself.
+    Anywhere,
+}
+
 /// The admin's token (`[server] tokenEnv`, a variable name; empty for none),
 /// read through `env`, for a server listening on `listen`. A server with no
-/// token at all (no admin's, no tenant's) listens on loopback only.
+/// token at all (no admin's, no tenant's) listens on loopback only, unless
+/// `open` says anywhere.
 pub fn admin_token(
     token_env: &str,
     listen: SocketAddr,
     tenants: usize,
+    open: OpenListen,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Option<String>, String> {
     if token_env.is_empty() {
-        if tenants == 0 && !listen.ip().is_loopback() {
+        if tenants == 0 && !listen.ip().is_loopback() && open == OpenListen::LoopbackOnly {
             return Err(format!(
                 "server.tokenEnv: refusing to listen on {listen} without a bearer token; \
-                 set [server] tokenEnv to a variable holding one, or listen on 127.0.0.1 / [::1]"
+                 set [server] tokenEnv to a variable holding one, listen on 127.0.0.1 / [::1], \
+                 or pass --allow-open if a proxy in front checks every caller"
             ));
         }
         return Ok(None);
@@ -178,6 +193,8 @@ mod tests {
     use crate::tenants::ServerTokens;
     use callai_engine::{Host, HostConfig};
 
+    const LOOPBACK: OpenListen = OpenListen::LoopbackOnly;
+
     fn addr(text: &str) -> SocketAddr {
         text.parse().unwrap()
     }
@@ -185,20 +202,34 @@ mod tests {
     #[test]
     fn without_a_token_only_loopback() {
         let none = |_: &str| None;
-        assert_eq!(admin_token("", addr("127.0.0.1:0"), 0, none), Ok(None));
-        assert_eq!(admin_token("", addr("[::1]:0"), 0, none), Ok(None));
-        let e = admin_token("", addr("0.0.0.0:8080"), 0, none).unwrap_err();
+        assert_eq!(
+            admin_token("", addr("127.0.0.1:0"), 0, LOOPBACK, none),
+            Ok(None)
+        );
+        assert_eq!(
+            admin_token("", addr("[::1]:0"), 0, LOOPBACK, none),
+            Ok(None)
+        );
+        let e = admin_token("", addr("0.0.0.0:8080"), 0, LOOPBACK, none).unwrap_err();
         assert!(
             e.contains("server.tokenEnv") && e.contains("0.0.0.0:8080"),
             "{e}"
         );
         // Tenants carry tokens of their own: every request needs one.
-        assert_eq!(admin_token("", addr("0.0.0.0:8080"), 1, none), Ok(None));
-        let e = admin_token("TOKEN", addr("127.0.0.1:0"), 0, none).unwrap_err();
+        assert_eq!(
+            admin_token("", addr("0.0.0.0:8080"), 1, LOOPBACK, none),
+            Ok(None)
+        );
+        // An operator whose proxy checks callers says so.
+        assert_eq!(
+            admin_token("", addr("0.0.0.0:8080"), 0, OpenListen::Anywhere, none),
+            Ok(None)
+        );
+        let e = admin_token("TOKEN", addr("127.0.0.1:0"), 0, LOOPBACK, none).unwrap_err();
         assert!(e.contains("TOKEN"), "{e}");
         let some = |_: &str| Some("s3cret".to_owned());
         assert_eq!(
-            admin_token("TOKEN", addr("0.0.0.0:8080"), 0, some),
+            admin_token("TOKEN", addr("0.0.0.0:8080"), 0, LOOPBACK, some),
             Ok(Some("s3cret".into()))
         );
     }

@@ -29,8 +29,10 @@
 mod admission;
 mod answer;
 mod auth;
+mod banner;
 mod body;
 mod call;
+mod check;
 mod discovery;
 mod dropin;
 mod durable;
@@ -49,6 +51,8 @@ mod scope;
 mod state;
 mod tenants;
 
+pub use auth::OpenListen;
+pub use check::check_config;
 pub use error::ApiError;
 pub use packs::{BundledPack, MAX_UPLOADS};
 
@@ -88,6 +92,8 @@ pub struct ServerOptions {
     pub runtime: RuntimeOptions,
     /// The environment: the process's own unless a test says otherwise.
     pub env: EnvSource,
+    /// Whether a server with no token at all may listen beyond loopback.
+    pub open: OpenListen,
 }
 
 impl Default for ServerOptions {
@@ -99,6 +105,7 @@ impl Default for ServerOptions {
             bundled: Vec::new(),
             runtime: RuntimeOptions::default(),
             env: Arc::new(|k| std::env::var(k).ok()),
+            open: OpenListen::LoopbackOnly,
         }
     }
 }
@@ -139,6 +146,7 @@ pub struct Server {
     listener: tokio::net::TcpListener,
     auth: Auth,
     addr: SocketAddr,
+    banner: String,
 }
 
 /// After the grace period, how long stopped runs' answers have to be
@@ -153,6 +161,16 @@ fn host_id() -> String {
         .unwrap_or_else(|_| "host".into());
     let nonce = callai_engine::runlog::RunSeed::fresh().seed as u32;
     format!("{machine}-{}-{nonce:08x}", std::process::id())
+}
+
+/// The built-in mock as `[mock]` sets it up; each run or call brings its
+/// own script.
+fn mock(config: &Config) -> MockProvider {
+    MockProvider::new(
+        MockScript::from_json("[]").expect("an empty script"),
+        config.host.mock.structured_output(),
+    )
+    .with_latency(config.host.mock.latency())
 }
 
 /// The packs: the bundled ones and `--packs DIR`'s, compiled by a wasmtime
@@ -219,11 +237,14 @@ impl Server {
                 .map_err(|m| setup(format!("server.listen: {m}")))?,
         };
         let env = options.env.clone();
-        let admin_token =
-            auth::admin_token(&config.server.token_env, addr, config.tenants.len(), |k| {
-                env(k)
-            })
-            .map_err(setup)?;
+        let admin_token = auth::admin_token(
+            &config.server.token_env,
+            addr,
+            config.tenants.len(),
+            options.open,
+            |k| env(k),
+        )
+        .map_err(setup)?;
         let telemetry = Telemetry::from_config(&config.telemetry, |k| env(k))
             .map_err(|e| setup(e.to_string()))?;
         let runlog_url = options
@@ -238,14 +259,9 @@ impl Server {
                     .map_err(|e| setup(format!("run log: {e}")))?,
             ),
         };
-        let mock = MockProvider::new(
-            MockScript::from_json("[]").expect("an empty script"),
-            config.host.mock.structured_output(),
-        )
-        .with_latency(config.host.mock.latency());
         let host = config
             .host_builder(&|k| env(k))
-            .and_then(|builder| builder.mock(mock).build())
+            .and_then(|builder| builder.mock(mock(&config)).build())
             .map_err(|e| setup(e.to_string()))?;
         let packs = open_packs(&config, &options).await?;
         let tenants = callers(
@@ -293,17 +309,34 @@ impl Server {
             .await
             .map_err(|source| ServeError::Listen { addr, source })?;
         let addr = listener.local_addr()?;
+        let banner = banner::banner(&banner::BannerFacts {
+            addr,
+            config: &config,
+            host: &state.host,
+            tenants: &state.tenants,
+            runlog: &runlog_url,
+            bundled: options.bundled.len(),
+            packs_dir: options.packs_dir.as_deref(),
+        });
         Ok(Self {
             state,
             listener,
             auth,
             addr,
+            banner,
         })
     }
 
     /// The address it listens on (the real port when `:0` was asked for).
     pub fn local_addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// What it serves, in a few lines for its operator: the first is
+    /// `listening on http://ADDR`, then its providers, who may call it
+    /// (and whether no token is set), its run log and its packs.
+    pub fn banner(&self) -> &str {
+        &self.banner
     }
 
     /// Serves until `shutdown` completes; then stops accepting work, lets

@@ -2,10 +2,10 @@
 //! and `callai serve`.
 
 use callai_engine::config::{ConfigError, invalid};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// `[telemetry]`: where traces go, and as which service.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct TelemetryConfig {
     /// The collector's base URL (`http://127.0.0.1:4318`); traces go to

@@ -7,6 +7,8 @@ the component's ``run``."""
 from __future__ import annotations
 
 import json
+import traceback
+from pathlib import PurePath
 from typing import Any, Callable
 
 from .bindings import Err, wit_log
@@ -44,6 +46,20 @@ def _run(text: str) -> str:
     return dumps(fn(value))
 
 
+def _failure(e: Exception) -> str:
+    """The run's error for what the node raised: a ``NodeError``'s message
+    as it is (the pack chose it); anything else with its type and where it
+    was raised, innermost first (file, line, function of the last three
+    frames), so that a ``KeyError`` says more than its key."""
+    if isinstance(e, NodeError):
+        return str(e)
+    frames = traceback.extract_tb(e.__traceback__)[-3:]
+    where = ", ".join(
+        f"{PurePath(f.filename).name}:{f.lineno} in {f.name}" for f in reversed(frames)
+    )
+    return f"{type(e).__name__}: {e} (raised at {where})"
+
+
 class WitWorld:
     """The component's export; componentize-py looks for this class."""
 
@@ -51,7 +67,11 @@ class WitWorld:
         try:
             return _run(input)
         except Exception as e:  # every failure of the node fails its run
-            raise Err(str(e)) from None
+            if not isinstance(e, NodeError):
+                # The whole traceback, with the run's events (pack.log).
+                trace = "".join(traceback.format_exception(e)).rstrip()
+                wit_log.log(wit_log.Level.ERROR, trace)
+            raise Err(_failure(e)) from None
 
 
 class _Log:

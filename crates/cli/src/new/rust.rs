@@ -20,12 +20,15 @@ const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
     "src/parse/tests.rs", "src/parse/visit.rs", "src/request.rs", "src/result.rs",
     "src/unknown.rs");
 
+/// The oldest Rust the pack builds with: the workspace's own.
+const RUST_VERSION: &str = env!("CARGO_PKG_RUST_VERSION");
+
 /// The manifest of a crate of the SDK, standing alone (the repository's
 /// inherit from its workspace).
 fn sdk_manifest(name: &str, about: &str, dependencies: &str) -> String {
     format!(
         "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
-         license = \"Apache-2.0\"\ndescription = \"{about} (written out by `callai new`).\"\n\n\
+         rust-version = \"{RUST_VERSION}\"\nlicense = \"Apache-2.0\"\ndescription = \"{about} (written out by `callai new`).\"\n\n\
          [dependencies]\n{dependencies}"
     )
 }
@@ -48,6 +51,7 @@ fn manifest(name: &str) -> String {
 name = "{name}"
 version = "0.1.0"
 edition = "2024"
+rust-version = "{RUST_VERSION}"
 publish = false
 
 [lib]

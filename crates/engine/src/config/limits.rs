@@ -2,11 +2,11 @@
 //! the host does not control, can make the host spend.
 
 use super::{ConfigError, in_range};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// `[limits]`: what one run of an untrusted pack may use, and what the host
 /// reads from a provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct Limits {
     /// Linear memory per run.

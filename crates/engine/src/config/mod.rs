@@ -11,13 +11,13 @@ mod limits;
 pub use callai_wire::CallAccounting;
 pub use limits::Limits;
 
-use serde::Deserialize;
 use serde::de::{DeserializeOwned, MapAccess};
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::time::Duration;
 
 /// `[retry]`: the host's own retry behaviour (RFC 0032, 0033).
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct RetryConfig {
     /// The host ceiling on provider requests per call, fallback included (1..16).
@@ -56,7 +56,7 @@ impl Default for RetryConfig {
 }
 
 /// `[policy]`: what the host refuses before any request is sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PolicyConfig {
     /// Unset: every provider is allowed.
@@ -67,7 +67,7 @@ pub struct PolicyConfig {
 
 /// `[policy] unknownRequestFields`: the RFC lets a host ignore a field it
 /// does not know, but a misspelt one (`response_schema`) changes the call.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum UnknownFields {
     /// Ignored, and named in a `request.unknownFields` event (and a warning
@@ -81,7 +81,7 @@ pub enum UnknownFields {
 }
 
 /// `[mock]`: the built-in mock provider.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct MockConfig {
     /// False: the mock has no native structured output; prompt mode is used.
@@ -112,7 +112,7 @@ impl MockConfig {
 }
 
 /// `[defaults]`.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct DefaultsConfig {
     /// Used when a request names no provider.

@@ -1,0 +1,96 @@
+//! `callai config check FILE`: a host config checked as start-up checks
+//! it, without starting anything; the settings a host would run with,
+//! printed as TOML with every default filled in.
+
+use crate::error::{CliError, print};
+use callai_config::{Config, located};
+use std::fmt::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Checks `file`; prints the resolved config on stdout and, on stderr,
+/// what the config needs from the environment that this one lacks. Exits
+/// 2 naming the key, line and column of the first error.
+pub fn check(file: &Path) -> Result<ExitCode, CliError> {
+    let config = Config::from_file(file)?;
+    // Every variable as set (each to a value of its own, so that two keys
+    // naming one variable still share a token): what is checked here is
+    // the file; what this environment lacks is said below.
+    let present = |name: &str| Some(format!("{name} is set"));
+    callai_server::check_config(&config, &present).map_err(|e| {
+        match std::fs::read_to_string(file) {
+            Ok(text) => located(e, file, &text),
+            Err(_) => e,
+        }
+    })?;
+    let resolved = config.resolved()?;
+    let settings = toml::to_string(&resolved)
+        .map_err(|e| CliError::Usage(format!("cannot print the config: {e}")))?;
+    print(&format!(
+        "# {}: valid. Every setting a host reads from it, defaults filled in.\n{settings}",
+        file.display()
+    ))?;
+    eprint!("{}", notes(&config, &|name| std::env::var(name).ok()));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What an operator should know before `callai serve --config FILE` here:
+/// variables it names that `env` lacks, and choices with consequences.
+fn notes(config: &Config, env: &dyn Fn(&str) -> Option<String>) -> String {
+    let mut out = String::new();
+    for (key, name) in config.variables() {
+        if env(&name).is_none_or(|v| v.trim().is_empty()) {
+            let _ = writeln!(
+                out,
+                "note: {key} names ${name}, which is not set here; a host started here with \
+                 this config stops, naming it"
+            );
+        }
+    }
+    if config.providers.is_empty() {
+        out.push_str(
+            "note: no [providers.NAME]: only the built-in mock answers, without calling a model\n",
+        );
+    }
+    if config.server.token_env.is_empty() && config.tenants.is_empty() {
+        out.push_str(
+            "note: no token is set ([server] tokenEnv, [tenants.NAME]): whoever reaches the \
+             server is its admin; it listens on loopback only\n",
+        );
+    }
+    let budgeted = config.tenants.iter().find(|(_, t)| t.budget.is_limited());
+    if let Some((name, _)) = budgeted
+        && config.runlog.url.is_empty()
+    {
+        let _ = writeln!(
+            out,
+            "note: tenants.{name}.budget is kept in the run log, and [runlog] url is not set: \
+             `callai serve` needs --runlog"
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::notes;
+    use callai_config::Config;
+
+    #[test]
+    fn unset_variables_and_open_servers_are_noted() {
+        let config = Config::from_toml(
+            "[providers.openai]\n[tenants.a]\ntokenEnv = \"A_TOKEN\"\n[tenants.a.budget]\nrequests = 5\n",
+        )
+        .unwrap();
+        let text = notes(&config, &|name| (name == "A_TOKEN").then(|| "t".into()));
+        assert!(
+            text.contains("providers.openai.apiKeyEnv names $OPENAI_API_KEY"),
+            "{text}"
+        );
+        assert!(!text.contains("A_TOKEN"), "{text}");
+        assert!(text.contains("needs --runlog"), "{text}");
+        let open = notes(&Config::default(), &|_| None);
+        assert!(open.contains("only the built-in mock"), "{open}");
+        assert!(open.contains("no token is set"), "{open}");
+    }
+}
