@@ -325,3 +325,29 @@ async fn a_budget_that_does_not_fit_is_each_clients_typed_429_and_no_request() {
         assert!(seen.is_empty(), "{client:?}: no request was sent");
     }
 }
+
+/// Issue 36 #6: the client versions the docs name are the ones these tests
+/// pin (tests/clients/), so a reader installs what was tested.
+#[test]
+fn the_docs_name_the_client_versions_the_tests_pin() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+    let docs = read("docs/src/openai-endpoint.md");
+    let package: Value = serde_json::from_str(&read("tests/clients/package.json")).unwrap();
+    let npm = package["dependencies"]["openai"].as_str().unwrap();
+    let requirements = read("tests/clients/requirements.txt");
+    let pinned = |name: &str| {
+        requirements
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}==")))
+            .map(|v| v.trim_end_matches(" \\").trim().to_owned())
+            .unwrap_or_else(|| panic!("{name} is not pinned"))
+    };
+    for named in [
+        format!("`openai` Python package ({})", pinned("openai")),
+        format!("`openai` npm package ({npm})"),
+        format!("`anthropic` Python package ({})", pinned("anthropic")),
+    ] {
+        assert!(docs.contains(&named), "the docs do not say {named}");
+    }
+}
