@@ -24,12 +24,7 @@ pub fn load(runtime: &PackRuntime, name: &str, bytes: &[u8]) -> Result<Pack, Cli
             size(bytes.len())
         );
     }
-    let started = Instant::now();
-    let pack = runtime.load(bytes).map_err(|source| CliError::Load {
-        name: name.to_owned(),
-        source,
-    })?;
-    let took = started.elapsed();
+    let (pack, took) = timed_load(runtime, name, bytes)?;
     if compiling && terminal && took >= WORTH_SAYING {
         eprintln!("compiled {name} in {:.1} s", took.as_secs_f64());
     }
@@ -54,19 +49,27 @@ pub fn compile(runtime: &PackRuntime, packs: &[PathBuf]) -> Result<ExitCode, Cli
         let line = if runtime.is_cached(&bytes) {
             format!("{name}: already compiled\n")
         } else {
-            let started = Instant::now();
-            runtime.load(&bytes).map_err(|source| CliError::Load {
-                name: name.clone(),
-                source,
-            })?;
-            format!(
-                "{name}: compiled in {:.1} s\n",
-                started.elapsed().as_secs_f64()
-            )
+            let (_, took) = timed_load(runtime, &name, &bytes)?;
+            format!("{name}: compiled in {:.1} s\n", took.as_secs_f64())
         };
         print(&line)?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `bytes` (the pack `name`) loaded, compiled if the cache lacks it, and
+/// how long that took.
+fn timed_load(
+    runtime: &PackRuntime,
+    name: &str,
+    bytes: &[u8],
+) -> Result<(Pack, Duration), CliError> {
+    let started = Instant::now();
+    let pack = runtime.load(bytes).map_err(|source| CliError::Load {
+        name: name.to_owned(),
+        source,
+    })?;
+    Ok((pack, started.elapsed()))
 }
 
 fn size(bytes: usize) -> String {

@@ -3,7 +3,7 @@
 //! printed as TOML with every default filled in.
 
 use crate::error::{CliError, print};
-use callai_config::{Config, located};
+use callai_config::{Config, located_in_file};
 use std::fmt::Write;
 use std::path::Path;
 use std::process::ExitCode;
@@ -17,12 +17,7 @@ pub fn check(file: &Path) -> Result<ExitCode, CliError> {
     // naming one variable still share a token): what is checked here is
     // the file; what this environment lacks is said below.
     let present = |name: &str| Some(format!("{name} is set"));
-    callai_server::check_config(&config, &present).map_err(|e| {
-        match std::fs::read_to_string(file) {
-            Ok(text) => located(e, file, &text),
-            Err(_) => e,
-        }
-    })?;
+    callai_server::check_config(&config, &present).map_err(|e| located_in_file(e, file))?;
     let resolved = config.resolved()?;
     let settings = toml::to_string(&resolved)
         .map_err(|e| CliError::Usage(format!("cannot print the config: {e}")))?;

@@ -25,7 +25,7 @@ mod resolved;
 mod serve;
 mod tenants;
 
-pub use locate::{located, position};
+pub use locate::{located, located_in_file, position};
 pub use open_log::{OpenLog, open_runlog};
 pub use resolved::ResolvedConfig;
 pub use serve::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
@@ -70,10 +70,7 @@ impl Config {
     /// the line and column of the key it is about.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
         let config = read_toml(path)?;
-        Self::validate(&config).map_err(|e| match std::fs::read_to_string(path) {
-            Ok(text) => located(e, path, &text),
-            Err(_) => e,
-        })?;
+        Self::validate(&config).map_err(|e| located_in_file(e, path))?;
         Ok(config)
     }
 

@@ -25,6 +25,15 @@ pub fn located(error: ConfigError, path: &Path, text: &str) -> ConfigError {
     }
 }
 
+/// [`located`] in the file at `path`, read again (an error's path, not
+/// start-up's); `error` as it is when the file cannot be read.
+pub fn located_in_file(error: ConfigError, path: &Path) -> ConfigError {
+    match std::fs::read_to_string(path) {
+        Ok(text) => located(error, path, &text),
+        Err(_) => error,
+    }
+}
+
 /// The line and column (from 1) where `key`'s value starts in `text`.
 pub fn position(text: &str, key: &str) -> Option<(usize, usize)> {
     let document = DeTable::parse(text).ok()?;
