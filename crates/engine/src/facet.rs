@@ -19,7 +19,8 @@ pub const RELIABILITY_EVENTS: [&str; 6] = [
 pub const SCHEMA: &str = include_str!("../schema/aiProviders.schema.json");
 
 /// The `aiProviders` facet: the providers a request may name (the policy
-/// applied), and the `callAccounting` flags of RFC 0248 §C.
+/// applied), the `callAccounting` flags of RFC 0248 §C, and `toolCalls`
+/// (requests may offer tools; additive).
 pub fn ai_providers(host: &Host) -> Value {
     let flags = host.config().call_accounting;
     json!({
@@ -28,6 +29,7 @@ pub fn ai_providers(host: &Host) -> Value {
             "attempts": flags.attempts,
             "retryPolicy": flags.retry_policy,
         },
+        "toolCalls": host.config().policy.tool_calls,
     })
 }
 
@@ -73,6 +75,9 @@ mod tests {
         let h = host(|c| c.call_accounting.retry_policy = false);
         assert_eq!(ai_providers(&h)["callAccounting"]["retryPolicy"], false);
         assert_eq!(ai_providers(&h)["providers"], json!(["mock"]));
+        assert_eq!(ai_providers(&h)["toolCalls"], true);
+        let h = host(|c| c.policy.tool_calls = false);
+        assert_eq!(ai_providers(&h)["toolCalls"], false);
         let h = host(|c| c.retry.max_retry_attempts = 7);
         assert_eq!(reliability(&h)["maxRetryAttempts"], 7);
     }

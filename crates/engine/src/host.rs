@@ -5,8 +5,8 @@ use crate::budget::{self, Held, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{
-    CallMachine, CallSpec, Charging, Clock, DriveOptions, Effects, Jitter, SchemaCache, Sleeper,
-    drive,
+    CallMachine, CallSpec, Charging, Clock, CompiledTools, DriveOptions, Effects, Jitter,
+    SchemaCache, Sleeper, drive,
 };
 use crate::events::{Event, EventSink};
 use crate::mock::{MockProvider, MockScript};
@@ -323,7 +323,25 @@ impl Host {
             },
             None => None,
         };
-        let schema_bytes = schema.as_ref().map(|s| s.text_bytes());
+        let tools = match self.compile_tools(request) {
+            Ok(tools) => tools,
+            Err(e) => {
+                if let Some(w) = watch {
+                    w.call_finished(Err(&e));
+                }
+                return Err(e);
+            }
+        };
+        // What each attempt carries beyond its messages: the schema, the
+        // tools' schemas; a call with either may be retried with
+        // corrective text and a grown budget.
+        let schema_bytes = match (&schema, &tools) {
+            (None, None) => None,
+            (s, t) => Some(
+                s.as_ref().map_or(0, |s| s.text_bytes())
+                    + t.as_ref().map_or(0, CompiledTools::text_bytes),
+            ),
+        };
         let held = match &options.budget {
             Some(budget) => {
                 let overhead = provider.input_overhead_tokens();
@@ -344,6 +362,7 @@ impl Host {
             node_id,
             request,
             schema,
+            tools,
             provider: name,
             default_model: provider.default_model(),
             structured,
@@ -418,6 +437,21 @@ impl Host {
                 Ok(())
             }
         }
+    }
+
+    /// The tools a request offers, compiled; refused naming `tools` when
+    /// this host does not offer tool calls (`[policy] toolCalls`).
+    fn compile_tools(&self, request: &CallRequest) -> Result<Option<CompiledTools>, CallError> {
+        if !request.offers_tools() {
+            return Ok(None);
+        }
+        if !self.config.policy.tool_calls {
+            return Err(CallError::validation(
+                "tools",
+                "this host does not offer tool calls (its aiProviders facet has no toolCalls)",
+            ));
+        }
+        CompiledTools::compile(request, &self.schemas)
     }
 
     /// The provider a request goes to, or the refusal made before any request.

@@ -61,7 +61,7 @@ pub use host::{CallOptions, Host, HostBuilder};
 pub use mock::{MockLogEntry, MockProvider, MockScript};
 pub use provider::{
     BoxFuture, DeltaSink, DeltaTarget, FailureKind, Provider, ProviderFailure, ProviderReply,
-    ProviderRequest, Providers, StopReason, StructuredRequest,
+    ProviderRequest, Providers, StopReason, StructuredRequest, ToolsRequest,
 };
 pub use runlog::{RunKey, RunLog, RunLogError};
 pub use session::{CallInput, Journal, Recording, RunError, RunSession};

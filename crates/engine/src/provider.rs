@@ -2,7 +2,7 @@
 //! or one failure out. The mock and the HTTP adapters implement [`Provider`];
 //! [`Providers`] holds them by the name a request's `provider` names.
 
-use callai_wire::{Message, StructuredOutput};
+use callai_wire::{Message, StructuredOutput, Tool, ToolCall, ToolChoice};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -25,6 +25,17 @@ pub struct StructuredRequest {
     pub schema: Arc<Value>,
 }
 
+/// The tools an attempt offers the model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolsRequest {
+    /// The tools, shared by every attempt of the call.
+    pub tools: Arc<[Tool]>,
+    /// Whether and which tool the model must call.
+    pub choice: ToolChoice,
+    /// `Some(false)`: at most one call per answer.
+    pub parallel: Option<bool>,
+}
+
 /// One provider request, as the engine built it for one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderRequest {
@@ -42,6 +53,8 @@ pub struct ProviderRequest {
     pub stop_sequences: Vec<String>,
     /// Present for structured calls.
     pub structured: Option<StructuredRequest>,
+    /// Present when the call offers tools.
+    pub tools: Option<ToolsRequest>,
 }
 
 /// Why the provider stopped generating.
@@ -80,6 +93,8 @@ impl StopReason {
 pub struct ProviderReply {
     /// The text (for a native structured reply, the JSON text).
     pub content: String,
+    /// The tool calls of the answer, in order (arguments as JSON text).
+    pub tool_calls: Vec<ToolCall>,
     /// Why generation stopped.
     pub stop: StopReason,
     /// Reported input tokens; `None` when the provider reported no usage.

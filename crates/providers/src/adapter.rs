@@ -37,6 +37,10 @@ pub trait WireFormat: Send + Sync + 'static {
     fn done(acc: &mut Self::Folded);
     /// The reply a stream made, once it ended; a failure when it was cut.
     fn finish(acc: Self::Folded) -> Result<ProviderReply, ProviderFailure>;
+    /// What the reply means given the request it answers (Anthropic's
+    /// native structured output is a tool call, which is the answer's JSON
+    /// only when the request asked for it). Nothing by default.
+    fn settle(_reply: &mut ProviderReply, _request: &ProviderRequest) {}
 }
 
 /// Whether an attempt asks for its answer whole or as server-sent events.
@@ -129,7 +133,11 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
                     body,
                     request,
                     W::NATIVE_TERMS,
-                    W::reply,
+                    |answer| {
+                        let mut reply = W::reply(answer)?;
+                        W::settle(&mut reply, request);
+                        Ok(reply)
+                    },
                 )
                 .await
         })
@@ -150,7 +158,8 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
                 // The server did not stream: its whole answer is one piece.
                 Streamed::Whole(status, whole) => {
                     let mut reply = W::reply(whole).map_err(|f| f.at(status))?;
-                    reply.content = self.http.redact(&reply.content).into_owned();
+                    W::settle(&mut reply, request);
+                    self.http.redact_reply(&mut reply);
                     deltas.send(&reply.content);
                     (status, reply)
                 }
@@ -171,10 +180,9 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
                         }
                     }
                     let mut reply = W::finish(acc).map_err(|f| f.at(status))?;
+                    W::settle(&mut reply, request);
                     deltas.send(&redaction.finish());
-                    if let std::borrow::Cow::Owned(clean) = self.http.redact(&reply.content) {
-                        reply.content = clean;
-                    }
+                    self.http.redact_reply(&mut reply);
                     (status, reply)
                 }
             };

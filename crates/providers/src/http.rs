@@ -246,7 +246,7 @@ impl HttpClient {
         body: Vec<u8>,
         request: &ProviderRequest,
         native_terms: &[&str],
-        parse: fn(A) -> Result<ProviderReply, ProviderFailure>,
+        parse: impl FnOnce(A) -> Result<ProviderReply, ProviderFailure>,
     ) -> Result<ProviderReply, ProviderFailure> {
         let native = request
             .structured
@@ -256,9 +256,7 @@ impl HttpClient {
             Ok((status, answer)) => {
                 let mut reply = parse(answer).map_err(|f| f.at(status))?;
                 reply.status = Some(status);
-                if let Cow::Owned(clean) = self.redact(&reply.content) {
-                    reply.content = clean;
-                }
+                self.redact_reply(&mut reply);
                 Ok(reply)
             }
             Err(mut f) if native && rejects_native(&f, native_terms) => {
@@ -266,6 +264,18 @@ impl HttpClient {
                 Err(f)
             }
             Err(f) => Err(f),
+        }
+    }
+
+    /// Redacts a reply's text and its tool calls' arguments.
+    pub(crate) fn redact_reply(&self, reply: &mut ProviderReply) {
+        if let Cow::Owned(clean) = self.redact(&reply.content) {
+            reply.content = clean;
+        }
+        for call in &mut reply.tool_calls {
+            if let Cow::Owned(clean) = self.redact(&call.arguments) {
+                call.arguments = clean;
+            }
         }
     }
 

@@ -450,6 +450,7 @@ mod tests {
         };
         let reply = ProviderReply {
             content: "x".into(),
+            tool_calls: Vec::new(),
             stop: StopReason::Length,
             input_tokens: None,
             output_tokens: Some(10),

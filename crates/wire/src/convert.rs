@@ -16,14 +16,15 @@ macro_rules! wit_conversions {
             use $crate::__private::serde_json;
             use $wit as wit;
 
-            $crate::__wit_enum!(
-                wit::Role,
-                Role {
-                    User,
-                    Assistant,
-                    System
+            impl From<wit::Role> for $crate::Role {
+                fn from(v: wit::Role) -> Self {
+                    match v {
+                        wit::Role::User => Self::User,
+                        wit::Role::Assistant => Self::Assistant,
+                        wit::Role::System => Self::System,
+                    }
                 }
-            );
+            }
             $crate::__wit_enum!(
                 wit::FinishReason,
                 FinishReason {
@@ -48,13 +49,29 @@ macro_rules! wit_conversions {
                     LimitExceeded
                 }
             );
-            $crate::__wit_record!(
-                wit::Message,
-                Message {
-                    role: into,
-                    content: same
+            impl From<wit::Message> for $crate::Message {
+                fn from(m: wit::Message) -> Self {
+                    Self::new(m.role.into(), m.content)
                 }
-            );
+            }
+
+            // The 0.1.0 record has no tool calls: a request with them goes
+            // through the JSON entry (`call-ai-json`), which carries them.
+            // A tool's result, should one be converted, is its text as the
+            // user's.
+            impl From<$crate::Message> for wit::Message {
+                fn from(m: $crate::Message) -> Self {
+                    let role = match m.role {
+                        $crate::Role::User | $crate::Role::Tool => wit::Role::User,
+                        $crate::Role::Assistant => wit::Role::Assistant,
+                        $crate::Role::System => wit::Role::System,
+                    };
+                    Self {
+                        role,
+                        content: m.content,
+                    }
+                }
+            }
             $crate::__wit_record!(
                 wit::RetryPolicy,
                 RetryPolicy {
@@ -109,6 +126,7 @@ macro_rules! wit_conversions {
                         data: r.data.map(|d| {
                             serde_json::from_str(&d).unwrap_or(serde_json::Value::String(d))
                         }),
+                        tool_calls: None,
                         usage: r.usage.map(Into::into),
                         finish_reason: r.finish_reason.map(Into::into),
                         model: r.model,
@@ -178,6 +196,9 @@ macro_rules! wit_conversions {
                         stop_sequences: r.stop_sequences,
                         response_schema,
                         retry: r.retry.map(Into::into),
+                        tools: None,
+                        tool_choice: None,
+                        parallel_tool_calls: None,
                     })
                 }
             }

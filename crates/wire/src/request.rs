@@ -2,6 +2,7 @@
 
 use crate::error::CallError;
 use crate::parse;
+use crate::tools::{Tool, ToolCall, ToolChoice};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -18,26 +19,37 @@ pub enum Role {
     Assistant,
     /// A system instruction inside the conversation.
     System,
+    /// A tool's result, answering one of the assistant's tool calls.
+    Tool,
 }
 
 impl Role {
-    /// `user`, `assistant` or `system`.
+    /// `user`, `assistant`, `system` or `tool`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::User => "user",
             Self::Assistant => "assistant",
             Self::System => "system",
+            Self::Tool => "tool",
         }
     }
 }
 
 /// One turn of the conversation.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Message {
     /// Who wrote it.
     pub role: Role,
-    /// The text.
+    /// The text (an assistant's text beside its tool calls may be empty).
+    #[serde(default)]
     pub content: String,
+    /// An assistant's tool calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// A tool result's call id: which of the assistant's calls it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
 }
 
 impl Message {
@@ -46,12 +58,30 @@ impl Message {
         Self {
             role,
             content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
         }
     }
 
     /// A user message.
     pub fn user(content: impl Into<String>) -> Self {
         Self::new(Role::User, content)
+    }
+
+    /// An assistant's turn that calls tools (its text may be empty).
+    pub fn tool_calls(content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        Self {
+            tool_calls: calls,
+            ..Self::new(Role::Assistant, content)
+        }
+    }
+
+    /// A tool's result, answering the call `call_id`.
+    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        Self {
+            tool_call_id: Some(call_id.into()),
+            ..Self::new(Role::Tool, content)
+        }
     }
 }
 
@@ -120,6 +150,15 @@ pub struct CallRequest {
     /// RFC 0248 §B.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
+    /// The tools the model may call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Tool>>,
+    /// Whether and which tool the model must call (`auto` when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<ToolChoice>,
+    /// `false`: at most one tool call per answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
 }
 
 /// Whether a host reads a request's `retry` (RFC 0248 §B): its
@@ -199,7 +238,15 @@ impl CallRequest {
         {
             policy.check()?;
         }
-        Ok(())
+        for (i, m) in self.messages.iter().enumerate() {
+            check_message(i, m)?;
+        }
+        crate::tools::check(self.tools.as_deref(), self.tool_choice.as_ref())
+    }
+
+    /// Whether the request offers tools.
+    pub fn offers_tools(&self) -> bool {
+        self.tools.as_ref().is_some_and(|t| !t.is_empty())
     }
 
     /// Whether this is a structured call.
@@ -210,6 +257,34 @@ impl CallRequest {
     /// The canonical JSON value of the request (sorted keys).
     pub fn canonical(&self) -> Value {
         serde_json::to_value(self).expect("a CallRequest always serialises")
+    }
+}
+
+/// A tool call belongs to an assistant, a call id to a tool's result.
+fn check_message(i: usize, m: &Message) -> Result<(), CallError> {
+    let field = |key: &str| format!("messages[{i}].{key}");
+    if !m.tool_calls.is_empty() && m.role != Role::Assistant {
+        return Err(CallError::validation(
+            field("toolCalls"),
+            format!(
+                "only an assistant's message calls tools, not a {}'s",
+                m.role.as_str()
+            ),
+        ));
+    }
+    match (m.role, &m.tool_call_id) {
+        (Role::Tool, None) => Err(CallError::validation(
+            field("toolCallId"),
+            "is required on a tool's result: it names the call it answers",
+        )),
+        (Role::Tool, Some(_)) | (_, None) => Ok(()),
+        (role, Some(_)) => Err(CallError::validation(
+            field("toolCallId"),
+            format!(
+                "belongs on a tool's result, not a {}'s message",
+                role.as_str()
+            ),
+        )),
     }
 }
 

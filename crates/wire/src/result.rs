@@ -115,6 +115,10 @@ pub struct CallResult {
     /// The parsed, schema-valid JSON, for structured calls.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// The tool calls of the answer, each with arguments valid against its
+    /// tool's `parameters` (finish reason `tool-call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<crate::ToolCall>>,
     /// The final attempt's usage (§A.4); absent when it reported none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// The request's fields, as the wire spells them.
-pub const REQUEST_FIELDS: [&str; 9] = [
+pub const REQUEST_FIELDS: [&str; 12] = [
     "provider",
     "model",
     "systemPrompt",
@@ -17,6 +17,9 @@ pub const REQUEST_FIELDS: [&str; 9] = [
     "stopSequences",
     "responseSchema",
     "retry",
+    "tools",
+    "toolChoice",
+    "parallelToolCalls",
 ];
 
 /// A field of a request that the spec does not define.

@@ -142,8 +142,9 @@ fn worst_of(
 /// `schema_bytes`, in its structured-output field), and the overheads
 /// above. An attempt that reported no input usage is charged this.
 pub(crate) fn request_bound(request: &crate::provider::ProviderRequest, schema_bytes: u64) -> u64 {
+    let carries = request.structured.is_some() || request.tools.is_some();
     text_bound(&request.messages, request.system_prompt.as_deref())
-        + request.structured.as_ref().map_or(0, |_| schema_bytes)
+        + if carries { schema_bytes } else { 0 }
 }
 
 /// The bytes of a request's text with the overheads around it: what the
@@ -151,7 +152,15 @@ pub(crate) fn request_bound(request: &crate::provider::ProviderRequest, schema_b
 fn text_bound(messages: &[callai_wire::Message], system_prompt: Option<&str>) -> u64 {
     messages
         .iter()
-        .map(|m| m.content.len() as u64 + MESSAGE_OVERHEAD)
+        .map(|m| {
+            let calls: u64 = m
+                .tool_calls
+                .iter()
+                .map(|c| (c.id.len() + c.name.len() + c.arguments.len()) as u64 + MESSAGE_OVERHEAD)
+                .sum();
+            let call_id = m.tool_call_id.as_ref().map_or(0, |id| id.len() as u64);
+            m.content.len() as u64 + calls + call_id + MESSAGE_OVERHEAD
+        })
         .sum::<u64>()
         + system_prompt.map_or(0, |s| s.len() as u64)
         + REQUEST_OVERHEAD

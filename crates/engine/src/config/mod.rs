@@ -56,13 +56,27 @@ impl Default for RetryConfig {
 }
 
 /// `[policy]`: what the host refuses before any request is sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct PolicyConfig {
     /// Unset: every provider is allowed.
     pub allowed_providers: Option<Vec<String>>,
     /// What a JSON request's top-level field the spec does not define gets.
     pub unknown_request_fields: UnknownFields,
+    /// Whether a request may offer tools (advertised as
+    /// `aiProviders.toolCalls`); when false, one that does is refused
+    /// naming `tools`.
+    pub tool_calls: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        Self {
+            allowed_providers: None,
+            unknown_request_fields: UnknownFields::default(),
+            tool_calls: true,
+        }
+    }
 }
 
 /// `[policy] unknownRequestFields`: the RFC lets a host ignore a field it

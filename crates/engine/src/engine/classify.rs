@@ -3,6 +3,7 @@
 
 use super::recovery::{RecoveryPath, recover};
 use super::schema::CompiledSchema;
+use super::tools::CompiledTools;
 use crate::provider::{ProviderReply, StopReason};
 use serde_json::Value;
 
@@ -24,6 +25,10 @@ pub enum Verdict {
     ParseError(String),
     /// JSON, but not valid for the schema; the masked complaint.
     SchemaViolation(String),
+    /// A tool call that is not usable (not JSON, against its tool's
+    /// schema, a tool not offered, text where a call was required): a
+    /// schema violation whose corrective text names the tool.
+    ToolViolation(String),
     /// The reply is larger than `limits.maxResponseBytes`.
     TooLarge {
         /// The limit it passed.
@@ -39,22 +44,51 @@ impl Verdict {
             Self::Refusal => "refusal",
             Self::Truncated => "truncation",
             Self::ParseError(_) => "parse-error",
-            Self::SchemaViolation(_) => "schema-violation",
+            Self::SchemaViolation(_) | Self::ToolViolation(_) => "schema-violation",
             Self::TooLarge { .. } => "x-host-callai-limit",
         }
     }
 }
 
+/// The bytes of a reply: its text and its tool calls' arguments.
+pub(crate) fn reply_bytes(reply: &ProviderReply) -> u64 {
+    reply.content.len() as u64
+        + reply
+            .tool_calls
+            .iter()
+            .map(|c| (c.arguments.len() + c.name.len() + c.id.len()) as u64)
+            .sum::<u64>()
+}
+
 /// Classifies `reply`. `schema` is present for structured calls; a text
 /// call's reply is accepted unless refused (its truncation is reported to
-/// the caller as `finishReason: length`, not retried). A reply over
-/// `max_bytes` is not looked at.
-pub fn classify(reply: &ProviderReply, schema: Option<&CompiledSchema>, max_bytes: u64) -> Verdict {
-    if reply.content.len() as u64 > max_bytes {
+/// the caller as `finishReason: length`, not retried). A reply that calls
+/// a tool, or any reply when `tools` force a call, is judged as a tool
+/// answer (a cut one is a truncation, retried). A reply over `max_bytes`
+/// is not looked at.
+pub fn classify(
+    reply: &ProviderReply,
+    schema: Option<&CompiledSchema>,
+    tools: Option<&CompiledTools>,
+    max_bytes: u64,
+) -> Verdict {
+    if reply_bytes(reply) > max_bytes {
         return Verdict::TooLarge { limit: max_bytes };
     }
     if matches!(reply.stop, StopReason::Refusal | StopReason::ContentFilter) {
         return Verdict::Refusal;
+    }
+    if let Some(tools) = tools.filter(|t| t.applies_to(reply)) {
+        if reply.stop == StopReason::Length {
+            return Verdict::Truncated;
+        }
+        return match tools.check(reply) {
+            Ok(()) => Verdict::Accept {
+                data: None,
+                recovery: None,
+            },
+            Err(complaint) => Verdict::ToolViolation(complaint),
+        };
     }
     let Some(schema) = schema else {
         return Verdict::Accept {
@@ -86,6 +120,7 @@ mod tests {
     fn reply(content: &str, stop: StopReason) -> ProviderReply {
         ProviderReply {
             content: content.into(),
+            tool_calls: Vec::new(),
             stop,
             input_tokens: None,
             output_tokens: None,
@@ -95,17 +130,20 @@ mod tests {
     }
 
     fn classify_(reply: &ProviderReply, schema: Option<&CompiledSchema>) -> Verdict {
-        classify(reply, schema, 1 << 20)
+        classify(reply, schema, None, 1 << 20)
     }
 
     #[test]
     fn an_oversized_reply_is_not_looked_at() {
         let big = reply(&"x".repeat(2000), StopReason::Stop);
         assert_eq!(
-            classify(&big, None, 1000),
+            classify(&big, None, None, 1000),
             Verdict::TooLarge { limit: 1000 }
         );
-        assert!(matches!(classify(&big, None, 2000), Verdict::Accept { .. }));
+        assert!(matches!(
+            classify(&big, None, None, 2000),
+            Verdict::Accept { .. }
+        ));
     }
 
     fn schema() -> CompiledSchema {

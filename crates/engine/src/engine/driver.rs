@@ -5,6 +5,7 @@
 use super::classify::{Verdict, classify};
 use super::machine::{CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
+use super::tools::CompiledTools;
 use crate::budget::{Budget, Spend, Tally, request_bound};
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
@@ -102,13 +103,18 @@ fn check_turns() -> &'static Arc<tokio::sync::Semaphore> {
 async fn judge(
     reply: ProviderReply,
     schema: Option<CompiledSchema>,
+    tools: Option<CompiledTools>,
     max_bytes: u64,
 ) -> (ProviderReply, Verdict) {
+    let bytes = super::classify::reply_bytes(&reply) as usize;
     let heavy = schema
         .as_ref()
-        .is_some_and(|s| s.work_for(reply.content.len()) > INLINE_WORK);
+        .is_some_and(|s| s.work_for(bytes) > INLINE_WORK)
+        || tools
+            .as_ref()
+            .is_some_and(|t| t.work_for(bytes) > INLINE_WORK);
     if !heavy {
-        let verdict = classify(&reply, schema.as_ref(), max_bytes);
+        let verdict = classify(&reply, schema.as_ref(), tools.as_ref(), max_bytes);
         return (reply, verdict);
     }
     // A turn first: at most one long check per core runs at once, process
@@ -121,7 +127,7 @@ async fn judge(
         .await
         .expect("the check semaphore is never closed");
     let task = tokio::task::spawn_blocking(move || {
-        let verdict = classify(&reply, schema.as_ref(), max_bytes);
+        let verdict = classify(&reply, schema.as_ref(), tools.as_ref(), max_bytes);
         drop(turn);
         (reply, verdict)
     });
@@ -237,7 +243,9 @@ pub(crate) async fn drive(
                 if let Some(w) = watch.as_deref_mut() {
                     w.request_started(&seen);
                 }
-                let text_call = machine.schema().is_none();
+                // A call with tools is judged whole before any of it goes
+                // out: a retry could replace it.
+                let text_call = machine.schema().is_none() && machine.tools().is_none();
                 let max_tokens = attempt.request.max_tokens;
                 let bound = tally.map_or(0, |c| {
                     let bound = request_bound(&attempt.request, c.schema_bytes) + c.overhead;
@@ -261,7 +269,9 @@ pub(crate) async fn drive(
                             w.request_finished(&seen, Ok(&reply));
                         }
                         let schema = machine.schema().cloned();
-                        let (reply, verdict) = judge(reply, schema, max_response_bytes).await;
+                        let tools = machine.tools().cloned();
+                        let (reply, verdict) =
+                            judge(reply, schema, tools, max_response_bytes).await;
                         Outcome::Reply(reply, verdict)
                     }
                     Err(failure) => {

@@ -10,6 +10,7 @@ use super::classify::Verdict;
 use super::prompts::{self, Extra};
 use super::reason::RequestReason;
 use super::schema::CompiledSchema;
+use super::tools::CompiledTools;
 use crate::config::HostConfig;
 use crate::events::Event;
 use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
@@ -86,6 +87,7 @@ pub(crate) struct CallMachine<'a> {
     provider: &'a str,
     model: String,
     schema: Option<CompiledSchema>,
+    tools: Option<CompiledTools>,
     /// The host ceiling narrowed by the caller's `retry.maxAttempts`.
     cap: u32,
     grow: bool,
@@ -113,6 +115,8 @@ pub(crate) struct CallSpec<'a> {
     pub request: &'a CallRequest,
     /// Its `responseSchema`, compiled; `None` for a text call.
     pub schema: Option<CompiledSchema>,
+    /// Its tools, compiled; `None` when it offers none.
+    pub tools: Option<CompiledTools>,
     /// The provider's name.
     pub provider: &'a str,
     /// The model it answers as when the request names none.
@@ -130,6 +134,7 @@ impl<'a> CallMachine<'a> {
             node_id,
             request,
             schema,
+            tools,
             provider,
             default_model,
             structured,
@@ -158,8 +163,15 @@ impl<'a> CallMachine<'a> {
                 .max_tokens
                 .unwrap_or(retry.default_max_tokens)
                 .min(retry.provider_max_tokens),
-            mode: schema.as_ref().map(|_| structured),
+            // A forced tool call is structured output by the provider's own
+            // mechanism (RFC 0248 §A.3's native).
+            mode: match (&schema, &tools) {
+                (Some(_), _) => Some(structured),
+                (None, Some(t)) if t.forced() => Some(StructuredOutput::Native),
+                (None, _) => None,
+            },
             schema,
+            tools,
             ledger: Ledger::new(),
             extra: Extra::Nothing,
             reason: RequestReason::First,
@@ -173,6 +185,11 @@ impl<'a> CallMachine<'a> {
     /// The compiled schema of a structured call, to classify replies with.
     pub(crate) fn schema(&self) -> Option<&CompiledSchema> {
         self.schema.as_ref()
+    }
+
+    /// The compiled tools of a call that offers them.
+    pub(crate) fn tools(&self) -> Option<&CompiledTools> {
+        self.tools.as_ref()
     }
 
     /// The events produced since the last call, in order.
@@ -198,6 +215,7 @@ impl<'a> CallMachine<'a> {
                 self.budget,
                 self.mode
                     .zip(self.schema.as_ref().map(CompiledSchema::schema)),
+                self.tools.as_ref().map(CompiledTools::request),
                 &self.extra,
             ),
             reason: self.reason,

@@ -13,12 +13,14 @@ mod prompts;
 mod reason;
 pub(crate) mod recovery;
 pub(crate) mod schema;
+mod tools;
 
 pub(crate) use driver::{Charging, DriveOptions, Effects, drive};
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};
 pub(crate) use machine::{CallMachine, CallSpec};
 pub use reason::RequestReason;
 pub(crate) use schema::SchemaCache;
+pub(crate) use tools::CompiledTools;
 
 #[cfg(test)]
 mod tests;

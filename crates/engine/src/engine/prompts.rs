@@ -3,7 +3,7 @@
 //! prompt, or the schema written into the prompt in prompt mode.
 
 use crate::budget::MAX_COMPLAINT_BYTES;
-use crate::provider::{ProviderRequest, StructuredRequest};
+use crate::provider::{ProviderRequest, StructuredRequest, ToolsRequest};
 use callai_wire::{CallRequest, Message, StructuredOutput};
 use serde_json::Value;
 use std::sync::Arc;
@@ -17,6 +17,9 @@ pub(super) enum Extra {
     Nothing,
     /// A corrective instruction quoting the validator (never the reply).
     Corrective(String),
+    /// A corrective instruction after an unusable tool call, quoting the
+    /// complaint that names the tool.
+    ToolCorrective(String),
     /// The natural-language fallback, turning this prose into JSON.
     Fallback(String),
 }
@@ -42,6 +45,7 @@ pub(super) fn build(
     model: &str,
     max_tokens: u32,
     structured: Option<(StructuredOutput, &Arc<Value>)>,
+    tools: Option<&ToolsRequest>,
     extra: &Extra,
 ) -> ProviderRequest {
     let mode = structured.map(|(mode, _)| mode);
@@ -55,6 +59,11 @@ pub(super) fn build(
         Extra::Corrective(complaint) => messages.push(Message::user(format!(
             "Your previous reply could not be used: {}. Reply again with only \
              a JSON value that satisfies the required JSON Schema, and nothing else.",
+            quoted(complaint)
+        ))),
+        Extra::ToolCorrective(complaint) => messages.push(Message::user(format!(
+            "Your previous tool call could not be used: {}. Call the tool again with \
+             arguments that satisfy its parameters schema.",
             quoted(complaint)
         ))),
         Extra::Fallback(prose) => {
@@ -90,6 +99,7 @@ pub(super) fn build(
             mode,
             schema: schema.clone(),
         }),
+        tools: tools.cloned(),
     }
 }
 
@@ -110,21 +120,23 @@ mod tests {
         .unwrap();
         let schema = Arc::new(serde_json::json!({"type": "object", "required": ["scene"]}));
         let schema_bytes = schema.to_string().len() as u64;
-        let bare = request_bound(&build(&r, "m", 10, None, &Extra::Nothing), 0);
+        let bare = request_bound(&build(&r, "m", 10, None, None, &Extra::Nothing), 0);
         let fixed = crate::budget::worst_case::FIXED_TEXT_BYTES;
         for mode in [StructuredOutput::Native, StructuredOutput::Prompt] {
             let s = Some((mode, &schema));
-            let first = request_bound(&build(&r, "m", 10, s, &Extra::Nothing), schema_bytes);
+            let first = request_bound(&build(&r, "m", 10, s, None, &Extra::Nothing), schema_bytes);
             assert!(first <= bare + 2 * schema_bytes + fixed, "{mode:?}");
             let long = "é".repeat(5000);
-            let corrective = build(&r, "m", 10, s, &Extra::Corrective(long));
+            let corrective = build(&r, "m", 10, s, None, &Extra::Corrective(long.clone()));
             let bound = request_bound(&corrective, schema_bytes);
+            let tool = build(&r, "m", 10, s, None, &Extra::ToolCorrective(long));
+            assert!(request_bound(&tool, schema_bytes) <= bound, "{mode:?}");
             assert!(
                 bound <= bare + 2 * schema_bytes + 2 * fixed + MAX_COMPLAINT_BYTES as u64 + 16,
                 "{mode:?}: {bound}"
             );
             let prose = "p".repeat(80);
-            let fallback = build(&r, "m", 10, s, &Extra::Fallback(prose));
+            let fallback = build(&r, "m", 10, s, None, &Extra::Fallback(prose));
             let bound = request_bound(&fallback, schema_bytes);
             assert!(
                 bound <= 80 + 3 * schema_bytes + 2 * fixed + 16 + 64,

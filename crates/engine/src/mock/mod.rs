@@ -16,8 +16,10 @@
 //! structured one with a small instance its schema accepts.
 
 mod instance;
+mod tool_calls;
 
 use instance::instance;
+pub use tool_calls::MockToolCall;
 
 use crate::provider::{
     BoxFuture, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest, StopReason,
@@ -49,8 +51,12 @@ pub enum MockFinish {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct MockReply {
-    /// The reply text.
+    /// The reply text (empty when absent: a reply that only calls tools).
+    #[serde(default)]
     pub content: String,
+    /// The tool calls of the reply.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<MockToolCall>,
     /// Defaults to `stop`.
     #[serde(default = "stop")]
     pub finish_reason: MockFinish,
@@ -153,6 +159,7 @@ impl MockScript {
                 .map(|(content, tokens)| {
                     ScriptEntry::Reply(MockReply {
                         content: content.into(),
+                        tool_calls: Vec::new(),
                         finish_reason: MockFinish::Stop,
                         output_tokens: Some(tokens),
                         input_tokens: None,
@@ -199,11 +206,19 @@ fn entry(i: usize, item: Value) -> Result<ScriptEntry, ScriptError> {
 
 /// The unscripted mock's answer to `request`.
 fn unscripted_reply(request: &ProviderRequest) -> ScriptEntry {
-    let Some(structured) = &request.structured else {
-        let mut default = MockScript::default_reply();
-        return default.0.swap_remove(0);
+    let (content, tool_calls) = match (tool_calls::forced(request), &request.structured) {
+        (Some(call), _) => (String::new(), vec![call]),
+        (None, Some(structured)) => (instance(&structured.schema).to_string(), Vec::new()),
+        (None, None) => {
+            let mut default = MockScript::default_reply();
+            return default.0.swap_remove(0);
+        }
     };
-    let content = instance(&structured.schema).to_string();
+    let output = content.len()
+        + tool_calls
+            .iter()
+            .map(|c| c.arguments.to_string().len())
+            .sum::<usize>();
     let tokens = |bytes: usize| u32::try_from(bytes.div_ceil(4).max(1)).unwrap_or(u32::MAX);
     let input: usize = request
         .messages
@@ -212,9 +227,10 @@ fn unscripted_reply(request: &ProviderRequest) -> ScriptEntry {
         .chain(request.system_prompt.as_ref().map(String::len))
         .sum();
     ScriptEntry::Reply(MockReply {
-        output_tokens: Some(tokens(content.len())),
+        output_tokens: Some(tokens(output)),
         input_tokens: Some(tokens(input)),
         content,
+        tool_calls,
         finish_reason: MockFinish::Stop,
     })
 }
@@ -339,6 +355,7 @@ impl Provider for MockProvider {
                 ScriptEntry::Reply(reply) => Ok(ProviderReply {
                     content: reply.content,
                     stop: match reply.finish_reason {
+                        MockFinish::Stop if !reply.tool_calls.is_empty() => StopReason::ToolCall,
                         MockFinish::Stop => StopReason::Stop,
                         MockFinish::Length => StopReason::Length,
                         MockFinish::Refusal => StopReason::Refusal,
@@ -346,6 +363,7 @@ impl Provider for MockProvider {
                     },
                     input_tokens: reply.input_tokens,
                     output_tokens: reply.output_tokens.map(|t| t.min(request.max_tokens)),
+                    tool_calls: tool_calls::scripted(reply.tool_calls),
                     model: Some(request.model.clone().unwrap_or_else(|| MOCK_MODEL.into())),
                     status: None,
                 }),
@@ -368,6 +386,7 @@ mod tests {
             max_tokens,
             stop_sequences: vec![],
             structured: None,
+            tools: None,
         }
     }
 

@@ -1,10 +1,10 @@
 //! What the Messages API answers, typed: a message, or the events of one
 //! streamed, folded as they come (each piece appended once, so a long
-//! stream costs time linear in its length). The forced tool's input is
-//! kept as the JSON text it came as, never parsed here.
+//! stream costs time linear in its length). A tool call's input is kept
+//! as the JSON text it came as, never parsed here.
 
-use super::TOOL;
 use crate::usage::{ErrorObject, Tokens, nullable};
+use callai_engine::wire::ToolCall;
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -29,6 +29,8 @@ struct Block {
     kind: String,
     #[serde(default)]
     text: Option<String>,
+    #[serde(default)]
+    id: Option<String>,
     #[serde(default)]
     name: Option<String>,
     #[serde(default)]
@@ -96,6 +98,7 @@ struct Delta {
 #[derive(Debug, Default)]
 struct FoldedBlock {
     kind: String,
+    id: Option<String>,
     name: Option<String>,
     text: String,
     input: String,
@@ -123,12 +126,14 @@ fn stop(reason: Option<&str>) -> StopReason {
 
 fn reply(
     content: String,
+    tool_calls: Vec<ToolCall>,
     reason: Option<&str>,
     model: Option<String>,
     usage: Usage,
 ) -> ProviderReply {
     ProviderReply {
         content,
+        tool_calls,
         stop: stop(reason),
         input_tokens: usage.input_tokens.0,
         output_tokens: usage.output_tokens.0,
@@ -138,8 +143,8 @@ fn reply(
 }
 
 impl Message {
-    /// Its reply: the forced tool call's input (as JSON text) when there
-    /// is one, else its text blocks.
+    /// Its reply: its text blocks, and its tool calls (each input as the
+    /// JSON text it came as).
     pub fn into_reply(self) -> Result<ProviderReply, ProviderFailure> {
         let blocks = self.content.ok_or_else(|| {
             ProviderFailure::new(
@@ -148,19 +153,25 @@ impl Message {
                 "the response has no content",
             )
         })?;
-        let tool_input = blocks
+        let content = blocks
             .iter()
-            .find(|b| b.kind == "tool_use" && b.name.as_deref() == Some(TOOL))
-            .map(|b| b.input.as_ref().map_or("null", |i| i.get()).to_owned());
-        let content = tool_input.unwrap_or_else(|| {
-            blocks
-                .iter()
-                .filter(|b| b.kind == "text")
-                .filter_map(|b| b.text.as_deref())
-                .collect()
-        });
+            .filter(|b| b.kind == "text")
+            .filter_map(|b| b.text.as_deref())
+            .collect();
+        let calls = blocks
+            .into_iter()
+            .filter(|b| b.kind == "tool_use")
+            .map(|b| ToolCall {
+                id: b.id.unwrap_or_default(),
+                name: b.name.unwrap_or_default(),
+                arguments: b
+                    .input
+                    .map_or_else(|| "null".to_owned(), |i| i.get().to_owned()),
+            })
+            .collect();
         Ok(reply(
             content,
+            calls,
             self.stop_reason.as_deref(),
             self.model,
             self.usage,
@@ -194,6 +205,7 @@ impl Folded {
                 let block = event.content_block.unwrap_or_default();
                 self.blocks.push(FoldedBlock {
                     kind: block.kind,
+                    id: block.id,
                     name: block.name,
                     text: block.text.unwrap_or_default(),
                     input: String::new(),
@@ -245,7 +257,7 @@ impl Folded {
 
     /// The reply the stream made; a stream that ended with neither a stop
     /// reason nor `message_stop` was cut, and is a failure.
-    pub fn into_reply(mut self) -> Result<ProviderReply, ProviderFailure> {
+    pub fn into_reply(self) -> Result<ProviderReply, ProviderFailure> {
         if !self.stopped && self.stop_reason.is_none() {
             return Err(ProviderFailure::new(
                 FailureKind::Transient,
@@ -253,21 +265,29 @@ impl Folded {
                 "the provider's stream ended before its end (no stop reason, no message_stop): the reply was cut",
             ));
         }
-        let tool = self
+        let content = self
             .blocks
             .iter()
-            .position(|b| b.kind == "tool_use" && b.name.as_deref() == Some(TOOL));
-        let content = match tool {
-            Some(i) => self.blocks.swap_remove(i).input,
-            None => self
-                .blocks
-                .iter()
-                .filter(|b| b.kind == "text")
-                .map(|b| b.text.as_str())
-                .collect(),
-        };
+            .filter(|b| b.kind == "text")
+            .map(|b| b.text.as_str())
+            .collect();
+        let calls = self
+            .blocks
+            .into_iter()
+            .filter(|b| b.kind == "tool_use")
+            .map(|b| ToolCall {
+                id: b.id.unwrap_or_default(),
+                name: b.name.unwrap_or_default(),
+                // A call with no input deltas took no arguments.
+                arguments: match b.input.is_empty() {
+                    true => "{}".to_owned(),
+                    false => b.input,
+                },
+            })
+            .collect();
         Ok(reply(
             content,
+            calls,
             self.stop_reason.as_deref(),
             self.model,
             self.usage,
@@ -292,7 +312,9 @@ mod tests {
         )
         .unwrap();
         let r = m.into_reply().unwrap();
-        assert_eq!(r.content, r#"{"a": [1, 2]}"#);
+        assert_eq!(r.content, "x");
+        assert_eq!(r.tool_calls[0].name, "respond");
+        assert_eq!(r.tool_calls[0].arguments, r#"{"a": [1, 2]}"#);
         assert_eq!((r.input_tokens, r.output_tokens), (Some(9), None));
     }
 

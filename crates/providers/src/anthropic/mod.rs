@@ -1,5 +1,7 @@
 //! The Anthropic Messages API. Native structured output is a forced tool
-//! call whose input schema is the caller's `responseSchema`.
+//! call whose input schema is the caller's `responseSchema`; a call's own
+//! tools go beside it. Tool calls are `tool_use` blocks, tool results
+//! `tool_result` blocks in the user's turn.
 
 mod answer;
 
@@ -7,9 +9,10 @@ use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
 use answer::{Event, Folded, Message};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
-use callai_wire::{Role, StructuredOutput};
+use callai_wire::{Message as WireMessage, Role, StructuredOutput, ToolChoice as Choice};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 
 /// The API version this adapter speaks.
@@ -33,33 +36,126 @@ struct MessagesBody<'a> {
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     stop_sequences: &'a [String],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    tools: Option<[Tool<'a>; 1]>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tool_choice: Option<ToolChoice>,
+    tool_choice: Option<ToolChoice<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
 }
 
-/// One turn; consecutive turns of one role are merged into one.
+/// One turn; consecutive turns of one role are merged into one. A turn
+/// of text alone is a string, as it always was; one with a tool call or a
+/// tool's result is a list of blocks.
 #[derive(Serialize)]
 struct Turn<'a> {
     role: &'static str,
-    content: Cow<'a, str>,
+    content: TurnContent<'a>,
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum TurnContent<'a> {
+    Text(Cow<'a, str>),
+    Blocks(Vec<Block<'a>>),
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: Cow<'a, str>,
+    },
+    ToolUse {
+        id: &'a str,
+        name: &'a str,
+        input: Cow<'a, RawValue>,
+    },
+    ToolResult {
+        tool_use_id: &'a str,
+        content: &'a str,
+    },
 }
 
 #[derive(Serialize)]
 struct Tool<'a> {
-    name: &'static str,
-    description: &'static str,
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
     input_schema: &'a Value,
 }
 
 #[derive(Serialize)]
-struct ToolChoice {
+struct ToolChoice<'a> {
     #[serde(rename = "type")]
     kind: &'static str,
-    name: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    name: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disable_parallel_tool_use: Option<bool>,
+}
+
+/// A tool call's arguments as the `input` object a `tool_use` block needs
+/// (`{}` for none, or for text that is not JSON: a conversation may carry
+/// a malformed call a model made).
+fn input(arguments: &str) -> Cow<'_, RawValue> {
+    let text = arguments.trim();
+    match serde_json::from_str::<&RawValue>(text) {
+        Ok(raw) if text.starts_with('{') => Cow::Borrowed(raw),
+        _ => Cow::Owned(RawValue::from_string("{}".to_owned()).expect("{} is JSON")),
+    }
+}
+
+/// The blocks of one message of the conversation.
+fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
+    if m.role == Role::Tool {
+        let id = m.tool_call_id.as_deref().unwrap_or_default();
+        return vec![Block::ToolResult {
+            tool_use_id: id,
+            content: &m.content,
+        }];
+    }
+    let text = (!m.content.is_empty()).then(|| Block::Text {
+        text: Cow::Borrowed(&m.content),
+    });
+    text.into_iter()
+        .chain(m.tool_calls.iter().map(|c| Block::ToolUse {
+            id: &c.id,
+            name: &c.name,
+            input: input(&c.arguments),
+        }))
+        .collect()
+}
+
+/// Appends a message to the conversation: merged into the last turn when
+/// it is of the same role (as text joined by a blank line while both are
+/// text alone, as blocks otherwise).
+fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessage) {
+    let plain = m.tool_calls.is_empty() && m.role != Role::Tool;
+    match turns.last_mut() {
+        Some(last) if last.role == role => match (&mut last.content, plain) {
+            (TurnContent::Text(text), true) => {
+                let text = text.to_mut();
+                text.push_str("\n\n");
+                text.push_str(&m.content);
+            }
+            (content, _) => {
+                let mut merged = match std::mem::replace(content, TurnContent::Blocks(Vec::new())) {
+                    TurnContent::Text(text) => vec![Block::Text { text }],
+                    TurnContent::Blocks(blocks) => blocks,
+                };
+                merged.extend(blocks(m));
+                *content = TurnContent::Blocks(merged);
+            }
+        },
+        _ => turns.push(Turn {
+            role,
+            content: match plain {
+                true => TurnContent::Text(Cow::Borrowed(&m.content)),
+                false => TurnContent::Blocks(blocks(m)),
+            },
+        }),
+    }
 }
 
 impl WireFormat for AnthropicWire {
@@ -85,25 +181,17 @@ impl WireFormat for AnthropicWire {
                     system.push(&m.content);
                     continue;
                 }
-                Role::User => "user",
+                // A tool's result is the user's turn to the Messages API.
+                Role::User | Role::Tool => "user",
                 Role::Assistant => "assistant",
             };
-            match messages.last_mut() {
-                Some(last) if last.role == role => {
-                    let text = last.content.to_mut();
-                    text.push_str("\n\n");
-                    text.push_str(&m.content);
-                }
-                _ => messages.push(Turn {
-                    role,
-                    content: Cow::Borrowed(&m.content),
-                }),
-            }
+            push_turn(&mut messages, role, m);
         }
         let native = r
             .structured
             .as_ref()
             .filter(|s| s.mode == StructuredOutput::Native);
+        let (tools, tool_choice) = tools(r, native.map(|s| &*s.schema));
         let body = MessagesBody {
             model: r.model.as_deref().unwrap_or(model),
             max_tokens: r.max_tokens,
@@ -111,17 +199,8 @@ impl WireFormat for AnthropicWire {
             system: (!system.is_empty()).then(|| system.join("\n\n")),
             temperature: r.temperature,
             stop_sequences: &r.stop_sequences,
-            tools: native.map(|s| {
-                [Tool {
-                    name: TOOL,
-                    description: "Respond with a value that satisfies the input schema.",
-                    input_schema: &s.schema,
-                }]
-            }),
-            tool_choice: native.map(|_| ToolChoice {
-                kind: "tool",
-                name: TOOL,
-            }),
+            tools,
+            tool_choice,
             stream: delivery == Delivery::Streamed,
         };
         serde_json::to_vec(&body).expect("a messages body serializes")
@@ -148,4 +227,72 @@ impl WireFormat for AnthropicWire {
     fn finish(acc: Folded) -> Result<ProviderReply, ProviderFailure> {
         acc.into_reply()
     }
+
+    /// A native structured request's answer is the input of its `respond`
+    /// call: that call is the reply's text, not a tool call.
+    fn settle(reply: &mut ProviderReply, request: &ProviderRequest) {
+        let native = request
+            .structured
+            .as_ref()
+            .is_some_and(|s| s.mode == StructuredOutput::Native);
+        if !native {
+            return;
+        }
+        if let Some(i) = reply.tool_calls.iter().position(|c| c.name == TOOL) {
+            reply.content = reply.tool_calls.remove(i).arguments;
+        }
+    }
+}
+
+/// The tools of a request body and the choice among them: the call's own
+/// tools, and for native structured output the `respond` tool whose input
+/// schema is the `responseSchema` (forced when the call offers no tools,
+/// and beside them otherwise: the answer is then a call of either).
+fn tools<'a>(
+    r: &'a ProviderRequest,
+    native: Option<&'a Value>,
+) -> (Vec<Tool<'a>>, Option<ToolChoice<'a>>) {
+    let offered = r.tools.as_ref();
+    let mut tools: Vec<Tool<'a>> = offered
+        .map(|t| {
+            t.tools
+                .iter()
+                .map(|tool| Tool {
+                    name: &tool.name,
+                    description: tool.description.as_deref(),
+                    input_schema: &tool.parameters,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    if let Some(schema) = native {
+        tools.push(Tool {
+            name: TOOL,
+            description: Some("Respond with a value that satisfies the input schema."),
+            input_schema: schema,
+        });
+    }
+    let choice = |kind, name| ToolChoice {
+        kind,
+        name,
+        disable_parallel_tool_use: offered.and_then(|t| t.parallel).map(|p| !p),
+    };
+    let tool_choice = match (offered.map(|t| &t.choice), native) {
+        (None, None) => None,
+        (None | Some(Choice::None), Some(_)) => Some(ToolChoice {
+            disable_parallel_tool_use: None,
+            ..choice("tool", Some(TOOL))
+        }),
+        (Some(Choice::Auto), None) => Some(choice("auto", None)),
+        (Some(Choice::None), None) => Some(ToolChoice {
+            disable_parallel_tool_use: None,
+            ..choice("none", None)
+        }),
+        // With the respond tool beside them, the answer must be a call.
+        (Some(Choice::Auto | Choice::Required), Some(_)) | (Some(Choice::Required), None) => {
+            Some(choice("any", None))
+        }
+        (Some(Choice::Tool(name)), _) => Some(choice("tool", Some(name))),
+    };
+    (tools, tool_choice)
 }

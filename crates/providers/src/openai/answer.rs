@@ -3,6 +3,7 @@
 //! appended once, so a long stream costs time linear in its length).
 
 use crate::usage::{ErrorObject, Tokens, nullable};
+use callai_engine::wire::ToolCall;
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use serde::Deserialize;
 
@@ -31,6 +32,38 @@ struct Message {
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    tool_calls: Vec<WireCall>,
+}
+
+/// A tool call as a completion carries it (in a stream, a piece of one:
+/// its `index`, and the pieces of its arguments).
+#[derive(Debug, Default, Deserialize)]
+struct WireCall {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default)]
+    id: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    function: WireFunction,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct WireFunction {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    arguments: Option<String>,
+}
+
+impl WireCall {
+    fn into_call(self) -> ToolCall {
+        ToolCall {
+            id: self.id.unwrap_or_default(),
+            name: self.function.name.unwrap_or_default(),
+            arguments: self.function.arguments.unwrap_or_default(),
+        }
+    }
 }
 
 /// Usage, in both a completion and a stream's last chunk.
@@ -69,6 +102,8 @@ struct Delta {
     content: Option<String>,
     #[serde(default)]
     refusal: Option<String>,
+    #[serde(default, deserialize_with = "nullable")]
+    tool_calls: Vec<WireCall>,
 }
 
 /// A streamed completion as far as its chunks went.
@@ -76,6 +111,8 @@ struct Delta {
 pub struct Folded {
     content: String,
     refusal: String,
+    /// The tool calls, by their stream `index`, their arguments appended.
+    calls: Vec<ToolCall>,
     finish_reason: Option<String>,
     model: Option<String>,
     usage: Option<Usage>,
@@ -101,11 +138,13 @@ fn reply(
     finish_reason: Option<&str>,
     model: Option<String>,
     usage: Option<Usage>,
+    tool_calls: Vec<ToolCall>,
 ) -> ProviderReply {
     let usage = usage.unwrap_or_default();
     ProviderReply {
         stop: stop(refusal.is_some(), finish_reason),
         content: refusal.unwrap_or(content),
+        tool_calls,
         input_tokens: usage.prompt_tokens.0,
         output_tokens: usage.completion_tokens.0,
         model,
@@ -123,7 +162,11 @@ impl Completion {
                 "the response has no choices",
             ));
         };
-        let Message { content, refusal } = choice.message;
+        let Message {
+            content,
+            refusal,
+            tool_calls,
+        } = choice.message;
         let refusal = refusal.filter(|r| !r.is_empty());
         Ok(reply(
             content.unwrap_or_default(),
@@ -131,6 +174,7 @@ impl Completion {
             choice.finish_reason.as_deref(),
             self.model,
             self.usage,
+            tool_calls.into_iter().map(WireCall::into_call).collect(),
         ))
     }
 }
@@ -161,11 +205,42 @@ impl Folded {
         if let Some(refusal) = &choice.delta.refusal {
             self.refusal.push_str(refusal);
         }
+        for piece in choice.delta.tool_calls {
+            self.fold_call(piece);
+        }
         let text = choice.delta.content.filter(|t| !t.is_empty());
         if let Some(text) = &text {
             self.content.push_str(text);
         }
         Ok(text)
+    }
+
+    /// A piece of a streamed tool call: its id and name come first, its
+    /// arguments in pieces, each appended once.
+    fn fold_call(&mut self, piece: WireCall) {
+        let index = piece.index.unwrap_or(self.calls.len().saturating_sub(1));
+        // Indexes come in order from 0; one far past the calls so far is
+        // not trusted to size anything.
+        if index > self.calls.len() {
+            return;
+        }
+        if index == self.calls.len() {
+            self.calls.push(ToolCall {
+                id: String::new(),
+                name: String::new(),
+                arguments: String::new(),
+            });
+        }
+        let call = &mut self.calls[index];
+        if let Some(id) = piece.id {
+            call.id = id;
+        }
+        if let Some(name) = piece.function.name {
+            call.name.push_str(&name);
+        }
+        if let Some(arguments) = piece.function.arguments {
+            call.arguments.push_str(&arguments);
+        }
     }
 
     /// `[DONE]` came: the stream ended as it should.
@@ -190,6 +265,7 @@ impl Folded {
             self.finish_reason.as_deref(),
             self.model,
             self.usage,
+            self.calls,
         ))
     }
 }
@@ -214,6 +290,40 @@ mod tests {
         assert_eq!((r.input_tokens, r.output_tokens), (Some(3), None));
         let none: Completion = serde_json::from_str(r#"{"choices": []}"#).unwrap();
         assert!(none.into_reply().is_err());
+    }
+
+    #[test]
+    fn tool_calls_are_read_whole_and_streamed() {
+        let c: Completion = serde_json::from_str(
+            r#"{"choices": [{"message": {"content": null, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{\"a\":1}"}}]},
+                "finish_reason": "tool_calls"}]}"#,
+        )
+        .unwrap();
+        let r = c.into_reply().unwrap();
+        assert_eq!(r.stop, StopReason::ToolCall);
+        assert_eq!(r.tool_calls[0].arguments, r#"{"a":1}"#);
+        let mut f = Folded::default();
+        for piece in [
+            r#"{"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "c1", "function": {"name": "f", "arguments": ""}}]}}]}"#,
+            r#"{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"a\":"}}]}}]}"#,
+            r#"{"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "1}"}}]}}]}"#,
+            r#"{"choices": [{"delta": {"tool_calls": [{"index": 1, "id": "c2", "function": {"name": "g", "arguments": "{}"}}]}}]}"#,
+            r#"{"choices": [{"delta": {"tool_calls": [{"index": 9, "function": {"arguments": "x"}}]}, "finish_reason": "tool_calls"}]}"#,
+        ] {
+            f.fold(chunk(piece)).unwrap();
+        }
+        f.done();
+        let r = f.into_reply().unwrap();
+        assert_eq!(r.tool_calls.len(), 2);
+        assert_eq!(
+            (
+                r.tool_calls[0].id.as_str(),
+                r.tool_calls[0].arguments.as_str()
+            ),
+            ("c1", r#"{"a":1}"#)
+        );
+        assert_eq!(r.tool_calls[1].name, "g");
     }
 
     #[test]

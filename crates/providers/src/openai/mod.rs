@@ -8,7 +8,7 @@ use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
 use answer::{Chunk, Completion, Folded};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
-use callai_wire::{Role, StructuredOutput};
+use callai_wire::{Role, StructuredOutput, ToolChoice};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -32,12 +32,84 @@ struct ChatBody<'a> {
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tools: Option<Vec<FunctionTool<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_choice: Option<Choice<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parallel_tool_calls: Option<bool>,
 }
 
 #[derive(Serialize)]
 struct ChatMessage<'a> {
     role: &'static str,
-    content: &'a str,
+    /// `null` for an assistant's turn that only calls tools.
+    content: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_calls: Option<Vec<FunctionCall<'a>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tool_call_id: Option<&'a str>,
+}
+
+impl<'a> ChatMessage<'a> {
+    fn text(role: &'static str, content: &'a str) -> Self {
+        Self {
+            role,
+            content: Some(content),
+            tool_calls: None,
+            tool_call_id: None,
+        }
+    }
+}
+
+/// `{"type": "function", "function": {...}}`, a tool offered.
+#[derive(Serialize)]
+struct FunctionTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: Function<'a>,
+}
+
+#[derive(Serialize)]
+struct Function<'a> {
+    name: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    description: Option<&'a str>,
+    parameters: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    strict: Option<bool>,
+}
+
+/// A tool call in an assistant's turn.
+#[derive(Serialize)]
+struct FunctionCall<'a> {
+    id: &'a str,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: CalledFunction<'a>,
+}
+
+#[derive(Serialize)]
+struct CalledFunction<'a> {
+    name: &'a str,
+    arguments: &'a str,
+}
+
+/// `tool_choice`: a word, or one function.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Choice<'a> {
+    Word(&'static str),
+    Function {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        function: NamedFunction<'a>,
+    },
+}
+
+#[derive(Serialize)]
+struct NamedFunction<'a> {
+    name: &'a str,
 }
 
 #[derive(Serialize)]
@@ -74,18 +146,59 @@ impl WireFormat for OpenAiWire {
             Role::User => "user",
             Role::Assistant => "assistant",
             Role::System => "system",
+            Role::Tool => "tool",
         };
-        let system = r.system_prompt.as_deref().map(|content| ChatMessage {
-            role: "system",
-            content,
-        });
+        let system = r
+            .system_prompt
+            .as_deref()
+            .map(|content| ChatMessage::text("system", content));
         let messages = system
             .into_iter()
-            .chain(r.messages.iter().map(|m| ChatMessage {
-                role: role(m.role),
-                content: &m.content,
+            .chain(r.messages.iter().map(|m| {
+                let calls = (!m.tool_calls.is_empty()).then(|| {
+                    m.tool_calls
+                        .iter()
+                        .map(|c| FunctionCall {
+                            id: &c.id,
+                            kind: "function",
+                            function: CalledFunction {
+                                name: &c.name,
+                                arguments: &c.arguments,
+                            },
+                        })
+                        .collect()
+                });
+                ChatMessage {
+                    role: role(m.role),
+                    content: (calls.is_none() || !m.content.is_empty()).then_some(&m.content),
+                    tool_calls: calls,
+                    tool_call_id: m.tool_call_id.as_deref(),
+                }
             }))
             .collect();
+        let tools = r.tools.as_ref().map(|t| {
+            t.tools
+                .iter()
+                .map(|tool| FunctionTool {
+                    kind: "function",
+                    function: Function {
+                        name: &tool.name,
+                        description: tool.description.as_deref(),
+                        parameters: &tool.parameters,
+                        strict: tool.strict,
+                    },
+                })
+                .collect()
+        });
+        let tool_choice = r.tools.as_ref().map(|t| match &t.choice {
+            ToolChoice::Auto => Choice::Word("auto"),
+            ToolChoice::None => Choice::Word("none"),
+            ToolChoice::Required => Choice::Word("required"),
+            ToolChoice::Tool(name) => Choice::Function {
+                kind: "function",
+                function: NamedFunction { name },
+            },
+        });
         let response_format = r
             .structured
             .as_ref()
@@ -110,6 +223,9 @@ impl WireFormat for OpenAiWire {
             stream_options: streamed.then_some(StreamOptions {
                 include_usage: true,
             }),
+            tools,
+            tool_choice,
+            parallel_tool_calls: r.tools.as_ref().and_then(|t| t.parallel),
         };
         serde_json::to_vec(&body).expect("a chat body serializes")
     }

@@ -241,3 +241,79 @@ fn a_typed_request_is_checked_as_one_read_from_json() {
         .unwrap();
     assert_eq!(checked.retry, None);
 }
+
+#[test]
+fn tools_calls_and_results_read_into_their_types() {
+    let r = CallRequest::from_json(
+        r#"{"messages": [
+              {"role": "user", "content": "weather?"},
+              {"role": "assistant", "content": null,
+               "toolCalls": [{"id": "c1", "name": "weather", "arguments": "{\"city\":\"Oslo\"}"}]},
+              {"role": "tool", "toolCallId": "c1", "content": "sunny"}],
+            "tools": [{"name": "weather", "parameters": {"type": "object"}, "strict": true}],
+            "toolChoice": "required", "parallelToolCalls": false}"#,
+        RetryField::Honoured,
+    )
+    .unwrap();
+    assert_eq!(r.messages[1].tool_calls[0].name, "weather");
+    assert_eq!(r.messages[1].content, "");
+    assert_eq!(r.messages[2].tool_call_id.as_deref(), Some("c1"));
+    assert_eq!(r.tool_choice, Some(crate::ToolChoice::Required));
+    assert_eq!(r.parallel_tool_calls, Some(false));
+    // Written back, the request is the same request.
+    let again = CallRequest::from_value(&r.canonical(), RetryField::Honoured).unwrap();
+    assert_eq!(again, r);
+}
+
+#[test]
+fn a_request_without_tools_serialises_as_before() {
+    let r = CallRequest::from_json(
+        r#"{"messages": [{"role": "user", "content": "x"}]}"#,
+        RetryField::Honoured,
+    )
+    .unwrap();
+    assert_eq!(
+        serde_json::to_string(&r).unwrap(),
+        r#"{"messages":[{"role":"user","content":"x"}]}"#
+    );
+}
+
+#[test]
+fn malformed_tools_are_refused_naming_the_path() {
+    let field = |body: &str| {
+        CallRequest::from_json(body, RetryField::Honoured)
+            .unwrap_err()
+            .field()
+            .map(str::to_owned)
+    };
+    let m = r#""messages": [{"role": "user", "content": "x"}]"#;
+    assert_eq!(
+        field(&format!(r#"{{{m}, "tools": [{{"name": "a"}}]}}"#)).as_deref(),
+        Some("tools[0]")
+    );
+    assert_eq!(
+        field(&format!(
+            r#"{{{m}, "tools": [{{"name": 3, "parameters": {{}}}}]}}"#
+        ))
+        .as_deref(),
+        Some("tools[0].name")
+    );
+    assert_eq!(
+        field(&format!(r#"{{{m}, "toolChoice": "required"}}"#)).as_deref(),
+        Some("toolChoice")
+    );
+    assert_eq!(
+        field(r#"{"messages": [{"role": "tool", "content": "x"}]}"#).as_deref(),
+        Some("messages[0].toolCallId")
+    );
+    assert_eq!(
+        field(r#"{"messages": [{"role": "user", "content": "x", "toolCalls": [{"id": 1}]}]}"#)
+            .as_deref(),
+        Some("messages[0].toolCalls[0].id")
+    );
+    assert_eq!(
+        field(r#"{"messages": [{"role": "user", "content": "x", "toolCalls": []}], "parallelToolCalls": 1}"#)
+            .as_deref(),
+        Some("parallelToolCalls")
+    );
+}

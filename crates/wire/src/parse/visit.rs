@@ -22,6 +22,9 @@ pub(crate) enum Field {
     MaxTokens,
     StopSequences,
     ResponseSchema,
+    Tools,
+    ToolChoice,
+    ParallelToolCalls,
 }
 
 /// A key of the request object.
@@ -49,6 +52,9 @@ impl<'de> serde::Deserialize<'de> for Key {
                     "maxTokens" => Key::Field(Field::MaxTokens),
                     "stopSequences" => Key::Field(Field::StopSequences),
                     "responseSchema" => Key::Field(Field::ResponseSchema),
+                    "tools" => Key::Field(Field::Tools),
+                    "toolChoice" => Key::Field(Field::ToolChoice),
+                    "parallelToolCalls" => Key::Field(Field::ParallelToolCalls),
                     "retry" => Key::Retry,
                     other => Key::Unknown(other.to_owned()),
                 })
@@ -134,6 +140,18 @@ impl<'de> Visitor<'de> for RequestVisitor {
                         ),
                     )),
                 },
+                // Tools are the caller's schemas, read as JSON and then
+                // typed, naming the field that is wrong.
+                Field::Tools => {
+                    typed(map.next_value::<Value>()?, "tools").map(|t| r.tools = Some(t))
+                }
+                Field::ToolChoice => {
+                    typed(map.next_value::<Value>()?, "toolChoice").map(|c| r.tool_choice = Some(c))
+                }
+                Field::ParallelToolCalls => map
+                    .next_value::<Scalar>()?
+                    .boolean("parallelToolCalls")
+                    .map(|b| r.parallel_tool_calls = Some(b)),
             };
             parsed.refused.retain(|(f, _)| *f != field);
             if let Err(e) = outcome {
@@ -142,6 +160,25 @@ impl<'de> Visitor<'de> for RequestVisitor {
         }
         Ok(parsed)
     }
+}
+
+/// A field read as JSON, typed: a refusal names the field and the path
+/// inside it (`tools[0].parameters`).
+fn typed<T: de::DeserializeOwned>(value: Value, field: &str) -> Result<T, CallError> {
+    serde_path_to_error::deserialize::<_, T>(value).map_err(|e| {
+        let mut name = field.to_owned();
+        for segment in e.path().iter() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => name.push_str(&format!("[{index}]")),
+                serde_path_to_error::Segment::Map { key } => {
+                    name.push('.');
+                    name.push_str(key);
+                }
+                _ => {}
+            }
+        }
+        CallError::validation(name, e.into_inner().to_string())
+    })
 }
 
 /// `messages`: an array of messages.
@@ -196,15 +233,32 @@ impl<'de> Shaped<'de> for MessageShape {
 
     fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Result<Message, CallError>, A::Error> {
         let (mut role, mut content) = (None, None);
+        let (mut calls, mut call_id) = (None, None);
         while let Some(key) = map.next_key::<MessageKey>()? {
             match key {
                 MessageKey::Role => role = Some(map.next_value::<Scalar>()?),
                 MessageKey::Content => content = Some(map.next_value::<Scalar>()?),
+                MessageKey::ToolCalls => calls = Some(map.next_value::<Value>()?),
+                MessageKey::ToolCallId => call_id = Some(map.next_value::<Scalar>()?),
                 MessageKey::Other => {
                     map.next_value::<Discard>()?;
                 }
             }
         }
+        let tool_calls = match calls
+            .map(|c| typed::<Vec<crate::ToolCall>>(c, &self.field("toolCalls")))
+            .transpose()
+        {
+            Ok(calls) => calls.unwrap_or_default(),
+            Err(e) => return Ok(Err(e)),
+        };
+        let tool_call_id = match call_id
+            .map(|id| id.string(|| self.field("toolCallId")))
+            .transpose()
+        {
+            Ok(id) => id,
+            Err(e) => return Ok(Err(e)),
+        };
         let required = |key| CallError::validation(self.field(key), "is required");
         let role = match role
             .ok_or_else(|| required("role"))
@@ -217,26 +271,38 @@ impl<'de> Shaped<'de> for MessageShape {
             "user" => Role::User,
             "assistant" => Role::Assistant,
             "system" => Role::System,
+            "tool" => Role::Tool,
             _ => {
                 return Ok(Err(CallError::validation(
                     self.field("role"),
                     format!(
-                        "must be user, assistant or system, got {}",
+                        "must be user, assistant, system or tool, got {}",
                         Kind::of_str(&role)
                     ),
                 )));
             }
         };
-        Ok(content
-            .ok_or_else(|| required("content"))
-            .and_then(|c| c.string(|| self.field("content")))
-            .map(|content| Message { role, content }))
+        // An assistant's turn that calls tools may have no text.
+        let content = match content {
+            None | Some(Scalar::Null) if !tool_calls.is_empty() => Ok(String::new()),
+            content => content
+                .ok_or_else(|| required("content"))
+                .and_then(|c| c.string(|| self.field("content"))),
+        };
+        Ok(content.map(|content| Message {
+            role,
+            content,
+            tool_calls,
+            tool_call_id,
+        }))
     }
 }
 
 enum MessageKey {
     Role,
     Content,
+    ToolCalls,
+    ToolCallId,
     Other,
 }
 
@@ -252,6 +318,8 @@ impl<'de> serde::Deserialize<'de> for MessageKey {
                 Ok(match v {
                     "role" => MessageKey::Role,
                     "content" => MessageKey::Content,
+                    "toolCalls" => MessageKey::ToolCalls,
+                    "toolCallId" => MessageKey::ToolCallId,
                     _ => MessageKey::Other,
                 })
             }

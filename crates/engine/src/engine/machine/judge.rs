@@ -104,6 +104,11 @@ impl CallMachine<'_> {
                 let next = Some(RequestReason::SchemaViolation);
                 Err(failure(ErrorCode::EnvelopeInvalid, complaint, next))
             }
+            Verdict::ToolViolation(complaint) => {
+                self.extra = Extra::ToolCorrective(complaint.clone());
+                let next = Some(RequestReason::SchemaViolation);
+                Err(failure(ErrorCode::EnvelopeInvalid, complaint, next))
+            }
         }
     }
 
@@ -112,6 +117,7 @@ impl CallMachine<'_> {
         let usage = (reply.input_tokens.is_some() || reply.output_tokens.is_some())
             .then(|| Usage::new(reply.input_tokens, reply.output_tokens));
         let finish_reason = match reply.stop {
+            _ if !reply.tool_calls.is_empty() => FinishReason::ToolCall,
             StopReason::Stop => FinishReason::Stop,
             StopReason::Length => FinishReason::Length,
             StopReason::Refusal | StopReason::ContentFilter => FinishReason::ContentFilter,
@@ -119,9 +125,13 @@ impl CallMachine<'_> {
             StopReason::Other => FinishReason::Other,
         };
         let structured = data.is_some();
+        let calls = !reply.tool_calls.is_empty();
+        // Beside tool calls, the text is kept only when there is some.
+        let text = !structured && (!calls || !reply.content.is_empty());
         CallResult {
-            content: (!structured).then_some(reply.content),
+            content: text.then_some(reply.content),
             data,
+            tool_calls: calls.then_some(reply.tool_calls),
             usage,
             finish_reason: Some(finish_reason),
             model: Some(reply.model.unwrap_or_else(|| self.model.clone())),

@@ -15,6 +15,7 @@ fn request(extra: serde_json::Value) -> CallRequest {
 fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply {
     ProviderReply {
         content: content.into(),
+        tool_calls: Vec::new(),
         stop,
         input_tokens: None,
         output_tokens: tokens,
@@ -33,6 +34,7 @@ fn machine<'a>(config: &'a HostConfig, r: &'a CallRequest) -> CallMachine<'a> {
         node_id: "node",
         request: r,
         schema,
+        tools: None,
         provider: "mock",
         default_model: "m-1",
         structured: StructuredOutput::Native,
@@ -46,7 +48,7 @@ const CX: Context<'static> = Context {
 
 /// Feeds `reply` to the machine, classified as the driver would.
 fn answer(m: &mut CallMachine<'_>, reply: ProviderReply) -> Step {
-    let verdict = classify(&reply, m.schema(), 1 << 20);
+    let verdict = classify(&reply, m.schema(), None, 1 << 20);
     m.on_outcome(Outcome::Reply(reply, verdict), CX)
 }
 

@@ -19,15 +19,15 @@ pub(crate) struct Run {
 }
 
 impl Run {
-    pub(super) fn ok(&self) -> &CallResult {
+    pub(crate) fn ok(&self) -> &CallResult {
         self.outcome.as_ref().expect("the call should succeed")
     }
 
-    pub(super) fn err(&self) -> &CallError {
+    pub(crate) fn err(&self) -> &CallError {
         self.outcome.as_ref().expect_err("the call should fail")
     }
 
-    pub(super) fn named(&self, name: &str) -> Vec<Value> {
+    pub(crate) fn named(&self, name: &str) -> Vec<Value> {
         self.events
             .iter()
             .filter(|e| e.type_name() == name)
