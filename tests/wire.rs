@@ -78,6 +78,48 @@ impl Api {
         Reply::ok(body)
     }
 
+    /// A reply that calls tools: each `(id, name, arguments)`, arguments as
+    /// the JSON text the model wrote (an Anthropic `input` must be an
+    /// object: text that is not one goes as a string).
+    pub fn tool_reply(self, text: &str, calls: &[(&str, &str, &str)], out: Option<u32>) -> Reply {
+        let mut body = match self {
+            Api::OpenAi => {
+                let calls: Vec<Value> = calls
+                    .iter()
+                    .map(|(id, name, args)| {
+                        json!({"id": id, "type": "function",
+                               "function": {"name": name, "arguments": args}})
+                    })
+                    .collect();
+                let content = if text.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                };
+                json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "m-1",
+                       "choices": [{"index": 0, "message": {"role": "assistant",
+                           "content": content, "tool_calls": calls, "refusal": null},
+                           "finish_reason": "tool_calls"}]})
+            }
+            Api::Anthropic => {
+                let mut blocks = Vec::new();
+                if !text.is_empty() {
+                    blocks.push(json!({"type": "text", "text": text}));
+                }
+                blocks.extend(calls.iter().map(|(id, name, args)| {
+                    let input = serde_json::from_str::<Value>(args).unwrap_or_else(|_| json!(args));
+                    json!({"type": "tool_use", "id": id, "name": name, "input": input})
+                }));
+                json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m-1",
+                       "content": blocks, "stop_reason": "tool_use"})
+            }
+        };
+        if let Some(u) = self.usage(out) {
+            body["usage"] = u;
+        }
+        Reply::ok(body)
+    }
+
     /// A streamed reply: `pieces` of text, then the stop and the usage, as
     /// the API streams them, each after `pause`.
     pub fn stream_reply(

@@ -52,4 +52,5 @@ mod serve_ownership;
 mod serve_packs;
 mod serve_slow_clients;
 mod serve_stream;
+mod serve_tools;
 mod telemetry;

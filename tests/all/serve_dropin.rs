@@ -195,7 +195,7 @@ async fn what_the_host_cannot_honour_is_refused_naming_its_param() {
             "callai.retyr",
         ),
         (
-            json!({"model": "mock", "messages": [{"role": "tool", "content": "x"}]}),
+            json!({"model": "mock", "messages": [{"role": "function", "content": "x"}]}),
             "messages[0].role",
         ),
         (

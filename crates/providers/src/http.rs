@@ -267,8 +267,13 @@ impl HttpClient {
         }
     }
 
-    /// Redacts a reply's text and its tool calls' arguments.
+    /// Redacts a reply's text and its tool calls' arguments, and names a
+    /// call that came without an id (some local servers send none): a
+    /// tool's result must name the call it answers.
     pub(crate) fn redact_reply(&self, reply: &mut ProviderReply) {
+        for call in reply.tool_calls.iter_mut().filter(|c| c.id.is_empty()) {
+            call.id = format!("call_{:016x}", callai_engine::runlog::fresh_id());
+        }
         if let Cow::Owned(clean) = self.redact(&reply.content) {
             reply.content = clean;
         }

@@ -5,7 +5,7 @@
 
 use super::sse::Frame;
 use crate::error::ApiError;
-use callai_engine::wire::{Attempts, CallRequest, CallResult, FinishReason, ParsedRetry};
+use callai_engine::wire::{Attempts, CallRequest, CallResult, FinishReason, ParsedRetry, ToolCall};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -30,12 +30,14 @@ impl Api {
     }
 }
 
-/// How an API frames a streamed text call.
+/// How an API frames a streamed call.
 pub trait Framer: Send + 'static {
     /// The frames before any text.
     fn start(&mut self) -> Vec<Frame>;
     /// The frames of a piece of text.
     fn text(&mut self, text: &str) -> Vec<Frame>;
+    /// The frames of the answer's tool calls, judged (after its text).
+    fn tool_calls(&mut self, calls: &[ToolCall]) -> Vec<Frame>;
     /// The frames of the call's end.
     fn end(&mut self, result: &CallResult) -> Vec<Frame>;
     /// The frames of a failure after text went out.
@@ -167,7 +169,8 @@ pub enum TextOrParts {
     Parts(Vec<Part>),
 }
 
-/// One part of a message's content: what this host reads of it.
+/// One part of a message's content: what this host reads of it (text, and
+/// the Messages API's `tool_use` and `tool_result` blocks).
 #[derive(Debug, Default, Deserialize)]
 pub struct Part {
     /// `type`, when it is a string.
@@ -176,6 +179,29 @@ pub struct Part {
     /// `text`, when it is a string.
     #[serde(default, deserialize_with = "string_or_none")]
     pub text: Option<String>,
+    /// A `tool_use` block's id, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub id: Option<String>,
+    /// A `tool_use` block's tool, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub name: Option<String>,
+    /// A `tool_use` block's input, as the JSON text it came as.
+    #[serde(default)]
+    pub input: Option<Box<RawValue>>,
+    /// A `tool_result` block's call id, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub tool_use_id: Option<String>,
+    /// A `tool_result` block's content: a string or text blocks.
+    #[serde(default, deserialize_with = "result_content")]
+    pub content: Option<TextOrParts>,
+    /// A `tool_result` block's `is_error`.
+    #[serde(default)]
+    pub is_error: Option<bool>,
+}
+
+/// A `tool_result`'s content: a string or blocks (`null`: none).
+fn result_content<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<TextOrParts>, D::Error> {
+    text_or_parts(d, "Content")
 }
 
 /// A field kept when it is a string; any other value read through.

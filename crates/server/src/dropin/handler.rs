@@ -31,9 +31,11 @@ pub async fn handle<A: DropinApi>(
     let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
     let mapped = A::map(request)?;
     let streaming = mapped.streaming;
-    let structured = mapped.request.is_structured();
+    // A structured call, and a call with tools, is judged whole before
+    // any of it goes out (a retry could replace it).
+    let judged_whole = mapped.request.is_structured() || mapped.request.offers_tools();
     let (call, route) = prepare(&state, &caller, A::API, &headers, mapped)?;
-    if streaming != Streaming::Off && !structured {
+    if streaming != Streaming::Off && !judged_whole {
         // A text call streams as its provider does.
         let model = route.answer_model(&state, &CallResult::default());
         let framer = A::framer(model, streaming, None);

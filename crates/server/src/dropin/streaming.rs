@@ -141,11 +141,18 @@ pub async fn relay(
     Ok(sse::streaming(Body::from_stream(stream)))
 }
 
-/// The frames of a call that has settled (a structured call): those a live
-/// stream would give, its whole text as one piece.
+/// The frames of a call that has settled (a structured call, a call with
+/// tools): those a live stream would give, its whole text as one piece,
+/// then its tool calls.
 pub fn settled(mut framer: impl Framer, result: &CallResult) -> Vec<Frame> {
     let mut frames = framer.start();
-    frames.extend(framer.text(&answer_text(result)));
+    let text = answer_text(result);
+    if !text.is_empty() || result.tool_calls.is_none() {
+        frames.extend(framer.text(&text));
+    }
+    if let Some(calls) = &result.tool_calls {
+        frames.extend(framer.tool_calls(calls));
+    }
     frames.extend(framer.end(result));
     frames
 }

@@ -1,22 +1,27 @@
 //! `POST /v1/chat/completions`: the OpenAI Chat Completions API, mapped onto
-//! a ctx.callAI request. What changes what the answer means and the host
-//! cannot honour (tools, several choices, audio, log probabilities) is
-//! refused naming its `param`; what does not (`n: 1`, `user`, `metadata`,
-//! `seed`, `top_p`, the penalties) is dropped.
+//! a ctx.callAI request, function tools included. What changes what the
+//! answer means and the host cannot honour (several choices, audio, log
+//! probabilities, the legacy `functions`) is refused naming its `param`;
+//! what does not (`n: 1`, `user`, `metadata`, `seed`, `top_p`, the
+//! penalties) is dropped.
+
+mod answer;
+mod tools;
+
+pub use answer::{ChatFramer, models};
 
 use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Framer, Mapped, Streaming, TextOrParts, answer_id,
+    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id,
     answer_text, openai_finish, text_of, text_or_parts, unix_now,
 };
-use super::sse::Frame;
 use crate::error::ApiError;
-use crate::tenants::Caller;
-use axum::response::IntoResponse;
+use answer::{AssistantMessage, ChatCompletion, Choice, usage};
 use callai_engine::wire::{CallRequest, CallResult, Message, Role};
+use serde::Deserialize;
+use serde::Serialize;
 use serde::de::IgnoredAny;
-use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use std::borrow::Cow;
+use tools::{ChatTool, ChatToolCall, ChatToolChoice};
 
 /// A Chat Completions request, as far as this host reads it.
 #[derive(Debug, Deserialize)]
@@ -34,9 +39,10 @@ pub struct ChatRequest {
     n: Option<u32>,
     logprobs: Option<bool>,
     modalities: Option<Vec<String>>,
+    tools: Option<Vec<ChatTool>>,
+    tool_choice: Option<ChatToolChoice>,
+    parallel_tool_calls: Option<bool>,
     // Refused when present: the host cannot honour them.
-    tools: Option<Value>,
-    tool_choice: Option<Value>,
     functions: Option<Value>,
     function_call: Option<Value>,
     audio: Option<Value>,
@@ -61,8 +67,6 @@ pub struct ChatRequest {
     _store: Option<IgnoredAny>,
     #[serde(rename = "service_tier")]
     _service_tier: Option<IgnoredAny>,
-    #[serde(rename = "parallel_tool_calls")]
-    _parallel_tool_calls: Option<IgnoredAny>,
     #[serde(rename = "prompt_cache_key")]
     _prompt_cache_key: Option<IgnoredAny>,
     #[serde(rename = "safety_identifier")]
@@ -85,8 +89,8 @@ struct ChatMessage {
     _name: Option<IgnoredAny>,
     #[serde(rename = "refusal")]
     _refusal: Option<IgnoredAny>,
-    tool_calls: Option<Value>,
-    tool_call_id: Option<Value>,
+    tool_calls: Option<Vec<ChatToolCall>>,
+    tool_call_id: Option<String>,
     function_call: Option<Value>,
 }
 
@@ -133,11 +137,18 @@ struct StreamOptions {
 /// Refuses what the host cannot honour, naming it.
 fn refuse_unhonoured(r: &ChatRequest) -> Result<(), ApiError> {
     let no = |param: &str, why: &str| Err(ApiError::invalid(param, why));
+    if r.functions.is_some() || r.function_call.is_some() {
+        let param = if r.functions.is_some() {
+            "functions"
+        } else {
+            "function_call"
+        };
+        return no(
+            param,
+            "the legacy function-calling fields: send `tools` and `tool_choice` instead",
+        );
+    }
     let present = [
-        ("tools", r.tools.is_some()),
-        ("tool_choice", r.tool_choice.is_some()),
-        ("functions", r.functions.is_some()),
-        ("function_call", r.function_call.is_some()),
         ("audio", r.audio.is_some()),
         ("top_logprobs", r.top_logprobs.is_some()),
         ("logit_bias", r.logit_bias.is_some()),
@@ -147,7 +158,7 @@ fn refuse_unhonoured(r: &ChatRequest) -> Result<(), ApiError> {
     if let Some((param, _)) = present.iter().find(|(_, p)| *p) {
         return no(
             param,
-            "this host does not offer it: a callAI call is text or a JSON schema",
+            "this host does not offer it: a callAI call is text, a JSON schema or tool calls",
         );
     }
     if r.n.is_some_and(|n| n != 1) {
@@ -178,10 +189,10 @@ impl DropinApi for OpenAi {
         let mut system = Vec::new();
         let mut messages = Vec::with_capacity(r.messages.len());
         for (i, m) in r.messages.into_iter().enumerate() {
-            if m.tool_calls.is_some() || m.tool_call_id.is_some() || m.function_call.is_some() {
+            if m.function_call.is_some() {
                 return Err(ApiError::invalid(
-                    &format!("messages[{i}]"),
-                    "tool calls and their results: this host does not call tools",
+                    &format!("messages[{i}].function_call"),
+                    "the legacy function call: send `tool_calls` instead",
                 ));
             }
             let text = match m.content {
@@ -196,16 +207,37 @@ impl DropinApi for OpenAi {
                 "system" | "developer" => Role::System,
                 "user" => Role::User,
                 "assistant" => Role::Assistant,
+                "tool" => {
+                    let Some(id) = m.tool_call_id else {
+                        return Err(ApiError::invalid(
+                            &format!("messages[{i}].tool_call_id"),
+                            "is required on a tool message",
+                        ));
+                    };
+                    messages.push(Message::tool_result(id, text));
+                    continue;
+                }
                 other => {
                     return Err(ApiError::invalid(
                         &format!("messages[{i}].role"),
                         format!(
-                            "{other:?}: this host takes system, developer, user and assistant messages"
+                            "{other:?}: this host takes system, developer, user, assistant and tool messages"
                         ),
                     ));
                 }
             };
-            messages.push(Message::new(role, text));
+            match m.tool_calls {
+                Some(calls) if role == Role::Assistant && !calls.is_empty() => {
+                    messages.push(Message::tool_calls(text, tools::calls(calls)));
+                }
+                Some(calls) if !calls.is_empty() => {
+                    return Err(ApiError::invalid(
+                        &format!("messages[{i}].tool_calls"),
+                        "only an assistant's message calls tools",
+                    ));
+                }
+                _ => messages.push(Message::new(role, text)),
+            }
         }
         let response_schema = match r.response_format {
             Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
@@ -224,6 +256,9 @@ impl DropinApi for OpenAi {
                 Stop::Many(s) => s,
             }),
             response_schema,
+            tools: r.tools.map(tools::tools).transpose()?,
+            tool_choice: r.tool_choice.map(tools::choice).transpose()?,
+            parallel_tool_calls: r.parallel_tool_calls,
             ..CallRequest::default()
         };
         let streaming = match r.stream {
@@ -252,9 +287,16 @@ impl DropinApi for OpenAi {
                 index: 0,
                 logprobs: None,
                 message: AssistantMessage {
-                    content: answer_text(result),
+                    content: match (&result.tool_calls, &result.content) {
+                        (Some(_), None) => None,
+                        _ => Some(answer_text(result)),
+                    },
                     refusal: None,
                     role: "assistant",
+                    tool_calls: result
+                        .tool_calls
+                        .as_deref()
+                        .map(|calls| tools::out_calls(calls, false)),
                 },
             }],
             created: unix_now(),
@@ -278,219 +320,4 @@ impl DropinApi for OpenAi {
             ),
         }
     }
-}
-
-/// `usage` in OpenAI's words: the final attempt's, each count that it
-/// reported (a total only when both were), as the Anthropic shape keeps
-/// what it has; `null` when it reported none.
-#[derive(Debug, Serialize)]
-struct ChatUsage {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    completion_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_tokens: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    total_tokens: Option<u32>,
-}
-
-fn usage(result: &CallResult) -> Option<ChatUsage> {
-    let u = result.usage.as_ref()?;
-    let (prompt, completion) = (u.input_tokens, u.output_tokens);
-    if prompt.is_none() && completion.is_none() {
-        return None;
-    }
-    Some(ChatUsage {
-        completion_tokens: completion,
-        prompt_tokens: prompt,
-        total_tokens: prompt.zip(completion).map(|(p, c)| p.saturating_add(c)),
-    })
-}
-
-// The answers' keys are in byte order, as they were when the answers were
-// built as JSON trees.
-
-/// A `chat.completion`.
-#[derive(Serialize)]
-struct ChatCompletion<'a> {
-    callai: AnswerExtension,
-    choices: [Choice<'a>; 1],
-    created: u64,
-    id: String,
-    model: &'a str,
-    object: &'static str,
-    usage: Option<ChatUsage>,
-}
-
-#[derive(Serialize)]
-struct Choice<'a> {
-    finish_reason: &'static str,
-    index: u32,
-    logprobs: Option<()>,
-    message: AssistantMessage<'a>,
-}
-
-#[derive(Serialize)]
-struct AssistantMessage<'a> {
-    content: Cow<'a, str>,
-    refusal: Option<()>,
-    role: &'static str,
-}
-
-/// A `chat.completion.chunk`.
-#[derive(Serialize)]
-struct Chunk<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    callai: Option<AnswerExtension>,
-    choices: &'a [ChunkChoice<'a>],
-    created: u64,
-    id: &'a str,
-    model: &'a str,
-    object: &'static str,
-    /// In the last chunk of a stream that asked for it (`null` when the
-    /// provider reported none).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    usage: Option<Option<ChatUsage>>,
-}
-
-#[derive(Serialize)]
-struct ChunkChoice<'a> {
-    delta: Delta<'a>,
-    finish_reason: Option<&'static str>,
-    index: u32,
-}
-
-#[derive(Serialize)]
-struct Delta<'a> {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    content: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    role: Option<&'static str>,
-}
-
-/// The chunks of a streamed call.
-pub struct ChatFramer {
-    id: String,
-    created: u64,
-    model: String,
-    include_usage: bool,
-}
-
-impl ChatFramer {
-    fn chunk<'a>(&'a self, choices: &'a [ChunkChoice<'a>]) -> Chunk<'a> {
-        Chunk {
-            callai: None,
-            choices,
-            created: self.created,
-            id: &self.id,
-            model: &self.model,
-            object: "chat.completion.chunk",
-            usage: None,
-        }
-    }
-}
-
-/// One choice's delta, as a frame.
-fn frame(chunk: &Chunk<'_>) -> Frame {
-    (
-        None,
-        serde_json::to_string(chunk).expect("a chunk always serialises"),
-    )
-}
-
-impl Framer for ChatFramer {
-    fn start(&mut self) -> Vec<Frame> {
-        let delta = Delta {
-            content: Some(""),
-            role: Some("assistant"),
-        };
-        let choices = [ChunkChoice {
-            delta,
-            finish_reason: None,
-            index: 0,
-        }];
-        vec![frame(&self.chunk(&choices))]
-    }
-
-    fn text(&mut self, text: &str) -> Vec<Frame> {
-        let delta = Delta {
-            content: Some(text),
-            role: None,
-        };
-        let choices = [ChunkChoice {
-            delta,
-            finish_reason: None,
-            index: 0,
-        }];
-        vec![frame(&self.chunk(&choices))]
-    }
-
-    fn end(&mut self, result: &CallResult) -> Vec<Frame> {
-        let choices = [ChunkChoice {
-            delta: Delta {
-                content: None,
-                role: None,
-            },
-            finish_reason: Some(openai_finish(result.finish_reason)),
-            index: 0,
-        }];
-        let mut finish = self.chunk(&choices);
-        let mut frames = Vec::with_capacity(3);
-        if self.include_usage {
-            frames.push(frame(&finish));
-            finish = self.chunk(&[]);
-            finish.usage = Some(usage(result));
-        }
-        finish.callai = Some(AnswerExtension::of(result));
-        frames.push(frame(&finish));
-        frames.push((None, "[DONE]".to_owned()));
-        frames
-    }
-
-    fn error(&mut self, error: &ApiError) -> Vec<Frame> {
-        // The SDKs raise an API error on a chunk carrying `error`.
-        let body = super::error::body(Api::OpenAi, error);
-        vec![(None, String::from_utf8(body).expect("JSON is UTF-8"))]
-    }
-}
-
-/// `GET /v1/models`: `{"object": "list", "data": [...]}`.
-#[derive(Serialize)]
-struct ModelList<'a> {
-    data: Vec<Model<'a>>,
-    object: &'static str,
-}
-
-#[derive(Serialize)]
-struct Model<'a> {
-    created: u64,
-    id: String,
-    object: &'static str,
-    owned_by: &'a str,
-}
-
-/// `GET /v1/models`: every `PROVIDER/MODEL` this host routes for the caller
-/// (each provider's configured model; a request may name any other model of
-/// it); a tenant's list keeps to its `allowedProviders`.
-pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl IntoResponse {
-    let created = unix_now();
-    // The caller's host: a tenant sees only the providers it may reach.
-    let host = &caller.0.host;
-    let data = host
-        .allowed_providers()
-        .into_iter()
-        .filter_map(|name| {
-            let (_, provider) = host.providers().get(name)?;
-            Some(Model {
-                created,
-                id: format!("{name}/{}", provider.default_model()),
-                object: "model",
-                owned_by: name,
-            })
-        })
-        .collect();
-    axum::Json(ModelList {
-        data,
-        object: "list",
-    })
-    .into_response()
 }
