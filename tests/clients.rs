@@ -78,26 +78,61 @@ impl Clients {
                 c
             }
         };
-        let out = command
-            .arg(base)
-            .arg(plan.to_string())
-            // The clients read these; none may point them elsewhere.
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env("NO_PROXY", "*")
-            .output()
-            .expect("the client runs");
-        assert!(
-            out.status.success(),
-            "{client:?}: {}\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-            panic!(
-                "{client:?} printed no JSON ({e}): {}",
-                String::from_utf8_lossy(&out.stdout)
-            )
-        })
+        command.arg(base).arg(plan.to_string());
+        let out = printed(command, &format!("{client:?}"));
+        serde_json::from_value(out).expect("the client prints one entry per call")
     }
+
+    /// Runs a tool-use scenario of `tests/clients/tools_client.py` (or, for
+    /// `openai-loop-node`, `tools_client.mjs`) against the server at
+    /// `base`; what the client parsed.
+    pub fn agent(&self, scenario: &str, base: &str) -> Value {
+        let scripts = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients");
+        let mut command = match scenario {
+            "openai-loop-node" => {
+                let mut c = Command::new("node");
+                c.arg(scripts.join("tools_client.mjs"))
+                    .env("OPENAI_MODULE", &self.openai_module)
+                    .arg(base);
+                c
+            }
+            _ => {
+                let mut c = Command::new(&self.python);
+                c.arg(scripts.join("tools_client.py"))
+                    .arg(base)
+                    .arg(scenario);
+                c
+            }
+        };
+        // Nothing of LangChain's or the Agents SDK's may call out.
+        command
+            .env("LANGSMITH_TRACING", "false")
+            .env("OPENAI_AGENTS_DISABLE_TRACING", "1");
+        printed(command, scenario)
+    }
+}
+
+/// Runs a client command; the one JSON value it printed.
+fn printed(mut command: Command, what: &str) -> Value {
+    let out = command
+        // The clients read these; none may point them elsewhere.
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("NO_PROXY", "*")
+        .output()
+        .expect("the client runs");
+    assert!(
+        out.status.success(),
+        "{what}: {}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{what} printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
 }

@@ -12,6 +12,7 @@ mod cli_replay;
 mod cli_resume;
 mod cli_serve;
 mod clients;
+mod clients_tools;
 mod code_size;
 mod concurrency;
 mod conformance;
