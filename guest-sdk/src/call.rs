@@ -3,12 +3,26 @@
 use crate::bindings::openwop::callai::{ai, types};
 use crate::request::Request;
 use crate::response::Response;
-use callai_wire::{CallAccounting, CallError};
+use callai_wire::{CallAccounting, CallError, ErrorCode};
 use serde::de::DeserializeOwned;
 use std::fmt;
 
-/// One model completion.
+/// One model completion. A request with tools (or tool calls and results
+/// in its conversation) goes through the JSON entry, which carries them;
+/// any other through the typed one, as before tools existed.
 pub fn call(request: &Request) -> Result<Response, CallError> {
+    if request.needs_json() {
+        let text = serde_json::to_string(request.as_wire()).expect("a request serialises");
+        let result = call_json(&text)?;
+        return serde_json::from_str::<callai_wire::CallResult>(&result)
+            .map(Response::from)
+            .map_err(|e| {
+                CallError::new(
+                    ErrorCode::ProviderRejected,
+                    format!("the host's result is not a callAI result: {e}"),
+                )
+            });
+    }
     let wit = types::CallRequest::from(request.as_wire().clone());
     ai::call_ai(&wit)
         .map(|r| Response::from(callai_wire::CallResult::from(r)))

@@ -7,7 +7,9 @@
 //! that one call really cost from [`Response::attempts`] (RFC 0248 §A), and
 //! narrow the host's retries with [`Retry`] (§B). Check [`call_accounting`]
 //! before relying on either. [`Budget`] charges a per-node budget by the
-//! provider requests calls really made.
+//! provider requests calls really made. Offer the model tools with
+//! [`Request::tool`], read its calls with [`Response::tool_calls`], and let
+//! [`ToolLoop`] drive the steps, summing what each cost in a [`LoopRecord`].
 //!
 //! ```no_run
 //! use callai_sdk::{Node, NodeError, Request, Retry, call_accounting, call_as};
@@ -61,16 +63,19 @@ mod error;
 mod node;
 mod request;
 mod response;
+mod tools;
 
 pub use budget::{Budget, BudgetError, Spent};
 pub use call::{CallAsError, Structured, call, call_accounting, call_as, call_json};
 pub use callai_wire::{
-    Attempts, CallAccounting, CallError, ErrorCode, FinishReason, Role, StructuredOutput, Usage,
+    Attempts, CallAccounting, CallError, ErrorCode, FinishReason, Role, StructuredOutput, Tool,
+    ToolCall, ToolChoice, Usage,
 };
 pub use error::NodeError;
 pub use node::{Node, RawNode, log};
 pub use request::{Request, Retry, RetryError};
 pub use response::Response;
+pub use tools::{LoopAnswer, LoopError, LoopRecord, ToolLoop, arguments_as};
 
 /// Used by [`export_node!`]; not part of the API.
 #[doc(hidden)]

@@ -1,6 +1,8 @@
 //! Building a ctx.callAI request.
 
-use callai_wire::{CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role};
+use callai_wire::{
+    CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role, Tool, ToolCall, ToolChoice,
+};
 use serde_json::Value;
 use std::fmt;
 
@@ -165,6 +167,56 @@ impl Request {
     pub fn retry(mut self, retry: Retry) -> Self {
         self.0.retry = Some(retry.0);
         self
+    }
+
+    /// Offers the model a tool (see [`Tool::new`]); its calls come back
+    /// validated against the tool's `parameters` ([`Response::tool_calls`]).
+    ///
+    /// [`Response::tool_calls`]: crate::Response::tool_calls
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.0.tools.get_or_insert_with(Vec::new).push(tool);
+        self
+    }
+
+    /// Whether and which tool the model must call (`auto` otherwise). A
+    /// forced call is structured output: `attempts.structuredOutput` is
+    /// `native`.
+    pub fn tool_choice(mut self, choice: ToolChoice) -> Self {
+        self.0.tool_choice = Some(choice);
+        self
+    }
+
+    /// `false`: at most one tool call per answer.
+    pub fn parallel_tool_calls(mut self, allowed: bool) -> Self {
+        self.0.parallel_tool_calls = Some(allowed);
+        self
+    }
+
+    /// Appends the assistant's turn that called `calls` (with its text, if
+    /// any): what a tool loop sends back before the tools' results.
+    pub fn tool_calls(mut self, content: impl Into<String>, calls: Vec<ToolCall>) -> Self {
+        self.0.messages.push(Message::tool_calls(content, calls));
+        self
+    }
+
+    /// Appends a tool's result, answering the call `call_id`.
+    pub fn tool_result(mut self, call_id: impl Into<String>, content: impl Into<String>) -> Self {
+        self.0.messages.push(Message::tool_result(call_id, content));
+        self
+    }
+
+    /// Whether the request carries what only the JSON entry carries (tools,
+    /// tool calls, tool results): `callai:pack@0.1.0`'s typed record
+    /// predates them.
+    pub(crate) fn needs_json(&self) -> bool {
+        self.0.tools.is_some()
+            || self.0.tool_choice.is_some()
+            || self.0.parallel_tool_calls.is_some()
+            || self
+                .0
+                .messages
+                .iter()
+                .any(|m| !m.tool_calls.is_empty() || m.role == Role::Tool)
     }
 
     /// The output budget set, if any.

@@ -1,6 +1,6 @@
 //! The result of a successful call, with its RFC 0248 `attempts`.
 
-use callai_wire::{Attempts, CallResult, FinishReason, Usage};
+use callai_wire::{Attempts, CallResult, FinishReason, ToolCall, Usage};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -28,6 +28,13 @@ impl Response {
     /// The data of a structured call, deserialised.
     pub fn data_as<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         T::deserialize(self.0.data.as_ref().unwrap_or(&Value::Null))
+    }
+
+    /// The tool calls of the answer, each with arguments the host checked
+    /// against its tool's `parameters` (empty when the model answered in
+    /// text). Decode one with [`crate::arguments_as`].
+    pub fn tool_calls(&self) -> &[ToolCall] {
+        self.0.tool_calls.as_deref().unwrap_or_default()
     }
 
     /// The final attempt's usage (RFC 0248 §A.4).

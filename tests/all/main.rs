@@ -4,6 +4,7 @@
 //! `callai` binary these tests run is the one this package builds.
 
 mod bookai;
+mod bookai_research;
 mod cache;
 mod cli;
 mod cli_new;
