@@ -5,11 +5,34 @@ import { RetryError } from './errors.js';
 /** The most provider requests one call may ask for. */
 export const MAX_ATTEMPTS = 16;
 
-export type Role = 'user' | 'assistant' | 'system';
+export type Role = 'user' | 'assistant' | 'system' | 'tool';
+
+/** A tool call the model made: its arguments as JSON text. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
+}
+
+/** A tool the model may call; the host checks every call against `parameters`. */
+export interface Tool {
+  name: string;
+  description?: string;
+  /** A JSON Schema of the arguments (an object schema). */
+  parameters: unknown;
+  strict?: boolean;
+}
+
+/** `auto`, `none`, `required`, or the one tool that must be called. */
+export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
 export interface Message {
   role: Role;
   content: string;
+  /** An assistant's tool calls. */
+  toolCalls?: ToolCall[];
+  /** A tool's result: the call it answers. */
+  toolCallId?: string;
 }
 
 /** The wire shape of a retry policy. */
@@ -69,6 +92,9 @@ export interface WireRequest {
   stopSequences?: string[];
   responseSchema?: unknown;
   retry?: RetryPolicy;
+  tools?: Tool[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
 }
 
 /** A ctx.callAI request, built step by step; each step returns a new request. */
@@ -137,6 +163,33 @@ export class Request {
   /** The RFC 0248 §B retry policy. */
   retry(retry: Retry): Request {
     return this.with({ retry: { ...retry.policy } });
+  }
+
+  /** Offers the model a tool; its calls come back checked (`Response.toolCalls`). */
+  tool(tool: Tool): Request {
+    return this.with({ tools: [...(this.wire.tools ?? []), tool] });
+  }
+
+  /** Whether and which tool the model must call (`auto` otherwise); a forced call is native structured output. */
+  toolChoice(choice: ToolChoice): Request {
+    return this.with({ toolChoice: choice });
+  }
+
+  /** `false`: at most one tool call per answer. */
+  parallelToolCalls(allowed: boolean): Request {
+    return this.with({ parallelToolCalls: allowed });
+  }
+
+  /** Appends the assistant's turn that called `calls` (with its text, if any). */
+  toolCalls(content: string, calls: ToolCall[]): Request {
+    const message: Message = { role: 'assistant', content, toolCalls: calls.map((c) => ({ ...c })) };
+    return this.with({ messages: [...this.wire.messages, message] });
+  }
+
+  /** Appends a tool's result, answering the call `callId`. */
+  toolResult(callId: string, content: string): Request {
+    const message: Message = { role: 'tool', content, toolCallId: callId };
+    return this.with({ messages: [...this.wire.messages, message] });
   }
 
   /** The output budget set, if any. */

@@ -1,5 +1,7 @@
 // The result of a successful call, with its RFC 0248 `attempts`.
 
+import type { ToolCall } from './request.js';
+
 export type FinishReason = 'stop' | 'length' | 'content-filter' | 'tool-call' | 'other';
 export type StructuredOutput = 'native' | 'prompt';
 
@@ -29,6 +31,7 @@ export interface WireResult {
   finishReason?: FinishReason;
   model?: string;
   attempts?: Attempts;
+  toolCalls?: ToolCall[];
 }
 
 /** A successful call. */
@@ -43,6 +46,11 @@ export class Response {
   /** The schema-valid JSON of a structured call. */
   get data(): unknown {
     return this.wire.data;
+  }
+
+  /** The answer's tool calls, each checked against its tool's `parameters` (empty for a text answer). */
+  get toolCalls(): readonly ToolCall[] {
+    return this.wire.toolCalls ?? [];
   }
 
   /** The final attempt's usage (RFC 0248 §A.4). */

@@ -27,6 +27,7 @@ pub struct LoopRecord {
     /// Provider requests those calls made (each step's `attempts.count`).
     pub requests: u32,
     /// Output tokens summed over every request that reported usage.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u64>,
     /// False when any request reported no usage (or the host does not
     /// advertise `attempts`): `output_tokens` is then a floor.

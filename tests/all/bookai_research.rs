@@ -7,7 +7,11 @@ use callai_tests::{pack, run};
 use serde_json::{Value, json};
 
 /// The packs of the example, one per language.
-const PACKS: [&str; 1] = ["bookai-research"];
+const PACKS: [&str; 3] = [
+    "bookai-research",
+    "bookai-research-ts",
+    "bookai-research-py",
+];
 
 fn script(name: &str) -> Value {
     let text = match name {

@@ -47,19 +47,57 @@ class Retry:
 
 
 @dataclass(frozen=True)
+class Tool:
+    """A tool the model may call; the host checks every call against
+    ``parameters`` (a JSON Schema of the arguments, an object schema)."""
+
+    name: str
+    parameters: Any
+    description: str | None = None
+    strict: bool | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "parameters": self.parameters}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.strict is not None:
+            out["strict"] = self.strict
+        return out
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call the model made: its arguments as JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+    @staticmethod
+    def from_json(v: dict[str, Any]) -> ToolCall:
+        return ToolCall(id=v["id"], name=v["name"], arguments=v["arguments"])
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+
+@dataclass(frozen=True)
 class Request:
     """A ctx.callAI request, built step by step; each step returns a new one."""
 
     _provider: str | None = None
     _model: str | None = None
     _system: str | None = None
-    _messages: tuple[tuple[str, str], ...] = ()
+    _messages: tuple[tuple[str, str, tuple[ToolCall, ...], str | None], ...] = ()
     _temperature: float | None = None
     _max_tokens: int | None = None
     _stop: tuple[str, ...] = ()
     _schema: Any = None
     _retry: Retry | None = None
     _has_schema: bool = field(default=False)
+    _tools: tuple[Tool, ...] = ()
+    _tool_choice: str | None = None
+    _parallel_tool_calls: bool | None = None
 
     def provider(self, name: str) -> Request:
         return replace(self, _provider=name)
@@ -71,7 +109,28 @@ class Request:
         return replace(self, _system=prompt)
 
     def message(self, role: str, content: str) -> Request:
-        return replace(self, _messages=self._messages + ((role, content),))
+        return replace(self, _messages=self._messages + ((role, content, (), None),))
+
+    def tool(self, tool: Tool) -> Request:
+        """Offers the model a tool; its calls come back checked (``Response.tool_calls``)."""
+        return replace(self, _tools=self._tools + (tool,))
+
+    def tool_choice(self, choice: str) -> Request:
+        """``auto``, ``none``, ``required`` or a tool's name: whether and which
+        tool the model must call. A forced call is native structured output."""
+        return replace(self, _tool_choice=choice)
+
+    def parallel_tool_calls(self, allowed: bool) -> Request:
+        """``False``: at most one tool call per answer."""
+        return replace(self, _parallel_tool_calls=allowed)
+
+    def tool_calls(self, content: str, calls: list[ToolCall]) -> Request:
+        """Appends the assistant's turn that called ``calls`` (with its text, if any)."""
+        return replace(self, _messages=self._messages + (("assistant", content, tuple(calls), None),))
+
+    def tool_result(self, call_id: str, content: str) -> Request:
+        """Appends a tool's result, answering the call ``call_id``."""
+        return replace(self, _messages=self._messages + (("tool", content, (), call_id),))
 
     def user(self, content: str) -> Request:
         return self.message("user", content)
@@ -114,7 +173,7 @@ class Request:
             out["model"] = self._model
         if self._system is not None:
             out["systemPrompt"] = self._system
-        out["messages"] = [{"role": r, "content": c} for r, c in self._messages]
+        out["messages"] = [message(*m) for m in self._messages]
         if self._temperature is not None:
             out["temperature"] = self._temperature
         if self._max_tokens is not None:
@@ -125,4 +184,20 @@ class Request:
             out["responseSchema"] = self._schema
         if self._retry is not None:
             out["retry"] = self._retry.to_json()
+        if self._tools:
+            out["tools"] = [t.to_json() for t in self._tools]
+        if self._tool_choice is not None:
+            out["toolChoice"] = self._tool_choice
+        if self._parallel_tool_calls is not None:
+            out["parallelToolCalls"] = self._parallel_tool_calls
         return out
+
+
+def message(role: str, content: str, calls: tuple[ToolCall, ...], call_id: str | None) -> dict[str, Any]:
+    """One message's wire JSON."""
+    out: dict[str, Any] = {"role": role, "content": content}
+    if calls:
+        out["toolCalls"] = [c.to_json() for c in calls]
+    if call_id is not None:
+        out["toolCallId"] = call_id
+    return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from .request import ToolCall
+
 
 @dataclass(frozen=True)
 class Attempts:
@@ -55,6 +57,12 @@ class Response:
     @property
     def model(self) -> str | None:
         return self._wire.get("model")
+
+    @property
+    def tool_calls(self) -> list[ToolCall]:
+        """The answer's tool calls, each checked against its tool's
+        ``parameters`` (empty for a text answer)."""
+        return [ToolCall.from_json(c) for c in self._wire.get("toolCalls", [])]
 
     @property
     def attempts(self) -> Attempts | None:
