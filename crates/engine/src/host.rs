@@ -5,8 +5,8 @@ use crate::budget::{self, Held, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{
-    CallMachine, CallSpec, Charging, Clock, CompiledTools, DriveOptions, Effects, Jitter,
-    SchemaCache, Sleeper, drive,
+    CallMachine, CallSpec, Charging, Clock, CompiledSchema, CompiledTools, DriveOptions, Effects,
+    Jitter, SchemaCache, Sleeper, drive,
 };
 use crate::events::{Event, EventSink};
 use crate::mock::{MockProvider, MockScript};
@@ -311,20 +311,8 @@ impl Host {
                 structured: request.response_schema.as_ref().map(|_| structured),
             })
         });
-        let schema = match &request.response_schema {
-            Some(schema) => match self.schemas.compile(schema) {
-                Ok(compiled) => Some(compiled),
-                Err(e) => {
-                    if let Some(w) = watch {
-                        w.call_finished(Err(&e));
-                    }
-                    return Err(e);
-                }
-            },
-            None => None,
-        };
-        let tools = match self.compile_tools(request) {
-            Ok(tools) => tools,
+        let (schema, tools) = match self.compile(request) {
+            Ok(compiled) => compiled,
             Err(e) => {
                 if let Some(w) = watch {
                     w.call_finished(Err(&e));
@@ -332,16 +320,7 @@ impl Host {
                 return Err(e);
             }
         };
-        // What each attempt carries beyond its messages: the schema, the
-        // tools' schemas; a call with either may be retried with
-        // corrective text and a grown budget.
-        let schema_bytes = match (&schema, &tools) {
-            (None, None) => None,
-            (s, t) => Some(
-                s.as_ref().map_or(0, |s| s.text_bytes())
-                    + t.as_ref().map_or(0, CompiledTools::text_bytes),
-            ),
-        };
+        let schema_bytes = carried_bytes(schema.as_ref(), tools.as_ref());
         let held = match &options.budget {
             Some(budget) => {
                 let overhead = provider.input_overhead_tokens();
@@ -439,8 +418,23 @@ impl Host {
         }
     }
 
-    /// The tools a request offers, compiled; refused naming `tools` when
-    /// this host does not offer tool calls (`[policy] toolCalls`).
+    /// A request's `responseSchema` and tools, compiled (`None` when it has
+    /// none): a schema that is not usable is refused naming its field, and
+    /// tools are refused naming `tools` when this host does not offer tool
+    /// calls (`[policy] toolCalls`).
+    fn compile(
+        &self,
+        request: &CallRequest,
+    ) -> Result<(Option<CompiledSchema>, Option<CompiledTools>), CallError> {
+        let schema = request
+            .response_schema
+            .as_ref()
+            .map(|s| self.schemas.compile(s))
+            .transpose()?;
+        Ok((schema, self.compile_tools(request)?))
+    }
+
+    /// The tools a request offers, compiled.
     fn compile_tools(&self, request: &CallRequest) -> Result<Option<CompiledTools>, CallError> {
         if !request.offers_tools() {
             return Ok(None);
@@ -479,4 +473,13 @@ impl Host {
         }
         Ok(found)
     }
+}
+
+/// What each attempt carries beyond its messages: the schema's text and
+/// the tools' (`None` for a call with neither). A call with either may be
+/// retried with corrective text and a grown budget.
+fn carried_bytes(schema: Option<&CompiledSchema>, tools: Option<&CompiledTools>) -> Option<u64> {
+    (schema.is_some() || tools.is_some()).then(|| {
+        schema.map_or(0, CompiledSchema::text_bytes) + tools.map_or(0, CompiledTools::text_bytes)
+    })
 }

@@ -13,12 +13,12 @@ macro_rules! sources {
 
 const SDK: &[(&str, &str)] = sources!(".callai/callai-sdk", "guest-sdk":
     "src/bindings.rs", "src/budget.rs", "src/call.rs", "src/error.rs", "src/lib.rs",
-    "src/node.rs", "src/request.rs", "src/response.rs", "wit/callai.wit");
+    "src/node.rs", "src/request.rs", "src/response.rs", "src/tools.rs", "wit/callai.wit");
 
 const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
     "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse/mod.rs", "src/parse/shape.rs",
     "src/parse/tests.rs", "src/parse/visit.rs", "src/request.rs", "src/result.rs",
-    "src/unknown.rs");
+    "src/tools.rs", "src/unknown.rs");
 
 /// The oldest Rust the pack builds with: the workspace's own.
 const RUST_VERSION: &str = env!("CARGO_PKG_RUST_VERSION");

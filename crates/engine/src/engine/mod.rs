@@ -19,7 +19,7 @@ pub(crate) use driver::{Charging, DriveOptions, Effects, drive};
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};
 pub(crate) use machine::{CallMachine, CallSpec};
 pub use reason::RequestReason;
-pub(crate) use schema::SchemaCache;
+pub(crate) use schema::{CompiledSchema, SchemaCache};
 pub(crate) use tools::CompiledTools;
 
 #[cfg(test)]
