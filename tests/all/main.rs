@@ -55,4 +55,5 @@ mod serve_packs;
 mod serve_slow_clients;
 mod serve_stream;
 mod serve_tools;
+mod serve_upstream;
 mod telemetry;

@@ -4,10 +4,12 @@
 use super::events::{Sse, Streamed};
 use super::http::{ApiKey, HttpClient};
 use super::redact::StreamRedaction;
+use super::upstream::Upstream;
 use callai_engine::{
     BoxFuture, DeltaSink, Provider, ProviderFailure, ProviderReply, ProviderRequest,
 };
 use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
 
@@ -28,7 +30,12 @@ pub trait WireFormat: Send + Sync + 'static {
     /// The request body for one attempt, as JSON bytes; `model` when the
     /// request names none. Serialized straight from the request (the schema
     /// is borrowed, never copied into a JSON tree per attempt).
-    fn body(model: &str, request: &ProviderRequest, delivery: Delivery) -> Vec<u8>;
+    fn body(
+        model: &str,
+        request: &ProviderRequest,
+        delivery: Delivery,
+        upstream: &Upstream,
+    ) -> Vec<u8>;
     /// Reads a success answer.
     fn reply(answer: Self::Answer) -> Result<ProviderReply, ProviderFailure>;
     /// Folds one streamed event in; the text it adds, if any.
@@ -52,6 +59,18 @@ pub enum Delivery {
     Streamed,
 }
 
+/// Where a provider's requests go: its API root, and the headers and query
+/// parameters its config adds.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint<'a> {
+    /// The API root, e.g. `https://api.openai.com/v1`.
+    pub base_url: &'a str,
+    /// Headers for every request.
+    pub headers: &'a BTreeMap<String, String>,
+    /// Query parameters for every request.
+    pub query: &'a BTreeMap<String, String>,
+}
+
 /// A provider speaking wire format `W`.
 pub struct HttpProvider<W> {
     http: HttpClient,
@@ -63,30 +82,52 @@ pub struct HttpProvider<W> {
     native: bool,
     /// Input tokens it adds to each request unseen.
     overhead: u64,
+    /// What its config adds to each body.
+    upstream: Upstream,
     wire: PhantomData<W>,
 }
 
 impl<W: WireFormat> HttpProvider<W> {
-    /// A provider at `base_url` (e.g. `https://api.openai.com/v1`); an
-    /// error names a base URL that does not parse.
+    /// A provider at `endpoint` (its root, e.g.
+    /// `https://api.openai.com/v1`, with the headers and query parameters
+    /// its config adds); an error names a base URL that does not parse.
     pub fn new(
         http: HttpClient,
-        base_url: &str,
+        endpoint: Endpoint<'_>,
         model: &str,
         native: bool,
     ) -> Result<Self, String> {
-        let base_url = base_url.trim_end_matches('/');
-        let endpoint = reqwest::Url::parse(&format!("{base_url}{}", W::PATH))
+        let base_url = endpoint.base_url.trim_end_matches('/');
+        let mut url = reqwest::Url::parse(&format!("{base_url}{}", W::PATH))
             .map_err(|e| format!("baseUrl {base_url:?} is not a URL: {e}"))?;
+        if !endpoint.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(endpoint.query);
+        }
+        let mut headers = crate::http::request_headers(&W::headers(http.key()))?;
+        for (name, value) in endpoint.headers {
+            let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("the header name {name:?} is not one HTTP allows"))?;
+            let value = reqwest::header::HeaderValue::from_str(value)
+                .map_err(|_| format!("the {name} header's value is not one HTTP allows"))?;
+            headers.insert(name, value);
+        }
         Ok(Self {
-            headers: crate::http::request_headers(&W::headers(http.key()))?,
+            headers,
             http,
-            endpoint,
+            endpoint: url,
             model: model.to_owned(),
             native,
             overhead: 0,
+            upstream: Upstream::default(),
             wire: PhantomData,
         })
+    }
+
+    /// With what its config adds to each body (the token limit's field,
+    /// `extraBody`).
+    pub fn with_upstream(mut self, upstream: Upstream) -> Self {
+        self.upstream = upstream;
+        self
     }
 
     /// With `tokens` of input reserved per attempt for what the provider
@@ -125,7 +166,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let body = W::body(&self.model, request, Delivery::Whole);
+            let body = W::body(&self.model, request, Delivery::Whole, &self.upstream);
             self.http
                 .attempt(
                     &self.endpoint,
@@ -149,7 +190,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let body = W::body(&self.model, request, Delivery::Streamed);
+            let body = W::body(&self.model, request, Delivery::Streamed, &self.upstream);
             let streamed = self
                 .http
                 .post_events::<W::Answer>(&self.endpoint, &self.headers, body)

@@ -1,7 +1,9 @@
 //! `[providers.NAME]`: the real providers a host may call, by name.
 
+use crate::upstream::MaxTokensField;
 use callai_engine::config::{ConfigError, invalid};
 use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// The wire format a provider speaks.
@@ -92,6 +94,14 @@ pub struct ProviderConfig {
     /// Input tokens the provider adds to each request unseen (a hidden
     /// system prompt), reserved for each attempt of a budgeted call.
     pub input_overhead_tokens: Option<u64>,
+    /// The field the token limit goes in (`auto` by default).
+    pub max_tokens_field: Option<MaxTokensField>,
+    /// Headers sent on every request (never the key's).
+    pub headers: Option<BTreeMap<String, String>>,
+    /// Query parameters added to the endpoint (an Azure `api-version`).
+    pub query: Option<BTreeMap<String, String>>,
+    /// Fields merged into every request body (none the host sets itself).
+    pub extra_body: Option<Map<String, Value>>,
 }
 
 /// A section with its defaults filled in (serialized as its section,
@@ -116,6 +126,17 @@ pub struct ProviderSettings {
     pub timeout_ms: u64,
     /// Input tokens reserved per attempt for what the provider adds unseen.
     pub input_overhead_tokens: u64,
+    /// The field the token limit goes in.
+    pub max_tokens_field: MaxTokensField,
+    /// Headers sent on every request.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub headers: BTreeMap<String, String>,
+    /// Query parameters added to the endpoint.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub query: BTreeMap<String, String>,
+    /// Fields merged into every request body.
+    #[serde(skip_serializing_if = "Map::is_empty")]
+    pub extra_body: Map<String, Value>,
 }
 
 impl ProviderConfig {
@@ -161,6 +182,10 @@ impl ProviderConfig {
             input_overhead_tokens: self
                 .input_overhead_tokens
                 .unwrap_or_else(|| kind.default_input_overhead()),
+            max_tokens_field: self.max_tokens_field.unwrap_or_default(),
+            headers: self.headers.clone().unwrap_or_default(),
+            query: self.query.clone().unwrap_or_default(),
+            extra_body: self.extra_body.clone().unwrap_or_default(),
         })
     }
 }
@@ -197,6 +222,15 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
                 format!("must be 0..1000000, got {}", s.input_overhead_tokens),
             ));
         }
+        if s.kind == ProviderKind::Anthropic
+            && s.max_tokens_field == MaxTokensField::MaxCompletionTokens
+        {
+            return Err(invalid(
+                &format!("providers.{name}.maxTokensField"),
+                "the Messages API takes max_tokens only".into(),
+            ));
+        }
+        crate::upstream::check(name, &s.headers, &s.query, &s.extra_body, None)?;
         let http_url = url::Url::parse(&s.base_url)
             .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
         if !http_url {

@@ -31,9 +31,11 @@ mod events;
 mod http;
 mod openai;
 mod redact;
+mod upstream;
 mod usage;
 
 pub use config::{ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate};
+pub use upstream::MaxTokensField;
 
 use adapter::HttpProvider;
 use anthropic::AnthropicWire;
@@ -98,20 +100,39 @@ fn start_one(
     max_body: u64,
 ) -> Result<Arc<dyn Provider>, ConfigError> {
     let timeout = Duration::from_millis(s.timeout_ms);
-    let http = HttpClient::new(key(s, env)?, timeout, max_body)
+    let key = key(s, env)?;
+    upstream::check(
+        &s.name,
+        &s.headers,
+        &s.query,
+        &s.extra_body,
+        key.as_ref().map(ApiKey::expose),
+    )?;
+    let http = HttpClient::new(key, timeout, max_body)
         .map_err(|message| invalid(&format!("providers.{}", s.name), message))?;
     let url = |message| invalid(&format!("providers.{}.baseUrl", s.name), message);
     let overhead = s.input_overhead_tokens;
+    let extras = upstream::Upstream {
+        max_tokens_field: s.max_tokens_field,
+        extra_body: s.extra_body.clone(),
+    };
+    let endpoint = adapter::Endpoint {
+        base_url: &s.base_url,
+        headers: &s.headers,
+        query: &s.query,
+    };
     Ok(match s.kind {
         ProviderKind::Openai => Arc::new(
-            OpenAi::new(http, &s.base_url, &s.model, s.native)
+            OpenAi::new(http, endpoint, &s.model, s.native)
                 .map_err(url)?
-                .with_input_overhead(overhead),
+                .with_input_overhead(overhead)
+                .with_upstream(extras),
         ),
         ProviderKind::Anthropic => Arc::new(
-            Anthropic::new(http, &s.base_url, &s.model, s.native)
+            Anthropic::new(http, endpoint, &s.model, s.native)
                 .map_err(url)?
-                .with_input_overhead(overhead),
+                .with_input_overhead(overhead)
+                .with_upstream(extras),
         ),
     })
 }

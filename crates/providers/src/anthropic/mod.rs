@@ -7,12 +7,13 @@ mod answer;
 
 use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
+use super::upstream::Upstream;
 use answer::{Event, Folded, Message};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{Message as WireMessage, Role, StructuredOutput, ToolChoice as Choice};
 use serde::Serialize;
-use serde_json::Value;
 use serde_json::value::RawValue;
+use serde_json::{Map, Value};
 use std::borrow::Cow;
 
 /// The API version this adapter speaks.
@@ -42,6 +43,9 @@ struct MessagesBody<'a> {
     tool_choice: Option<ToolChoice<'a>>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
+    /// The config's `extraBody`.
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
 }
 
 /// One turn; consecutive turns of one role are merged into one. A turn
@@ -172,7 +176,7 @@ impl WireFormat for AnthropicWire {
 
     /// The request body for one attempt. System-role messages join the
     /// system prompt; consecutive turns of one role are merged.
-    fn body(model: &str, r: &ProviderRequest, delivery: Delivery) -> Vec<u8> {
+    fn body(model: &str, r: &ProviderRequest, delivery: Delivery, upstream: &Upstream) -> Vec<u8> {
         let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
         let mut messages: Vec<Turn<'_>> = Vec::new();
         for m in &r.messages {
@@ -202,6 +206,7 @@ impl WireFormat for AnthropicWire {
             tools,
             tool_choice,
             stream: delivery == Delivery::Streamed,
+            extra: &upstream.extra_body,
         };
         serde_json::to_vec(&body).expect("a messages body serializes")
     }

@@ -6,11 +6,12 @@ mod answer;
 
 use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
+use super::upstream::Upstream;
 use answer::{Chunk, Completion, Folded};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{Role, StructuredOutput, ToolChoice};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// The OpenAI chat-completions wire format.
 #[derive(Debug)]
@@ -21,7 +22,11 @@ pub struct OpenAiWire;
 struct ChatBody<'a> {
     model: &'a str,
     messages: Vec<ChatMessage<'a>>,
-    max_tokens: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u32>,
+    /// Instead of `max_tokens`, for the models that take only it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -38,6 +43,9 @@ struct ChatBody<'a> {
     tool_choice: Option<Choice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
+    /// The config's `extraBody`.
+    #[serde(flatten)]
+    extra: &'a Map<String, Value>,
 }
 
 #[derive(Serialize)]
@@ -141,7 +149,7 @@ impl WireFormat for OpenAiWire {
             .collect()
     }
 
-    fn body(model: &str, r: &ProviderRequest, delivery: Delivery) -> Vec<u8> {
+    fn body(model: &str, r: &ProviderRequest, delivery: Delivery, upstream: &Upstream) -> Vec<u8> {
         let role = |role: Role| match role {
             Role::User => "user",
             Role::Assistant => "assistant",
@@ -212,10 +220,13 @@ impl WireFormat for OpenAiWire {
                 },
             });
         let streamed = delivery == Delivery::Streamed;
+        let model = r.model.as_deref().unwrap_or(model);
+        let completion = upstream.max_tokens_field.completion_tokens_for(model);
         let body = ChatBody {
-            model: r.model.as_deref().unwrap_or(model),
+            model,
             messages,
-            max_tokens: r.max_tokens,
+            max_tokens: (!completion).then_some(r.max_tokens),
+            max_completion_tokens: completion.then_some(r.max_tokens),
             temperature: r.temperature,
             stop: &r.stop_sequences,
             response_format,
@@ -226,6 +237,7 @@ impl WireFormat for OpenAiWire {
             tools,
             tool_choice,
             parallel_tool_calls: r.tools.as_ref().and_then(|t| t.parallel),
+            extra: &upstream.extra_body,
         };
         serde_json::to_vec(&body).expect("a chat body serializes")
     }
