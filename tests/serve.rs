@@ -150,6 +150,26 @@ impl TestServer {
         }
     }
 
+    /// A server whose provider `p` (the default) speaks `kind` (`openai`,
+    /// `anthropic`) to a loopback fake answering `replies`, with the
+    /// section's extra `keys` (TOML lines), its key `sk-t` in `FAKE_KEY`,
+    /// and host retries that back off 1 ms.
+    pub async fn before_fake(
+        kind: &str,
+        keys: &str,
+        replies: Vec<crate::fake_server::Reply>,
+    ) -> (Self, crate::fake_server::FakeServer) {
+        let fake = crate::fake_server::FakeServer::start(replies).await;
+        let toml = format!(
+            "[providers.p]\nkind = \"{kind}\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\n{keys}\n\
+             [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[defaults]\nprovider = \"p\"\n",
+            fake.url()
+        );
+        let server =
+            Self::start_with(&toml, None, |k| (k == "FAKE_KEY").then(|| "sk-t".into())).await;
+        (server, fake)
+    }
+
     /// Sends `method path` with `body`, with the token when the server has one.
     pub async fn send(&self, method: &str, path: &str, body: Option<Vec<u8>>) -> Answer {
         let token = self.token.clone();

@@ -7,7 +7,7 @@
 //! one tool. Each test checks what the loopback fake provider received.
 
 use callai_tests::clients::Clients;
-use callai_tests::fake_server::{FakeServer, Received, Reply};
+use callai_tests::fake_server::{Received, Reply};
 use callai_tests::serve::TestServer;
 use callai_tests::wire::Api;
 use serde_json::{Value, json};
@@ -20,15 +20,7 @@ async fn agent(
     api: Api,
     replies: Vec<Reply>,
 ) -> (Value, Vec<Received>) {
-    let fake = FakeServer::start(replies).await;
-    let toml = format!(
-        "[providers.p]\nkind = \"{}\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\nmodel = \"m-1\"\n\
-         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[defaults]\nprovider = \"p\"\n",
-        api.name(),
-        fake.url()
-    );
-    let server =
-        TestServer::start_with(&toml, None, |k| (k == "FAKE_KEY").then(|| "sk-t".into())).await;
+    let (server, fake) = TestServer::before_fake(api.name(), "model = \"m-1\"", replies).await;
     let (clients, base) = (clients.clone(), server.url.clone());
     let out = tokio::task::spawn_blocking(move || clients.agent(scenario, &base))
         .await

@@ -13,16 +13,7 @@ use serde_json::{Value, json};
 
 /// A server whose provider `p` speaks `api` to a fake answering `replies`.
 async fn serve(api: Api, replies: Vec<Reply>) -> (TestServer, FakeServer) {
-    let fake = FakeServer::start(replies).await;
-    let toml = format!(
-        "[providers.p]\nkind = \"{}\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\nmodel = \"m-1\"\n\
-         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[defaults]\nprovider = \"p\"\n",
-        api.name(),
-        fake.url()
-    );
-    let server =
-        TestServer::start_with(&toml, None, |k| (k == "FAKE_KEY").then(|| "sk-t".into())).await;
-    (server, fake)
+    TestServer::before_fake(api.name(), "model = \"m-1\"", replies).await
 }
 
 async fn post(

@@ -5,7 +5,7 @@
 //! start-up. Checked on what a loopback fake received.
 
 use callai_config::Config;
-use callai_tests::fake_server::{FakeServer, Received, Reply};
+use callai_tests::fake_server::{Received, Reply};
 use callai_tests::serve::TestServer;
 use callai_tests::wire::Api;
 use serde_json::{Value, json};
@@ -13,16 +13,7 @@ use serde_json::{Value, json};
 /// A server whose OpenAI-kind provider `p` (its section's extra `keys`)
 /// answers `replies`; what the fake received for `request` on `/v1/call`.
 async fn received(keys: &str, replies: Vec<Reply>, request: Value) -> (Value, Vec<Received>) {
-    let fake = FakeServer::start(replies).await;
-    let toml = format!(
-        "[providers.p]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\n{keys}\n\
-         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[defaults]\nprovider = \"p\"\n",
-        fake.url()
-    );
-    let server = TestServer::start_with(&toml, None, |k| {
-        (k == "FAKE_KEY").then(|| "sk-up-0248".into())
-    })
-    .await;
+    let (server, fake) = TestServer::before_fake("openai", keys, replies).await;
     let answer = server.post("/v1/call", &json!({"request": request})).await;
     server.shutdown().await;
     (answer.body, fake.received())
@@ -94,7 +85,7 @@ async fn headers_query_and_extra_body_go_on_every_request() {
         assert_eq!(r.path, "/v1/chat/completions?api-version=2024-10-21");
         assert_eq!(r.headers["x-ms-client"], "callai");
         assert_eq!(r.headers["http-referer"], "https://app.example");
-        assert_eq!(r.headers["authorization"], "Bearer sk-up-0248");
+        assert_eq!(r.headers["authorization"], "Bearer sk-t");
         assert_eq!(r.body["user"], "app-1");
         assert_eq!(r.body["seed"], 7);
         assert_eq!(r.body["metadata"], json!({"team": "books"}));

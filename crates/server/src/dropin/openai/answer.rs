@@ -134,13 +134,9 @@ fn frame(chunk: &Chunk<'_>) -> Frame {
     )
 }
 
-impl Framer for ChatFramer {
-    fn start(&mut self) -> Vec<Frame> {
-        let delta = Delta {
-            content: Some(""),
-            role: Some("assistant"),
-            tool_calls: None,
-        };
+impl ChatFramer {
+    /// The frame of a chunk whose one choice carries `delta`, unfinished.
+    fn delta(&self, delta: Delta<'_>) -> Vec<Frame> {
         let choices = [ChunkChoice {
             delta,
             finish_reason: None,
@@ -148,34 +144,32 @@ impl Framer for ChatFramer {
         }];
         vec![frame(&self.chunk(&choices))]
     }
+}
+
+impl Framer for ChatFramer {
+    fn start(&mut self) -> Vec<Frame> {
+        self.delta(Delta {
+            content: Some(""),
+            role: Some("assistant"),
+            tool_calls: None,
+        })
+    }
 
     fn text(&mut self, text: &str) -> Vec<Frame> {
-        let delta = Delta {
+        self.delta(Delta {
             content: Some(text),
             role: None,
             tool_calls: None,
-        };
-        let choices = [ChunkChoice {
-            delta,
-            finish_reason: None,
-            index: 0,
-        }];
-        vec![frame(&self.chunk(&choices))]
+        })
     }
 
     fn tool_calls(&mut self, calls: &[ToolCall]) -> Vec<Frame> {
         // Each call whole in one delta: its id, name and arguments.
-        let delta = Delta {
+        self.delta(Delta {
             content: None,
             role: None,
             tool_calls: Some(out_calls(calls, true)),
-        };
-        let choices = [ChunkChoice {
-            delta,
-            finish_reason: None,
-            index: 0,
-        }];
-        vec![frame(&self.chunk(&choices))]
+        })
     }
 
     fn end(&mut self, result: &CallResult) -> Vec<Frame> {
