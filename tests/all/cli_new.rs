@@ -115,6 +115,24 @@ fn a_typescript_pack_builds_outside_the_repository() {
     ));
     ok(&mut in_dir(&dir, "npm", "run --silent build"));
     runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
+    // A string where the SDK takes a number fails the build, with tsc's
+    // message naming the line, before anything is bundled.
+    let index = dir.join("src/index.ts");
+    let good = std::fs::read_to_string(&index).unwrap();
+    std::fs::write(&index, good.replace(".maxTokens(200)", ".maxTokens('20')")).unwrap();
+    std::fs::remove_file(dir.join("pack.wasm")).unwrap();
+    let out = in_dir(&dir, "npm", "run --silent build").output().unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the build type-checks: {said}");
+    assert!(
+        said.contains("src/index.ts") && said.contains("TS2345"),
+        "{said}"
+    );
+    assert!(
+        !dir.join("pack.wasm").exists(),
+        "nothing built past the check"
+    );
 }
 
 #[test]
