@@ -57,17 +57,19 @@ fn wire_size(r: &CallRequest) -> u64 {
         .messages
         .iter()
         // {"role":"user","content":...},
-        .map(|m| 23 + m.role.as_str().len() as u64 + text(&m.content))
+        .map(|m| {
+            let calls = (!m.tool_calls.is_empty()).then(|| json(&m.tool_calls[..]));
+            23 + m.role.as_str().len() as u64
+                + text(&m.content)
+                + field("toolCalls", calls)
+                + field("toolCallId", m.tool_call_id.as_deref().map(text))
+        })
         .sum();
     let stops = r
         .stop_sequences
         .as_ref()
         .map(|s| s.iter().map(|x| text(x) + 1).sum::<u64>() + 2);
-    let schema = r.response_schema.as_ref().map(|s| {
-        let mut counter = ByteCounter(0);
-        serde_json::to_writer(&mut counter, s).expect("counting cannot fail");
-        counter.0
-    });
+    let schema = r.response_schema.as_ref().map(json);
     2 + field("messages", Some(messages + 2))
         + field("provider", r.provider.as_deref().map(text))
         + field("model", r.model.as_deref().map(text))
@@ -77,6 +79,16 @@ fn wire_size(r: &CallRequest) -> u64 {
         + field("stopSequences", stops)
         + field("responseSchema", schema)
         + field("retry", r.retry.map(|_| 48))
+        + field("tools", r.tools.as_deref().map(json))
+        + field("toolChoice", r.tool_choice.as_ref().map(json))
+        + field("parallelToolCalls", r.parallel_tool_calls.map(|_| 5))
+}
+
+/// The length of `value`'s JSON, counted as it is written, not kept.
+fn json<T: serde::Serialize + ?Sized>(value: &T) -> u64 {
+    let mut counter = ByteCounter(0);
+    serde_json::to_writer(&mut counter, value).expect("counting cannot fail");
+    counter.0
 }
 
 struct ByteCounter(u64);
@@ -106,6 +118,11 @@ mod tests {
                    "maxTokens": 4_000_000_000u32, "stopSequences": ["a", "\"b\""],
                    "responseSchema": {"type": "object", "properties": {"x": {"enum": ["\"", 1.5]}}},
                    "retry": {"maxAttempts": 16, "growMaxTokens": false}}),
+            json!({"messages": [{"role": "assistant", "content": "",
+                                 "toolCalls": [{"id": "c\"1", "name": "f", "arguments": "{\"a\": 1}"}]},
+                                {"role": "tool", "toolCallId": "c\"1", "content": "r"}],
+                   "tools": [{"name": "f", "description": "d", "parameters": {"type": "object"}, "strict": true}],
+                   "toolChoice": "f", "parallelToolCalls": false}),
             many,
         ] {
             let r = CallRequest::from_value(&request, callai_wire::RetryField::Honoured).unwrap();
