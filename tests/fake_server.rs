@@ -115,6 +115,21 @@ pub struct Received {
     pub body: Value,
 }
 
+impl Received {
+    /// The text of the last message the request carried, whichever API
+    /// (a string, or its content blocks as JSON text).
+    pub fn last_text(&self) -> String {
+        let last = self.body["messages"]
+            .as_array()
+            .and_then(|m| m.last())
+            .expect("a request with messages");
+        match &last["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// The running fake.
 #[derive(Debug)]
 pub struct FakeServer {

@@ -29,19 +29,6 @@ async fn agent(
     (out, fake.received())
 }
 
-/// The text of the last message a request carried, whichever API.
-fn last_text(received: &Received) -> String {
-    let last = received.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap();
-    match &last["content"] {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// A call the model gets wrong (for Anthropic, whose input is always an
 /// object, against the schema), the right one, then the answer in text.
 fn loop_replies(api: Api) -> Vec<Reply> {
@@ -61,9 +48,9 @@ fn loop_replies(api: Api) -> Vec<Reply> {
 fn assert_loop(seen: &[Received], headers: &Value, extension: &Value, what: &str) {
     assert_eq!(seen.len(), 3, "{what}");
     assert!(
-        last_text(&seen[1]).contains("tool `weather`"),
+        seen[1].last_text().contains("tool `weather`"),
         "{what}: {}",
-        last_text(&seen[1])
+        seen[1].last_text()
     );
     assert!(
         seen[2].body.to_string().contains("sunny in Oslo"),
@@ -172,7 +159,7 @@ async fn langchain_binds_tools_and_structures_output_by_function_calling() {
         seen[0].body["tool_choice"],
         json!({"type": "function", "function": {"name": "weather"}})
     );
-    assert!(last_text(&seen[1]).contains("tool `weather`"));
+    assert!(seen[1].last_text().contains("tool `weather`"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

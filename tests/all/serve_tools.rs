@@ -69,19 +69,6 @@ fn bad_then_good(api: Api) -> Vec<Reply> {
     ]
 }
 
-/// The text of the last message the fake received, whichever API.
-fn last_text(received: &Received) -> String {
-    let last = received.body["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap();
-    match &last["content"] {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
-}
-
 /// The tool names the fake was offered, whichever API.
 fn offered(received: &Received) -> Vec<String> {
     received.body["tools"]
@@ -134,7 +121,7 @@ async fn an_openai_client_calls_tools_through_either_provider_kind() {
         assert_eq!(seen.len(), 2, "{kind:?}");
         assert_eq!(offered(&seen[0]), ["weather"], "{kind:?}");
         assert_eq!(offered(&seen[1]), ["weather"]);
-        let corrective = last_text(&seen[1]);
+        let corrective = seen[1].last_text();
         assert!(
             corrective.contains("tool `weather`"),
             "{kind:?}: {corrective}"
@@ -190,7 +177,7 @@ async fn an_anthropic_client_calls_tools_through_either_provider_kind() {
                 json!({"type": "tool", "name": "weather"})
             ),
         }
-        assert!(last_text(&seen[1]).contains("tool `weather`"));
+        assert!(seen[1].last_text().contains("tool `weather`"));
         server.shutdown().await;
     }
 }
