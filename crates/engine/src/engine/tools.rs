@@ -67,13 +67,16 @@ impl CompiledTools {
 
     /// The length of the tools' JSON text, as each request carries it.
     pub(crate) fn text_bytes(&self) -> u64 {
+        // Each schema's length was counted once, when it was compiled (and
+        // is cached with it): not written out again per call.
         self.request
             .tools
             .iter()
-            .map(|t| {
+            .zip(self.schemas.iter())
+            .map(|(t, schema)| {
                 t.name.len() as u64
                     + t.description.as_ref().map_or(0, |d| d.len() as u64)
-                    + serde_json::to_string(&t.parameters).map_or(0, |s| s.len() as u64)
+                    + schema.text_bytes()
                     + TOOL_OVERHEAD
             })
             .sum()
