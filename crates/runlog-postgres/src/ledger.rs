@@ -12,7 +12,7 @@ use crate::pool::Conn;
 use callai_engine::BoxFuture;
 use callai_engine::budget::{
     KeyClaim, KeyState, Ledger, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer, Window,
-    WindowChange, WindowState, adjustment, grant, signed,
+    WindowChange, WindowState, adjustment, grant, signed, trimmed,
 };
 use callai_engine::runlog::RunLogError;
 use std::sync::LazyLock;
@@ -205,9 +205,9 @@ impl PostgresRunLog {
             .query_opt(read, &[&reservation.id, &tenant])
             .await
             .map_err(self.storage())?;
-        let hold_or_none = hold.unwrap_or_default();
         let (window_ms, change) = match row.as_ref().map(held_of) {
             Some((window_ms, held, lapsed)) => {
+                let hold = hold.map(|hold| trimmed(held, hold));
                 if let Some(hold) = hold {
                     let [r, o, i] = amounts(&hold);
                     tx.execute(
@@ -218,7 +218,10 @@ impl PostgresRunLog {
                     .await
                     .map_err(self.storage())?;
                 }
-                (window_ms, adjustment(held, lapsed, charge, hold_or_none))
+                (
+                    window_ms,
+                    adjustment(held, lapsed, charge, hold.unwrap_or_default()),
+                )
             }
             // Gone (a lapsed reservation forgotten): the charge alone.
             None => (reservation.window_ms, (amounts(&charge), [0; 3])),

@@ -9,7 +9,7 @@ use super::{SqliteRunLog, storage};
 use callai_engine::BoxFuture;
 use callai_engine::budget::{
     KeyClaim, KeyState, Ledger, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer, Window,
-    WindowChange, WindowState, adjustment, grant, signed,
+    WindowChange, WindowState, adjustment, grant, signed, trimmed,
 };
 use callai_engine::events::now_ms;
 use callai_engine::runlog::RunLogError;
@@ -312,6 +312,7 @@ impl Ledger for SqliteRunLog {
                 .map_err(storage)?;
             let change = match row {
                 Some((window_ms, held, lapsed)) => {
+                    let hold = trimmed(held, hold);
                     let [requests, output, input] = amounts(&hold);
                     tx.prepare_cached(HOLD_RESERVATION)
                         .and_then(|mut s| {

@@ -123,7 +123,7 @@ impl WindowState {
 /// A reservation asked of the ledger: room for up to `calls` worst cases
 /// of `need` (a host's chunk of calls), of which the ledger grants as many
 /// as fit in half of what is left, and one when only one fits (see
-/// [`grant`]).
+/// [`grant`](super::grant)).
 #[derive(Debug, Clone, Copy)]
 pub struct ReserveRequest<'a> {
     /// Whose budget.
@@ -175,81 +175,6 @@ pub enum Reserved {
     },
 }
 
-/// The first limit `need` does not fit beside `state`, with what is left of
-/// it (`pending` false); `None` when it fits.
-pub fn first_misfit(limits: &Limits, state: &WindowState, need: &Spend) -> Option<Reserved> {
-    let left = limits.left(state);
-    let room = Limits {
-        requests: left[0],
-        output_tokens: left[1],
-        input_tokens: left[2],
-    };
-    need.by_key()
-        .iter()
-        .zip(left)
-        .find_map(|(&(key, needed), left)| match left {
-            Some(left) if needed > left => Some(Reserved::Refused {
-                key,
-                left,
-                needed,
-                room,
-                pending: false,
-            }),
-            _ => None,
-        })
-}
-
-/// How many of `calls` worst cases of `need` a reservation is granted
-/// beside `state`: as many as fit in half of what is left of every limited
-/// key (so a chunk never takes room the other hosts need to make progress),
-/// and one when one fits at all; `Err` with the refusal when none does.
-pub fn grant(
-    limits: &Limits,
-    state: &WindowState,
-    need: &Spend,
-    calls: u64,
-) -> Result<u64, Reserved> {
-    if let Some(refused) = first_misfit(limits, state, need) {
-        return Err(refused);
-    }
-    let left = limits.left(state);
-    let most = need
-        .by_key()
-        .iter()
-        .zip(left)
-        .filter_map(|(&(_, needed), left)| {
-            Some((left? / 2).checked_div(needed).unwrap_or(u64::MAX))
-        })
-        .min()
-        .unwrap_or(u64::MAX);
-    Ok(calls.min(most).max(1))
-}
-
-/// What a change to a reservation does to its window, as amounts to add to
-/// `spent` and to `reserved` (either may be negative).
-pub type WindowChange = ([i64; 3], [i64; 3]);
-
-/// The change to its window of a reservation holding `held` that is now to
-/// hold `hold` (0 when it is settled), its calls having spent `charge`
-/// since. A reservation that lapsed was charged what it held (its calls
-/// may have reached the provider, and it is the only bound known): its
-/// holdings count as spent, so what it holds less is taken off `spent`.
-pub fn adjustment(held: Spend, lapsed: bool, charge: Spend, hold: Spend) -> WindowChange {
-    let n = |s: Spend| [s.requests, s.output_tokens, s.input_tokens].map(signed);
-    let (held, charge, hold) = (n(held), n(charge), n(hold));
-    let freed: [i64; 3] = std::array::from_fn(|i| held[i] - hold[i]);
-    if lapsed {
-        (std::array::from_fn(|i| charge[i] - freed[i]), [0; 3])
-    } else {
-        (charge, freed.map(|v| -v))
-    }
-}
-
-/// An amount as a database integer (saturating).
-pub fn signed(v: u64) -> i64 {
-    v.min(i64::MAX as u64) as i64
-}
-
 /// An idempotency key asked for by a request.
 #[derive(Debug, Clone, Copy)]
 pub struct KeyClaim<'a> {
@@ -293,7 +218,7 @@ pub enum KeyState {
 
 /// Budgets and idempotency keys in a run log's database.
 pub trait Ledger: Send + Sync {
-    /// Reserves what [`grant`] grants of `request` in the tenant's current
+    /// Reserves what [`grant`](super::grant) grants of `request` in the tenant's current
     /// window, atomically; charges the tenant's lapsed reservations first
     /// (their hosts died or stalled holding them: what they held is
     /// charged, never released, as their calls may have reached the
@@ -304,7 +229,7 @@ pub trait Ledger: Send + Sync {
     ) -> BoxFuture<'a, Result<Reserved, RunLogError>>;
 
     /// Charges `spent` to the reservation's window and releases the
-    /// reservation (see [`adjustment`]: a lapsed one was charged what it
+    /// reservation (see [`adjustment`](super::adjustment): a lapsed one was charged what it
     /// held, which `spent` now replaces).
     fn settle<'a>(
         &'a self,
@@ -316,7 +241,8 @@ pub trait Ledger: Send + Sync {
     /// Charges `charge` (what the settled calls of a chunk spent) and
     /// makes the reservation hold `hold` (the worst cases of its calls
     /// still in flight), releasing the rest: a chunk that takes no more
-    /// calls gives back the room none of its calls holds.
+    /// calls gives back the room none of its calls holds. A trim never
+    /// grows a reservation ([`trimmed`](super::trimmed)): trims may arrive out of order.
     fn trim<'a>(
         &'a self,
         tenant: &'a str,
@@ -367,110 +293,5 @@ mod tests {
         assert_eq!(Window::Lifetime.start_ms(25 * hour), 0);
         assert_eq!(Window::parse("30d"), Some(Window::Days30));
         assert_eq!(Window::parse("2d"), None);
-    }
-
-    #[test]
-    fn the_first_limit_passed_is_named() {
-        let limits = Limits {
-            requests: Some(10),
-            output_tokens: Some(1000),
-            input_tokens: None,
-        };
-        let state = WindowState {
-            window_ms: 0,
-            spent: Spend {
-                requests: 4,
-                output_tokens: 500,
-                input_tokens: 1 << 40,
-            },
-            reserved: Spend {
-                requests: 3,
-                output_tokens: 100,
-                input_tokens: 0,
-            },
-        };
-        let fits = Spend {
-            requests: 3,
-            output_tokens: 400,
-            input_tokens: 1 << 40,
-        };
-        assert_eq!(first_misfit(&limits, &state, &fits), None);
-        let too_many = Spend {
-            output_tokens: 401,
-            ..fits
-        };
-        assert_eq!(
-            first_misfit(&limits, &state, &too_many),
-            Some(Reserved::Refused {
-                key: "outputTokens",
-                left: 400,
-                needed: 401,
-                room: Limits {
-                    requests: Some(3),
-                    output_tokens: Some(400),
-                    input_tokens: None,
-                },
-                pending: false,
-            })
-        );
-    }
-
-    #[test]
-    fn a_chunk_takes_at_most_half_of_what_is_left_and_one_call_what_fits() {
-        let limits = Limits {
-            requests: Some(20),
-            ..Limits::default()
-        };
-        let at = |spent: u64| WindowState {
-            spent: Spend {
-                requests: spent,
-                ..Spend::default()
-            },
-            ..WindowState::default()
-        };
-        let one = Spend {
-            requests: 1,
-            ..Spend::default()
-        };
-        assert_eq!(grant(&limits, &at(0), &one, 256), Ok(10));
-        assert_eq!(grant(&limits, &at(10), &one, 256), Ok(5));
-        assert_eq!(grant(&limits, &at(17), &one, 256), Ok(1));
-        assert_eq!(
-            grant(&limits, &at(19), &one, 256),
-            Ok(1),
-            "the last one fits"
-        );
-        assert_eq!(grant(&limits, &at(0), &one, 3), Ok(3), "no more than asked");
-        assert!(matches!(
-            grant(&limits, &at(20), &one, 1),
-            Err(Reserved::Refused {
-                key: "requests",
-                left: 0,
-                needed: 1,
-                ..
-            })
-        ));
-        // Unlimited keys bound nothing.
-        assert_eq!(grant(&Limits::default(), &at(0), &one, 256), Ok(256));
-    }
-
-    #[test]
-    fn a_lapsed_reservation_counts_as_spent_until_its_host_settles_it() {
-        let s = |requests: u64| Spend {
-            requests,
-            ..Spend::default()
-        };
-        // Live: trimming a chunk of 10 to the 3 in flight, 2 spent.
-        assert_eq!(
-            adjustment(s(10), false, s(2), s(3)),
-            ([2, 0, 0], [-7, 0, 0])
-        );
-        // Settled: its spend charged, all it held released.
-        assert_eq!(adjustment(s(3), false, s(3), s(0)), ([3, 0, 0], [-3, 0, 0]));
-        // Lapsed: the 10 it held were charged; a late trim keeps 3 of
-        // them charged for the calls still in flight, and the 2 spent.
-        assert_eq!(adjustment(s(10), true, s(2), s(3)), ([-5, 0, 0], [0; 3]));
-        // A late settle replaces what the lapse charged with the spend.
-        assert_eq!(adjustment(s(3), true, s(1), s(0)), ([-2, 0, 0], [0; 3]));
     }
 }

@@ -11,12 +11,13 @@
 //! `callai serve` answers it as `budget_exceeded` (429).
 
 mod ledger;
+mod room;
 pub(crate) mod worst_case;
 
 pub use ledger::{
-    KeyClaim, KeyState, Ledger, Limits, ReserveRequest, Reserved, StoredAnswer, Window,
-    WindowChange, WindowState, adjustment, first_misfit, grant, signed,
+    KeyClaim, KeyState, Ledger, Limits, ReserveRequest, Reserved, StoredAnswer, Window, WindowState,
 };
+pub use room::{WindowChange, adjustment, first_misfit, grant, signed, trimmed};
 
 pub(crate) use worst_case::request_bound;
 pub use worst_case::{
