@@ -3,7 +3,7 @@
 //! arithmetic of spends it is made of.
 
 use callai_engine::budget::{Reservation, Spend};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::time::{Duration, Instant};
 
 /// A chunk older than this takes no more calls, so its room goes back and
@@ -90,6 +90,9 @@ pub(super) struct Chunks {
     /// Each call in flight: its chunk (by reservation id) and worst case.
     pub(super) carves: HashMap<i64, (i64, Spend)>,
     pub(super) next_carve: i64,
+    /// What the database is still to do, in the order it was decided
+    /// (see `writes.rs`).
+    pub(super) queue: VecDeque<Write>,
 }
 
 impl Chunks {
@@ -111,7 +114,8 @@ impl Chunks {
 }
 
 /// What the database is to do with a chunk, decided under the lock and
-/// done after it.
+/// done after it, in the order decided.
+#[derive(Debug)]
 pub(super) enum Write {
     Trim(Reservation, Spend, Spend),
     Settle(Reservation, Spend),

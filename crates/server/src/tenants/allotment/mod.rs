@@ -24,6 +24,7 @@
 //! the chunk is the only bound the database knows.
 
 mod chunk;
+mod writes;
 
 use super::{Plan, budget::unavailable};
 use crate::metrics::{BudgetCounters, Metrics};
@@ -50,8 +51,6 @@ const LINGER: Duration = Duration::from_millis(20);
 const RECLAIM: Duration = Duration::from_millis(500 + 5 * 20);
 /// How often such a call asks again.
 const POLL: Duration = Duration::from_millis(25);
-/// How often a database settle or trim that failed is tried again.
-const SETTLE_TRIES: u32 = 3;
 
 /// This host's allotment of one tenant's budget.
 pub struct Allotment {
@@ -72,6 +71,8 @@ pub struct Allotment {
     carved: AtomicU64,
     /// The window as the database last answered for it.
     last: Mutex<Option<WindowState>>,
+    /// One writer of the queued chunk writes at a time (see `writes.rs`).
+    writer: tokio::sync::Mutex<()>,
 }
 
 impl std::fmt::Debug for Allotment {
@@ -110,6 +111,7 @@ impl Allotment {
             waiting: AtomicU64::new(0),
             carved: AtomicU64::new(0),
             last: Mutex::default(),
+            writer: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -214,9 +216,9 @@ impl Allotment {
     /// call of theirs holds: each takes no more calls and is trimmed (or
     /// settled, with no call in flight). Whether any room went back.
     async fn give_back(&self, window_ms: u64) -> bool {
-        let writes: Vec<Write> = {
+        let gave = {
             let mut chunks = self.lock();
-            let mut writes = Vec::new();
+            let mut gave = false;
             let mut i = 0;
             while i < chunks.chunks.len() {
                 let c = &mut chunks.chunks[i];
@@ -225,65 +227,25 @@ impl Allotment {
                     continue;
                 }
                 c.open = false;
+                gave = true;
                 if c.in_flight == 0 {
                     let c = chunks.chunks.remove(i);
-                    writes.push(Write::Settle(c.reservation, c.spent));
+                    chunks
+                        .queue
+                        .push_back(Write::Settle(c.reservation, c.spent));
                 } else {
                     let (charge, hold) = c.take_trim();
-                    writes.push(Write::Trim(c.reservation, charge, hold));
+                    let trim = Write::Trim(c.reservation, charge, hold);
+                    chunks.queue.push_back(trim);
                     i += 1;
                 }
             }
-            writes
+            gave
         };
-        let gave = !writes.is_empty();
-        for write in writes {
-            self.write(write).await;
+        if gave {
+            self.drain().await;
         }
         gave
-    }
-
-    /// Does `write` in the database, tried again a few times; a trim that
-    /// fails leaves its charge with the chunk, to go with its next write.
-    async fn write(&self, write: Write) {
-        let Some(ledger) = self.log.ledger() else {
-            return;
-        };
-        let mut error = None;
-        for attempt in 0..SETTLE_TRIES {
-            let done = match &write {
-                Write::Trim(r, charge, hold) => ledger.trim(&self.tenant, *r, *charge, *hold).await,
-                Write::Settle(r, spent) => ledger.settle(&self.tenant, *r, *spent).await,
-            };
-            match done {
-                Ok(state) => {
-                    self.remember(state);
-                    return;
-                }
-                Err(e) => error = Some(e),
-            }
-            tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
-        }
-        let error = error.map(|e| e.to_string()).unwrap_or_default();
-        match write {
-            Write::Trim(r, charge, _) => {
-                let mut chunks = self.lock();
-                if let Some(i) = chunks.index(r.id) {
-                    let c = &mut chunks.chunks[i];
-                    c.spent = add(c.spent, charge);
-                    c.dirty = true;
-                }
-                eprintln!(
-                    "callai serve: cannot trim a budget chunk of tenant {:?}: {error}; tried again later",
-                    self.tenant
-                );
-            }
-            Write::Settle(_, spent) => eprintln!(
-                "callai serve: cannot charge tenant {:?} {spent:?}: {error}; its reservation is \
-                 charged in full when it lapses",
-                self.tenant
-            ),
-        }
     }
 
     /// Watches open chunk `id` (one task for its whole life, not one per
@@ -301,7 +263,7 @@ impl Allotment {
         runtime.spawn(async move {
             loop {
                 tokio::time::sleep(LINGER).await;
-                let write = {
+                let settled = {
                     let mut chunks = me.lock();
                     let Some(i) = chunks.index(id) else {
                         return;
@@ -316,34 +278,25 @@ impl Allotment {
                     let idle = c.idle_since.is_some_and(|t| t.elapsed() >= LINGER);
                     if c.in_flight == 0 && (idle || !c.open) {
                         let c = chunks.chunks.remove(i);
-                        Some(Write::Settle(c.reservation, c.spent))
+                        chunks
+                            .queue
+                            .push_back(Write::Settle(c.reservation, c.spent));
+                        true
                     } else if !c.open && (closing || c.dirty) && c.free() != Spend::default() {
                         let (charge, hold) = c.take_trim();
-                        Some(Write::Trim(c.reservation, charge, hold))
+                        let trim = Write::Trim(c.reservation, charge, hold);
+                        chunks.queue.push_back(trim);
+                        false
                     } else {
-                        None
+                        continue;
                     }
                 };
-                match write {
-                    Some(settle @ Write::Settle(..)) => {
-                        me.write(settle).await;
-                        return;
-                    }
-                    Some(trim) => me.write(trim).await,
-                    None => {}
+                me.drain().await;
+                if settled {
+                    return;
                 }
             }
         });
-    }
-
-    /// Settles every chunk at once, calls in flight or not (a host shutting
-    /// down, once its calls have ended).
-    pub async fn flush(&self) {
-        let all = std::mem::take(&mut self.lock().chunks);
-        for chunk in all {
-            self.write(Write::Settle(chunk.reservation, chunk.spent))
-                .await;
-        }
     }
 }
 
@@ -423,7 +376,12 @@ impl Budget for Allotment {
                 || chunk.opened.elapsed() >= MAX_AGE
                 || chunk.reservation.window_ms != window_ms;
             match (chunk.in_flight, closed) {
-                (0, true) => Some(chunks.chunks.remove(i)),
+                (0, true) => {
+                    let chunk = chunks.chunks.remove(i);
+                    let settle = Write::Settle(chunk.reservation, chunk.spent);
+                    chunks.queue.push_back(settle);
+                    Some(())
+                }
                 (0, false) => {
                     // Its watcher settles it if no call comes for a while.
                     chunk.idle_since = Some(Instant::now());
@@ -437,16 +395,10 @@ impl Budget for Allotment {
                 _ => None,
             }
         };
-        let Some(chunk) = done else {
-            return Box::pin(async {});
-        };
-        let Some(me) = self.me.upgrade() else {
-            return Box::pin(async {});
-        };
-        Box::pin(async move {
-            me.write(Write::Settle(chunk.reservation, chunk.spent))
-                .await;
-        })
+        match done {
+            Some(()) => self.drain(),
+            None => Box::pin(async {}),
+        }
     }
 
     fn overrun(&self, provider: &str, over: Spend) {
