@@ -40,10 +40,24 @@ fn new_pack(lang: &str, parent: &Path) -> std::path::PathBuf {
     dir
 }
 
+/// The pack's build ran `callai compile` (the `callai` of `$CALLAI`) into
+/// the cache of `$CALLAI_CACHE_DIR`, `cache`: the first run loads it.
+fn was_precompiled(built: &std::process::Output, cache: &Path) {
+    let said = String::from_utf8_lossy(&built.stdout);
+    assert!(said.contains("pack.wasm: compiled in"), "{said}");
+    let entries = std::fs::read_dir(cache.join("components")).unwrap();
+    let compiled = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .count();
+    assert_eq!(compiled, 1, "the build compiled the pack into the cache");
+}
+
 /// Runs the built component on the pack's own mock script and input: the
 /// mock truncates once, so the call took two requests.
 fn runs_with_two_attempts(dir: &Path, component: &Path) {
     let out = ok(callai()
+        .env("CALLAI_CACHE_DIR", dir.join("../cache"))
         .arg("run")
         .arg(component)
         .args(["--script", "mock.json", "--input-file", "input.json"])
@@ -113,7 +127,11 @@ fn a_typescript_pack_builds_outside_the_repository() {
         "npm",
         "ci --offline --no-audit --no-fund --loglevel=error",
     ));
-    ok(&mut in_dir(&dir, "npm", "run --silent build"));
+    let cache = parent.path().join("cache");
+    let built = ok(in_dir(&dir, "npm", "run --silent build")
+        .env("CALLAI", env!("CARGO_BIN_EXE_callai"))
+        .env("CALLAI_CACHE_DIR", &cache));
+    was_precompiled(&built, &cache);
     runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
     // A string where the SDK takes a number fails the build, with tsc's
     // message naming the line, before anything is bundled.
@@ -121,7 +139,11 @@ fn a_typescript_pack_builds_outside_the_repository() {
     let good = std::fs::read_to_string(&index).unwrap();
     std::fs::write(&index, good.replace(".maxTokens(200)", ".maxTokens('20')")).unwrap();
     std::fs::remove_file(dir.join("pack.wasm")).unwrap();
-    let out = in_dir(&dir, "npm", "run --silent build").output().unwrap();
+    let out = in_dir(&dir, "npm", "run --silent build")
+        .env("CALLAI", env!("CARGO_BIN_EXE_callai"))
+        .env("CALLAI_CACHE_DIR", &cache)
+        .output()
+        .unwrap();
     let said =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "the build type-checks: {said}");
@@ -157,6 +179,20 @@ fn a_python_pack_builds_outside_the_repository() {
         .arg(&site)
         .arg(wheel));
     let build = "-m callai_sdk.build build app.py -o pack.wasm";
-    ok(in_dir(&dir, python, build).env("PYTHONPATH", &site));
+    let cache = parent.path().join("cache");
+    let built = ok(in_dir(&dir, python, build)
+        .env("PYTHONPATH", &site)
+        .env("CALLAI", env!("CARGO_BIN_EXE_callai"))
+        .env("CALLAI_CACHE_DIR", &cache));
+    was_precompiled(&built, &cache);
     runs_with_two_attempts(&dir, &dir.join("pack.wasm"));
+    // Without a callai to run, the build says the first run compiles.
+    let unbuilt = ok(in_dir(&dir, python, build)
+        .env("PYTHONPATH", &site)
+        .env("CALLAI", parent.path().join("no-such-callai")));
+    let said = String::from_utf8_lossy(&unbuilt.stderr);
+    assert!(
+        said.contains("the first `callai run` compiles the pack"),
+        "{said}"
+    );
 }

@@ -97,6 +97,8 @@ impl Node {
             .arg(entry)
             .arg("-o")
             .arg(out)
+            // The repository's packs are compiled by the tests that run them.
+            .arg("--no-compile")
             .status()
             .map_err(|e| format!("node: {e}"))?;
         status

@@ -115,6 +115,8 @@ impl Python {
             .arg(app)
             .arg("-o")
             .arg(out)
+            // The repository's packs are compiled by the tests that run them.
+            .arg("--no-compile")
             // No __pycache__ in the source tree.
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .status()

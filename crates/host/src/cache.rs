@@ -58,8 +58,10 @@ pub fn lookup(engine: &wasmtime::Engine, source: &[u8; 32], dir: &Path) -> Optio
 }
 
 /// Stores `component`, compiled from `source`, then evicts the least
-/// recently used entries until the cache is within `max_bytes`. Only a
-/// component that loaded as a pack is stored: a refused one never is.
+/// recently used entries until the cache is within `max_bytes`: half of
+/// it for components, half for the functions they were compiled from
+/// (`function_cache.rs`). Only a component that loaded as a pack is
+/// stored: a refused one never is.
 pub fn store(
     engine: &wasmtime::Engine,
     component: &Component,
@@ -71,15 +73,20 @@ pub fn store(
     let compat = compatibility(engine);
     let path = entry_path(dir, source, &compat);
     write(component, dir, &path, &key, source, &compat)?;
-    evict(dir, max_bytes)
+    evict(dir, "cwasm", max_bytes / 2)?;
+    let functions = crate::function_cache::FunctionCache::dir_of(dir);
+    match evict(&functions, crate::function_cache::EXTENSION, max_bytes / 2) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        done => done,
+    }
 }
 
-/// Removes the least recently used entries (oldest modification time
-/// first) until the entries of `dir` weigh at most `max_bytes`.
-pub fn evict(dir: &Path, max_bytes: u64) -> std::io::Result<()> {
+/// Removes the least recently used entries of `dir` named `*.extension`
+/// (oldest modification time first) until they weigh at most `max_bytes`.
+pub fn evict(dir: &Path, extension: &str, max_bytes: u64) -> std::io::Result<()> {
     let mut entries: Vec<(std::time::SystemTime, u64, PathBuf)> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter(|e| e.path().extension().is_some_and(|x| x == extension))
         .filter_map(|e| {
             let meta = e.metadata().ok()?;
             Some((meta.modified().ok()?, meta.len(), e.path()))
@@ -126,14 +133,14 @@ fn compatibility(engine: &wasmtime::Engine) -> [u8; 32] {
 }
 
 /// HMAC-SHA256 of `parts`, one message, under `key`.
-fn mac(key: &[u8; 32], parts: &[&[u8]]) -> Hmac<Sha256> {
+pub(crate) fn mac(key: &[u8; 32], parts: &[&[u8]]) -> Hmac<Sha256> {
     let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(key).expect("HMAC takes any key");
     parts.iter().for_each(|p| mac.update(p));
     mac
 }
 
 /// Opens an existing file for reading, refusing a symlink.
-fn open_nofollow(path: &Path) -> std::io::Result<File> {
+pub(crate) fn open_nofollow(path: &Path) -> std::io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -145,7 +152,7 @@ fn open_nofollow(path: &Path) -> std::io::Result<File> {
 }
 
 /// Creates `dir` (owner-only where it is made).
-fn make_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn make_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
@@ -158,7 +165,7 @@ fn make_dir(dir: &Path) -> std::io::Result<()> {
 
 /// This installation's key: `dir/cache.key`, made on first use with
 /// exclusive create, owner-only.
-fn install_key(dir: &Path) -> std::io::Result<[u8; 32]> {
+pub(crate) fn install_key(dir: &Path) -> std::io::Result<[u8; 32]> {
     let path = dir.join(KEY_FILE);
     let read = |path: &Path| -> std::io::Result<[u8; 32]> {
         let mut key = [0u8; 32];

@@ -36,6 +36,7 @@ mod bindings {
 mod cache;
 mod clocks;
 mod epoch;
+mod function_cache;
 mod limits;
 mod load;
 mod runtime;

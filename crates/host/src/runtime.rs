@@ -6,6 +6,7 @@
 use crate::bindings::{PackNode, PackNodePre};
 use crate::cache;
 use crate::epoch::EpochTicker;
+use crate::function_cache::FunctionCache;
 use crate::limits::RunLimiter;
 use crate::load::{LoadError, check_preamble, pack_code};
 use crate::view::{CallAiCtx, CallAiView, add_to_linker};
@@ -169,6 +170,16 @@ impl PackRuntime {
             .consume_fuel(true)
             .epoch_interruption(true)
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        // Each function compiled once is reused by the next compile that
+        // holds it (a pack rebuilt after an edit); a cache that cannot be
+        // opened only costs compiles their speed.
+        if let Some(functions) = options
+            .cache_dir
+            .as_deref()
+            .and_then(|dir| FunctionCache::open(dir).ok())
+        {
+            config.enable_incremental_compilation(Arc::new(functions))?;
+        }
         let engine = wasmtime::Engine::new(&config)?;
         let ticker = EpochTicker::start(&engine)?;
         let mut linker = Linker::new(&engine);
