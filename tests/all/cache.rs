@@ -181,10 +181,11 @@ fn the_cache_keeps_to_its_bound_dropping_the_least_recently_used() {
             })
             .collect()
     };
+    // The compiled packs get half of `maxBytes`, the functions the rest.
     let bound = sizes.iter().sum::<u64>() - 1;
     let options = RuntimeOptions {
         max_concurrent_runs: 2,
-        cache_max_bytes: bound,
+        cache_max_bytes: 2 * bound,
         ..RuntimeOptions::default()
     }
     .cache_dir(dir.path());
@@ -211,6 +212,14 @@ fn the_cache_keeps_to_its_bound_dropping_the_least_recently_used() {
     assert!(
         total <= bound,
         "{total} bytes cached over a bound of {bound}"
+    );
+    let functions: u64 = std::fs::read_dir(dir.path().join("functions"))
+        .unwrap()
+        .map(|e| e.unwrap().metadata().unwrap().len())
+        .sum();
+    assert!(
+        functions > 0 && functions <= bound,
+        "{functions} bytes of compiled functions over a bound of {bound}"
     );
 }
 
