@@ -96,6 +96,27 @@ async fn headers_query_and_extra_body_go_on_every_request() {
     }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_key_goes_in_the_header_the_provider_takes() {
+    // Azure OpenAI takes its API keys in `api-key`, never as a bearer token.
+    let keys = "model = \"gpt-4o-mini\"\nkeyHeader = \"api-key\"\n\
+                query = { \"api-version\" = \"2024-10-21\" }";
+    let replies = vec![Api::OpenAi.reply("hello", None, "stop", Some(2))];
+    let (answer, seen) = received(keys, replies, hello(20)).await;
+    assert_eq!(answer["result"]["content"], "hello", "{answer}");
+    assert_eq!(seen[0].headers["api-key"], "sk-t");
+    assert!(
+        seen[0].headers.get("authorization").is_none(),
+        "{:?}",
+        seen[0].headers
+    );
+    // By default, a bearer token.
+    let replies = vec![Api::OpenAi.reply("hello", None, "stop", Some(2))];
+    let (_, seen) = received("model = \"gpt-4o-mini\"", replies, hello(20)).await;
+    assert_eq!(seen[0].headers["authorization"], "Bearer sk-t");
+    assert!(seen[0].headers.get("api-key").is_none());
+}
+
 #[test]
 fn what_the_host_sets_and_the_key_are_refused_at_start_up_naming_them() {
     let section = "[providers.p]\nkind = \"openai\"\napiKeyEnv = \"\"\n";
@@ -116,6 +137,14 @@ fn what_the_host_sets_and_the_key_are_refused_at_start_up_naming_them() {
         (
             "maxTokensField = \"max_output\"",
             "expected one of `max_tokens`",
+        ),
+        (
+            "keyHeader = \"bearer\"",
+            "expected one of `authorization`, `api-key`, `x-api-key`",
+        ),
+        (
+            "headers = { api-key = \"x\" }",
+            "providers.p.headers.api-key",
         ),
     ] {
         let e = Config::from_toml(&format!("{section}{keys}\n")).unwrap_err();

@@ -4,7 +4,7 @@
 use super::events::{Sse, Streamed};
 use super::http::{ApiKey, HttpClient};
 use super::redact::StreamRedaction;
-use super::upstream::Upstream;
+use super::upstream::{KeyHeader, Upstream};
 use callai_engine::{
     BoxFuture, DeltaSink, Provider, ProviderFailure, ProviderReply, ProviderRequest,
 };
@@ -19,8 +19,8 @@ pub trait WireFormat: Send + Sync + 'static {
     const PATH: &'static str;
     /// Words a 400 uses when it rejects the native structured-output mechanism.
     const NATIVE_TERMS: &'static [&'static str];
-    /// The auth (and version) headers.
-    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)>;
+    /// The auth (and version) headers, the key in `key_header`.
+    fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)>;
     /// A whole success answer, typed.
     type Answer: DeserializeOwned + Send;
     /// One event of a streamed answer, typed.
@@ -69,6 +69,8 @@ pub struct Endpoint<'a> {
     pub headers: &'a BTreeMap<String, String>,
     /// Query parameters for every request.
     pub query: &'a BTreeMap<String, String>,
+    /// The header the key goes in.
+    pub key_header: KeyHeader,
 }
 
 /// A provider speaking wire format `W`.
@@ -103,7 +105,8 @@ impl<W: WireFormat> HttpProvider<W> {
         if !endpoint.query.is_empty() {
             url.query_pairs_mut().extend_pairs(endpoint.query);
         }
-        let mut headers = crate::http::request_headers(&W::headers(http.key()))?;
+        let auth = W::headers(http.key(), endpoint.key_header);
+        let mut headers = crate::http::request_headers(&auth)?;
         for (name, value) in endpoint.headers {
             let name = reqwest::header::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| format!("the header name {name:?} is not one HTTP allows"))?;

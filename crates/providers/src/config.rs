@@ -1,6 +1,6 @@
 //! `[providers.NAME]`: the real providers a host may call, by name.
 
-use crate::upstream::MaxTokensField;
+use crate::upstream::{KeyHeader, MaxTokensField};
 use callai_engine::config::{ConfigError, invalid};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -50,6 +50,14 @@ impl ProviderKind {
         }
     }
 
+    /// The header the key goes in when `keyHeader` is absent.
+    pub fn default_key_header(self) -> KeyHeader {
+        match self {
+            Self::Openai => KeyHeader::Authorization,
+            Self::Anthropic => KeyHeader::XApiKey,
+        }
+    }
+
     /// Input tokens reserved per attempt for what the provider adds to a
     /// request unseen when `inputOverheadTokens` is absent: Anthropic puts
     /// a tool-use system prompt before a forced tool call (native
@@ -96,6 +104,8 @@ pub struct ProviderConfig {
     pub input_overhead_tokens: Option<u64>,
     /// The field the token limit goes in (`auto` by default).
     pub max_tokens_field: Option<MaxTokensField>,
+    /// The header the key goes in (by kind when absent).
+    pub key_header: Option<KeyHeader>,
     /// Headers sent on every request (never the key's).
     pub headers: Option<BTreeMap<String, String>>,
     /// Query parameters added to the endpoint (an Azure `api-version`).
@@ -128,6 +138,8 @@ pub struct ProviderSettings {
     pub input_overhead_tokens: u64,
     /// The field the token limit goes in.
     pub max_tokens_field: MaxTokensField,
+    /// The header the key goes in.
+    pub key_header: KeyHeader,
     /// Headers sent on every request.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub headers: BTreeMap<String, String>,
@@ -183,6 +195,7 @@ impl ProviderConfig {
                 .input_overhead_tokens
                 .unwrap_or_else(|| kind.default_input_overhead()),
             max_tokens_field: self.max_tokens_field.unwrap_or_default(),
+            key_header: self.key_header.unwrap_or_else(|| kind.default_key_header()),
             headers: self.headers.clone().unwrap_or_default(),
             query: self.query.clone().unwrap_or_default(),
             extra_body: self.extra_body.clone().unwrap_or_default(),

@@ -35,7 +35,7 @@ mod upstream;
 mod usage;
 
 pub use config::{ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate};
-pub use upstream::MaxTokensField;
+pub use upstream::{KeyHeader, MaxTokensField};
 
 use adapter::HttpProvider;
 use anthropic::AnthropicWire;
@@ -120,6 +120,7 @@ fn start_one(
         base_url: &s.base_url,
         headers: &s.headers,
         query: &s.query,
+        key_header: s.key_header,
     };
     Ok(match s.kind {
         ProviderKind::Openai => Arc::new(

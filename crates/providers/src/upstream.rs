@@ -36,6 +36,31 @@ impl MaxTokensField {
     }
 }
 
+/// `keyHeader`: the header the API key travels in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum KeyHeader {
+    /// `Authorization: Bearer KEY` (OpenAI and most compatible servers).
+    #[serde(rename = "authorization")]
+    Authorization,
+    /// `api-key: KEY` (Azure OpenAI's API keys).
+    #[serde(rename = "api-key")]
+    ApiKey,
+    /// `x-api-key: KEY` (Anthropic).
+    #[serde(rename = "x-api-key")]
+    XApiKey,
+}
+
+impl KeyHeader {
+    /// The header carrying `key`.
+    pub fn header(self, key: &str) -> (&'static str, String) {
+        match self {
+            Self::Authorization => ("authorization", format!("Bearer {key}")),
+            Self::ApiKey => ("api-key", key.to_owned()),
+            Self::XApiKey => ("x-api-key", key.to_owned()),
+        }
+    }
+}
+
 /// Whether `model` (its last `/` segment: `openai/o3` too) is of OpenAI's
 /// reasoning families, which refuse `max_tokens`.
 fn reasoning_family(model: &str) -> bool {

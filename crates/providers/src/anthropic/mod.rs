@@ -7,7 +7,7 @@ mod answer;
 
 use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
-use super::upstream::Upstream;
+use super::upstream::{KeyHeader, Upstream};
 use answer::{Event, Folded, Message};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{Message as WireMessage, Role, StructuredOutput, ToolChoice as Choice};
@@ -166,10 +166,10 @@ impl WireFormat for AnthropicWire {
     const PATH: &'static str = "/messages";
     const NATIVE_TERMS: &'static [&'static str] = &["tool_choice", "tools", "input_schema"];
 
-    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
+    fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
         if let Some(k) = key {
-            headers.push(("x-api-key", k.expose().to_owned()));
+            headers.push(key_header.header(k.expose()));
         }
         headers
     }

@@ -6,7 +6,7 @@ mod answer;
 
 use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
-use super::upstream::Upstream;
+use super::upstream::{KeyHeader, Upstream};
 use answer::{Chunk, Completion, Folded};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{Role, StructuredOutput, ToolChoice};
@@ -143,8 +143,8 @@ impl WireFormat for OpenAiWire {
     const PATH: &'static str = "/chat/completions";
     const NATIVE_TERMS: &'static [&'static str] = &["response_format", "json_schema"];
 
-    fn headers(key: Option<&ApiKey>) -> Vec<(&'static str, String)> {
-        key.map(|k| ("authorization", format!("Bearer {}", k.expose())))
+    fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
+        key.map(|k| key_header.header(k.expose()))
             .into_iter()
             .collect()
     }
