@@ -70,6 +70,43 @@ async fn the_token_limit_goes_in_the_field_the_model_takes() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_drop_in_keeps_the_field_its_client_sent() {
+    // A client's max_completion_tokens to a model auto would send
+    // max_tokens: kept, and grown on a truncation.
+    let replies = vec![
+        Api::OpenAi.reply("{\"a\": ", None, "length", Some(100)),
+        Api::OpenAi.reply("{\"a\": 1}", None, "stop", Some(20)),
+    ];
+    let (server, fake) =
+        TestServer::before_fake("openai", "model = \"gpt-4o-mini\"", replies).await;
+    let body = json!({
+        "model": "p", "max_completion_tokens": 100,
+        "messages": [{"role": "user", "content": "hi"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "a",
+            "schema": {"type": "object", "required": ["a"]}}}
+    });
+    let answer = server.post("/v1/chat/completions", &body).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let seen = fake.received();
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].body["max_completion_tokens"], 100);
+    assert_eq!(seen[1].body["max_completion_tokens"], 200);
+    assert!(seen.iter().all(|r| r.body.get("max_tokens").is_none()));
+    // A client's max_tokens goes by the model, as a /v1/call's does.
+    let ok = vec![Api::OpenAi.reply("hello", None, "stop", Some(2))];
+    let body = json!({"model": "p", "max_tokens": 30,
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let (server2, fake2) = TestServer::before_fake("openai", "model = \"gpt-4o-mini\"", ok).await;
+    assert_eq!(
+        server2.post("/v1/chat/completions", &body).await.status,
+        200
+    );
+    assert_eq!(fake2.received()[0].body["max_tokens"], 30);
+    server.shutdown().await;
+    server2.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn headers_query_and_extra_body_go_on_every_request() {
     let keys = "model = \"gpt-4o-mini\"\n\
                 headers = { \"x-ms-client\" = \"callai\", \"HTTP-Referer\" = \"https://app.example\" }\n\
@@ -106,7 +143,7 @@ async fn the_key_goes_in_the_header_the_provider_takes() {
     assert_eq!(answer["result"]["content"], "hello", "{answer}");
     assert_eq!(seen[0].headers["api-key"], "sk-t");
     assert!(
-        seen[0].headers.get("authorization").is_none(),
+        !seen[0].headers.contains_key("authorization"),
         "{:?}",
         seen[0].headers
     );
@@ -114,7 +151,7 @@ async fn the_key_goes_in_the_header_the_provider_takes() {
     let replies = vec![Api::OpenAi.reply("hello", None, "stop", Some(2))];
     let (_, seen) = received("model = \"gpt-4o-mini\"", replies, hello(20)).await;
     assert_eq!(seen[0].headers["authorization"], "Bearer sk-t");
-    assert!(seen[0].headers.get("api-key").is_none());
+    assert!(!seen[0].headers.contains_key("api-key"));
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! or one failure out. The mock and the HTTP adapters implement [`Provider`];
 //! [`Providers`] holds them by the name a request's `provider` names.
 
-use callai_wire::{Message, StructuredOutput, Tool, ToolCall, ToolChoice};
+use callai_wire::{Message, StructuredOutput, TokenLimitField, Tool, ToolCall, ToolChoice};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,6 +55,8 @@ pub struct ProviderRequest {
     pub structured: Option<StructuredRequest>,
     /// Present when the call offers tools.
     pub tools: Option<ToolsRequest>,
+    /// The field a drop-in's client sent its token limit in.
+    pub token_limit_field: Option<TokenLimitField>,
 }
 
 /// Why the provider stopped generating.

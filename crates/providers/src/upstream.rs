@@ -6,6 +6,7 @@
 //! is refused, naming it.
 
 use callai_engine::config::{ConfigError, invalid};
+use callai_engine::wire::TokenLimitField;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -26,12 +27,17 @@ pub enum MaxTokensField {
 }
 
 impl MaxTokensField {
-    /// Whether a request to `model` sends `max_completion_tokens`.
-    pub fn completion_tokens_for(self, model: &str) -> bool {
+    /// Whether a request to `model` sends `max_completion_tokens`; under
+    /// `auto`, a client that sent it (a drop-in's) keeps it, as every
+    /// OpenAI chat model takes it, while a client's `max_tokens` goes by
+    /// the model (a reasoning model refuses it).
+    pub fn completion_tokens_for(self, model: &str, client: Option<TokenLimitField>) -> bool {
         match self {
             Self::MaxTokens => false,
             Self::MaxCompletionTokens => true,
-            Self::Auto => reasoning_family(model),
+            Self::Auto => {
+                client == Some(TokenLimitField::MaxCompletionTokens) || reasoning_family(model)
+            }
         }
     }
 }
@@ -190,7 +196,11 @@ mod tests {
             "gpt-5.1",
             "openai/o3",
         ] {
-            assert!(MaxTokensField::Auto.completion_tokens_for(model), "{model}");
+            let client = Some(TokenLimitField::MaxTokens);
+            assert!(
+                MaxTokensField::Auto.completion_tokens_for(model, client),
+                "{model}: a reasoning model refuses max_tokens, whatever the client sent"
+            );
         }
         for model in [
             "gpt-4o-mini",
@@ -201,12 +211,19 @@ mod tests {
             "gpt-50",
         ] {
             assert!(
-                !MaxTokensField::Auto.completion_tokens_for(model),
+                !MaxTokensField::Auto.completion_tokens_for(model, None),
                 "{model}"
             );
+            assert!(
+                MaxTokensField::Auto
+                    .completion_tokens_for(model, Some(TokenLimitField::MaxCompletionTokens)),
+                "{model}: the client's max_completion_tokens is kept"
+            );
         }
-        assert!(MaxTokensField::MaxCompletionTokens.completion_tokens_for("llama3"));
-        assert!(!MaxTokensField::MaxTokens.completion_tokens_for("o3"));
+        // A field the operator set wins over the client's.
+        let client = Some(TokenLimitField::MaxCompletionTokens);
+        assert!(MaxTokensField::MaxCompletionTokens.completion_tokens_for("llama3", None));
+        assert!(!MaxTokensField::MaxTokens.completion_tokens_for("o3", client));
     }
 
     #[test]

@@ -199,6 +199,7 @@ macro_rules! wit_conversions {
                         tools: None,
                         tool_choice: None,
                         parallel_tool_calls: None,
+                        token_limit_field: None,
                     })
                 }
             }

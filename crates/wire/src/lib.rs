@@ -39,7 +39,9 @@ mod unknown;
 
 pub use error::{CallError, ErrorCode};
 pub use parse::{ParsedRequest, ParsedRetry};
-pub use request::{CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role};
+pub use request::{
+    CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role, TokenLimitField,
+};
 pub use result::{Attempts, CallAccounting, CallResult, FinishReason, StructuredOutput, Usage};
 pub use tools::{MAX_TOOL_NAME, Tool, ToolCall, ToolChoice};
 pub use unknown::{REQUEST_FIELDS, UnknownField, unknown_fields};

@@ -159,6 +159,20 @@ pub struct CallRequest {
     /// `false`: at most one tool call per answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel_tool_calls: Option<bool>,
+    /// The field a drop-in's client sent its token limit in, for the
+    /// provider to keep where its config leaves the field to the model
+    /// (`maxTokensField = "auto"`). Not part of the request's JSON.
+    #[serde(skip)]
+    pub token_limit_field: Option<TokenLimitField>,
+}
+
+/// The field a client sent its token limit in (OpenAI's two spellings).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenLimitField {
+    /// `max_tokens`.
+    MaxTokens,
+    /// `max_completion_tokens`.
+    MaxCompletionTokens,
 }
 
 /// Whether a host reads a request's `retry` (RFC 0248 §B): its

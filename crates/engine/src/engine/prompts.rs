@@ -94,6 +94,7 @@ pub(super) fn build(
         messages,
         temperature: r.temperature,
         max_tokens,
+        token_limit_field: r.token_limit_field,
         stop_sequences: r.stop_sequences.clone().unwrap_or_default(),
         structured: structured.map(|(mode, schema)| StructuredRequest {
             mode,

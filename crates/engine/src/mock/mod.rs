@@ -387,6 +387,7 @@ mod tests {
             stop_sequences: vec![],
             structured: None,
             tools: None,
+            token_limit_field: None,
         }
     }
 

@@ -221,7 +221,9 @@ impl WireFormat for OpenAiWire {
             });
         let streamed = delivery == Delivery::Streamed;
         let model = r.model.as_deref().unwrap_or(model);
-        let completion = upstream.max_tokens_field.completion_tokens_for(model);
+        let completion = upstream
+            .max_tokens_field
+            .completion_tokens_for(model, r.token_limit_field);
         let body = ChatBody {
             model,
             messages,

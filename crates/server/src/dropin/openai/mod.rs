@@ -16,7 +16,7 @@ use super::api::{
 };
 use crate::error::ApiError;
 use answer::{AssistantMessage, ChatCompletion, Choice, usage};
-use callai_engine::wire::{CallRequest, CallResult, Message, Role};
+use callai_engine::wire::{CallRequest, CallResult, Message, Role, TokenLimitField};
 use serde::Deserialize;
 use serde::Serialize;
 use serde::de::IgnoredAny;
@@ -250,6 +250,11 @@ impl DropinApi for OpenAi {
             system_prompt: (!system.is_empty()).then(|| system.join("\n\n")),
             messages,
             max_tokens: r.max_completion_tokens.or(r.max_tokens),
+            token_limit_field: match (r.max_completion_tokens, r.max_tokens) {
+                (Some(_), _) => Some(TokenLimitField::MaxCompletionTokens),
+                (None, Some(_)) => Some(TokenLimitField::MaxTokens),
+                (None, None) => None,
+            },
             temperature: r.temperature,
             stop_sequences: r.stop.map(|stop| match stop {
                 Stop::One(s) => vec![s],
