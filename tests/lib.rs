@@ -19,7 +19,7 @@ use callai_engine::{
     BoxFuture, Event, Host, HostConfig, Journal, MockLogEntry, MockProvider, MockScript, RunError,
     Sleeper,
 };
-use callai_host::{Pack, PackRuntime};
+use callai_host::{Pack, PackRuntime, RuntimeOptions};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -44,10 +44,27 @@ impl Sleeper for NoWait {
     }
 }
 
-/// One runtime for the whole test binary, as a host would have.
+/// A folder under cargo's target directory that outlives a test run (cargo
+/// gives integration tests `CARGO_TARGET_TMPDIR`, but not this library):
+/// the test binary is `<target>/<profile>/deps/NAME`.
+pub fn target_tmp(name: &str) -> std::path::PathBuf {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let target = exe.ancestors().nth(3).map(std::path::Path::to_path_buf);
+    target
+        .unwrap_or_else(std::env::temp_dir)
+        .join("tmp")
+        .join(name)
+}
+
+/// One runtime for the whole test binary, as a host would have, with a
+/// compiled-component cache that outlives the run: a rerun after a change
+/// that leaves the packs as they were loads them instead of compiling.
 pub fn runtime() -> &'static PackRuntime {
     static RUNTIME: OnceLock<PackRuntime> = OnceLock::new();
-    RUNTIME.get_or_init(|| PackRuntime::new().expect("wasmtime starts"))
+    RUNTIME.get_or_init(|| {
+        let options = RuntimeOptions::default().cache_dir(target_tmp("pack-cache"));
+        PackRuntime::with_options(&options).expect("wasmtime starts")
+    })
 }
 
 /// Loads a pack by name into another runtime (one with other options).
@@ -65,15 +82,18 @@ pub fn pack_in(runtime: &PackRuntime, name: &str) -> Pack {
 
 /// A pack by name: a bundled example (`echo-attempts`) or a test program
 /// (`trap`), compiled once per test binary.
+/// Tests that ask for one pack at once wait for one compile of it.
 pub fn pack(name: &str) -> Pack {
-    static CACHE: OnceLock<Mutex<HashMap<String, Pack>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    if let Some(p) = cache.lock().unwrap().get(name) {
-        return p.clone();
-    }
-    let loaded = pack_in(runtime(), name);
-    cache.lock().unwrap().insert(name.into(), loaded.clone());
-    loaded
+    type Once = Arc<OnceLock<Pack>>;
+    static CACHE: OnceLock<Mutex<HashMap<String, Once>>> = OnceLock::new();
+    let once = CACHE
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap()
+        .entry(name.into())
+        .or_default()
+        .clone();
+    once.get_or_init(|| pack_in(runtime(), name)).clone()
 }
 
 /// A host of `config` whose mock serves `script`; the mock, to read its log.

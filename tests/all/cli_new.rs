@@ -93,7 +93,9 @@ fn a_rust_pack_builds_outside_the_repository() {
         let text = std::fs::read_to_string(dir.join(manifest)).unwrap();
         assert!(text.contains(&stated), "{manifest}: {text}");
     }
-    let target = parent.path().join("target");
+    // A target folder kept between runs: the SDK's dependencies compile
+    // once; the pack and the SDK written beside it build anew each time.
+    let target = callai_tests::target_tmp("cli-new-rust-target");
     let build = "build --offline --release --target wasm32-wasip2";
     ok(in_dir(&dir, env!("CARGO"), build).env("CARGO_TARGET_DIR", &target));
     runs_with_two_attempts(
