@@ -207,8 +207,7 @@ fn read(
     source: &[u8],
     compat: &[u8; 32],
 ) -> Option<Component> {
-    let mut data = Vec::new();
-    open_nofollow(path).ok()?.read_to_end(&mut data).ok()?;
+    let data = read_nofollow(path)?;
     let (header, artifact) = data.split_at_checked(HEADER)?;
     let (magic, rest) = header.split_at(8);
     let (named, tag) = rest.split_at(32);
@@ -242,20 +241,53 @@ fn write(
 ) -> std::io::Result<()> {
     let artifact = component.serialize().map_err(std::io::Error::other)?;
     make_dir(dir)?;
+    let tag = mac(key, &[source, compat, &artifact])
+        .finalize()
+        .into_bytes();
+    persist(
+        dir,
+        path,
+        &[MAGIC, source, &tag, &artifact],
+        Durability::Synced,
+    )
+}
+
+/// Whether an entry is synced to disk before it is renamed into place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Durability {
+    /// Synced: a crash leaves the old entry or the whole new one.
+    Synced,
+    /// Not synced: a crash may leave it damaged, which its MAC catches.
+    Unsynced,
+}
+
+/// Writes `parts` as the file at `path`: to a new file of a random name in
+/// `dir` (exclusive create, owner-only), then renamed into place, which
+/// replaces a symlink there rather than following it.
+pub(crate) fn persist(
+    dir: &Path,
+    path: &Path,
+    parts: &[&[u8]],
+    durability: Durability,
+) -> std::io::Result<()> {
     let mut file = tempfile::Builder::new()
         .prefix(".entry-")
         .tempfile_in(dir)?;
-    file.write_all(MAGIC)?;
-    file.write_all(source)?;
-    file.write_all(
-        &mac(key, &[source, compat, &artifact])
-            .finalize()
-            .into_bytes(),
-    )?;
-    file.write_all(&artifact)?;
-    file.as_file().sync_all()?;
+    for part in parts {
+        file.write_all(part)?;
+    }
+    if durability == Durability::Synced {
+        file.as_file().sync_all()?;
+    }
     file.persist(path).map_err(|e| e.error)?;
     Ok(())
+}
+
+/// The whole file at `path`, not read through a symlink.
+pub(crate) fn read_nofollow(path: &Path) -> Option<Vec<u8>> {
+    let mut data = Vec::new();
+    open_nofollow(path).ok()?.read_to_end(&mut data).ok()?;
+    Some(data)
 }
 
 #[cfg(test)]

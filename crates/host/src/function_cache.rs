@@ -16,10 +16,9 @@
 //! bounded with the components (half of `[cache] maxBytes`), least
 //! recently written first.
 
-use crate::cache::{self, mac};
+use crate::cache::{self, Durability, mac};
 use hmac::Mac;
 use std::borrow::Cow;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"CALLAIf1";
@@ -67,11 +66,7 @@ impl FunctionCache {
 
 impl wasmtime::CacheStore for FunctionCache {
     fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
-        let mut data = Vec::new();
-        cache::open_nofollow(&self.path(key))
-            .ok()?
-            .read_to_end(&mut data)
-            .ok()?;
+        let data = cache::read_nofollow(&self.path(key))?;
         let (header, value) = data.split_at_checked(HEADER)?;
         let (magic, tag) = header.split_at(8);
         // verify_slice compares in constant time.
@@ -83,17 +78,9 @@ impl wasmtime::CacheStore for FunctionCache {
     }
 
     fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
-        let write = || -> std::io::Result<()> {
-            let mut file = tempfile::Builder::new()
-                .prefix(".entry-")
-                .tempfile_in(&self.dir)?;
-            file.write_all(MAGIC)?;
-            file.write_all(&mac(&self.key, &[key, &value]).finalize().into_bytes())?;
-            file.write_all(&value)?;
-            file.persist(self.path(key)).map_err(|e| e.error)?;
-            Ok(())
-        };
-        write().is_ok()
+        let tag = mac(&self.key, &[key, &value]).finalize().into_bytes();
+        let parts: [&[u8]; 3] = [MAGIC, &tag, &value];
+        cache::persist(&self.dir, &self.path(key), &parts, Durability::Unsynced).is_ok()
     }
 }
 
