@@ -52,6 +52,7 @@ mod serve_idempotency;
 mod serve_load;
 mod serve_ownership;
 mod serve_packs;
+mod serve_routes;
 mod serve_slow_clients;
 mod serve_stream;
 mod serve_tools;

@@ -4,7 +4,8 @@
 
 use crate::{CacheConfig, Config, RunLogConfig, ServerConfig, TenantsConfig};
 use callai_engine::config::{
-    CallAccounting, ConfigError, DefaultsConfig, Limits, MockConfig, PolicyConfig, RetryConfig,
+    CallAccounting, ConfigError, DefaultsConfig, Limits, MockConfig, ModelRoute, PolicyConfig,
+    RetryConfig,
 };
 use callai_providers::ProviderSettings;
 use callai_telemetry::TelemetryConfig;
@@ -28,6 +29,8 @@ pub struct ResolvedConfig<'a> {
     pub defaults: &'a DefaultsConfig,
     /// `[limits]`
     pub limits: &'a Limits,
+    /// `[models.NAME]`: model names routed to their targets.
+    pub models: &'a BTreeMap<String, ModelRoute>,
     /// `[providers.NAME]`, each with its kind's defaults.
     pub providers: BTreeMap<&'a str, ProviderSettings>,
     /// `[telemetry]`
@@ -59,6 +62,7 @@ impl Config {
             mock: &host.mock,
             defaults: &host.defaults,
             limits: &host.limits,
+            models: &host.models,
             providers,
             telemetry: &self.telemetry,
             server: &self.server,

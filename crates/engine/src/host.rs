@@ -13,7 +13,7 @@ use crate::mock::{MockProvider, MockScript};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
 use crate::provider::DeltaSink;
 use crate::provider::{Provider, Providers};
-use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput, UnknownField};
+use callai_wire::{CallError, CallRequest, CallResult, StructuredOutput, UnknownField};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -182,6 +182,7 @@ impl Host {
                 format!("provider {default:?} is not in policy.allowedProviders"),
             ));
         }
+        crate::routing::check_routes(&config, &providers)?;
         let limits = config.limits;
         Ok(Self {
             config,
@@ -232,6 +233,11 @@ impl Host {
     /// The providers requests may reach, before the policy.
     pub fn providers(&self) -> &Providers {
         &self.providers
+    }
+
+    /// The clock, sleeper and random source the engine uses.
+    pub(crate) fn effects(&self) -> &Effects {
+        &self.effects
     }
 
     /// The providers a request may name: every provider the policy allows.
@@ -289,8 +295,8 @@ impl Host {
         events: &dyn EventSink,
         options: CallOptions,
     ) -> Result<CallResult, CallError> {
-        let (name, provider) = match self.resolve_provider(request) {
-            Ok(found) => found,
+        let chain = match self.chain(request) {
+            Ok(chain) => chain,
             Err(e) => {
                 if let Some(o) = &options.observer {
                     o.call_refused(node_id, &e);
@@ -298,12 +304,14 @@ impl Host {
                 return Err(e);
             }
         };
-        let structured = StructuredOutput::native_if(provider.supports_native());
+        let first = &chain.targets[0];
+        let structured = StructuredOutput::native_if(first.native);
         let mut watch = options.observer.as_ref().map(|o| {
             o.call_started(&CallStart {
                 node_id,
-                provider: name,
-                model: request.model.as_deref().unwrap_or(provider.default_model()),
+                route: chain.route,
+                provider: first.provider,
+                model: &first.model,
                 max_tokens: request
                     .max_tokens
                     .unwrap_or(self.config.retry.default_max_tokens)
@@ -321,19 +329,19 @@ impl Host {
             }
         };
         let schema_bytes = carried_bytes(schema.as_ref(), tools.as_ref());
+        // A reservation covers the whole chain: every attempt at the
+        // largest overhead of any target it may reach.
+        let overhead = chain.overhead();
         let held = match &options.budget {
-            Some(budget) => {
-                let overhead = provider.input_overhead_tokens();
-                match self.reserve(budget, request, schema_bytes, overhead).await {
-                    Ok(held) => Some(held),
-                    Err(e) => {
-                        if let Some(w) = watch {
-                            w.call_finished(Err(&e));
-                        }
-                        return Err(e);
+            Some(budget) => match self.reserve(budget, request, schema_bytes, overhead).await {
+                Ok(held) => Some(held),
+                Err(e) => {
+                    if let Some(w) = watch {
+                        w.call_finished(Err(&e));
                     }
+                    return Err(e);
                 }
-            }
+            },
             None => None,
         };
         let machine = CallMachine::new(CallSpec {
@@ -342,9 +350,7 @@ impl Host {
             request,
             schema,
             tools,
-            provider: name,
-            default_model: provider.default_model(),
-            structured,
+            targets: &chain.targets,
         });
         let max_response_bytes = self.config.limits.max_response_bytes;
         let drive_options = DriveOptions {
@@ -354,14 +360,13 @@ impl Host {
             tally: held.as_ref().map(|h| Charging {
                 tally: &h.tally,
                 schema_bytes: schema_bytes.unwrap_or(0),
-                overhead: provider.input_overhead_tokens(),
+                overhead,
                 budget: &*h.budget,
-                provider: name,
             }),
         };
         let result = drive(
             machine,
-            provider.as_ref(),
+            &chain.providers,
             &self.effects,
             events,
             drive_options,
@@ -446,32 +451,6 @@ impl Host {
             ));
         }
         CompiledTools::compile(request, &self.schemas)
-    }
-
-    /// The provider a request goes to, or the refusal made before any request.
-    fn resolve_provider(
-        &self,
-        request: &CallRequest,
-    ) -> Result<(&str, &Arc<dyn Provider>), CallError> {
-        let name = request
-            .provider
-            .as_deref()
-            .unwrap_or(&self.config.defaults.provider);
-        let Some(found) = self.providers.get(name) else {
-            let known: Vec<&str> = self.allowed_providers();
-            return Err(CallError::validation(
-                "provider",
-                format!("names {name:?}, which this host does not have (known: {known:?})"),
-            ));
-        };
-        if !self.config.provider_allowed(name) {
-            return Err(CallError::new(
-                ErrorCode::PolicyDenied,
-                format!("provider {name:?} is not allowed by this host's policy"),
-            )
-            .with_detail("provider", name));
-        }
-        Ok(found)
     }
 }
 

@@ -50,6 +50,7 @@ mod host;
 pub mod mock;
 pub mod observe;
 mod provider;
+mod routing;
 pub mod runlog;
 mod session;
 

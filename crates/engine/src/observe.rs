@@ -16,7 +16,10 @@ use std::fmt;
 pub struct CallStart<'a> {
     /// The node that made it.
     pub node_id: &'a str,
-    /// The provider it goes to, as configured.
+    /// The model name the request routed (`[models.NAME]`), when it named
+    /// one; its requests may then go to several providers.
+    pub route: Option<&'a str>,
+    /// The provider its first request goes to, as configured.
     pub provider: &'a str,
     /// The model asked for (the provider's default when the request named none).
     pub model: &'a str,
@@ -29,6 +32,8 @@ pub struct CallStart<'a> {
 /// One provider request, as it is about to be sent.
 #[derive(Debug, Clone, Copy)]
 pub struct RequestStart<'a> {
+    /// The provider it goes to (a route's chain may change it).
+    pub provider: &'a str,
     /// Its number within the call (1..=16).
     pub number: u32,
     /// Why it is sent.

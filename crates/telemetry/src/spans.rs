@@ -86,6 +86,10 @@ impl CallObserver for SpanObserver {
             KeyValue::new("gen_ai.request.max_tokens", i64::from(call.max_tokens)),
             KeyValue::new("callai.node.id", call.node_id.to_owned()),
         ];
+        if let Some(route) = call.route {
+            // The model name the caller sent, routed by `[models.NAME]`.
+            attributes.push(KeyValue::new("callai.route", route.to_owned()));
+        }
         if let Some(mode) = call.structured {
             attributes.push(KeyValue::new("gen_ai.output.type", "json"));
             attributes.push(KeyValue::new("callai.structured_output", mode_str(mode)));
@@ -99,7 +103,6 @@ impl CallObserver for SpanObserver {
         Box::new(CallTrace {
             tracer: self.tracer.clone(),
             cx: self.parent.with_span(span),
-            provider: call.provider.to_owned(),
             request: None,
             input_tokens: None,
             output_tokens: None,
@@ -128,7 +131,6 @@ impl CallObserver for SpanObserver {
 struct CallTrace {
     tracer: Arc<SdkTracer>,
     cx: Context,
-    provider: String,
     request: Option<opentelemetry_sdk::trace::Span>,
     /// Usage summed over the call's requests that reported it.
     input_tokens: Option<u64>,
@@ -139,7 +141,7 @@ impl CallWatch for CallTrace {
     fn request_started(&mut self, request: &RequestStart<'_>) {
         let mut attributes = vec![
             KeyValue::new("gen_ai.operation.name", "chat"),
-            KeyValue::new("gen_ai.provider.name", self.provider.clone()),
+            KeyValue::new("gen_ai.provider.name", request.provider.to_owned()),
             KeyValue::new("gen_ai.request.model", request.model.to_owned()),
             KeyValue::new("gen_ai.request.max_tokens", i64::from(request.max_tokens)),
             KeyValue::new("callai.attempt.index", i64::from(request.number)),

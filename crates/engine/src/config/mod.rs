@@ -1,18 +1,21 @@
 //! The engine's sections of the host config (TOML, every key optional):
-//! `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]` and
-//! `[limits]`. An unknown key or a value out of range is an error naming the
+//! `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]`,
+//! `[limits]` and `[models.NAME]`. An unknown key or a value out of range is an error naming the
 //! key, at start-up. The other sections belong to the crates that read them
 //! (`[providers.NAME]` to callai-providers, `[server]` and `[runlog]` to
 //! callai-config, `[telemetry]` to callai-telemetry); callai-config
 //! composes the whole file.
 
 mod limits;
+mod models;
 
 pub use callai_wire::CallAccounting;
 pub use limits::Limits;
+pub use models::{MAX_TARGETS, ModelRoute, TargetName};
 
 use serde::de::{DeserializeOwned, MapAccess};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
@@ -158,6 +161,8 @@ pub struct HostConfig {
     pub defaults: DefaultsConfig,
     /// `[limits]`
     pub limits: Limits,
+    /// `[models.NAME]`: model names routed to their targets.
+    pub models: BTreeMap<String, ModelRoute>,
 }
 
 /// A config that cannot be used, naming the key.
@@ -242,13 +247,14 @@ pub fn checked<T>(
 
 impl HostConfig {
     /// The engine's sections, as a config file names them.
-    pub const SECTIONS: [&'static str; 6] = [
+    pub const SECTIONS: [&'static str; 7] = [
         "retry",
         "callAccounting",
         "policy",
         "mock",
         "defaults",
         "limits",
+        "models",
     ];
 
     /// Reads section `key` from `map` (whose next value it is) when it is
@@ -265,6 +271,7 @@ impl HostConfig {
             "mock" => self.mock = map.next_value()?,
             "defaults" => self.defaults = map.next_value()?,
             "limits" => self.limits = map.next_value()?,
+            "models" => self.models = map.next_value()?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -278,8 +285,8 @@ impl HostConfig {
 
     /// Range and consistency checks of the config on its own. Which
     /// providers exist is known only when a [`crate::Host`] is built (an
-    /// embedder may register its own), so `defaults.provider` and
-    /// `policy.allowedProviders` are checked there.
+    /// embedder may register its own), so `defaults.provider`,
+    /// `policy.allowedProviders` and each route's targets are checked there.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let r = &self.retry;
         in_range("retry.maxRetryAttempts", r.max_retry_attempts.into(), 1, 16)?;
@@ -310,6 +317,7 @@ impl HostConfig {
         )?;
         in_range("retry.maxRetryAfterMs", r.max_retry_after_ms, 0, 3_600_000)?;
         self.limits.validate()?;
+        models::validate_all(&self.models)?;
         in_range("mock.latencyMs", self.mock.latency_ms, 0, 600_000)
     }
 

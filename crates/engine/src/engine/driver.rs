@@ -158,12 +158,10 @@ pub(crate) struct Charging<'a> {
     pub tally: &'a Tally,
     /// The length of the call's schema text (0 for a text call).
     pub schema_bytes: u64,
-    /// The provider's hidden input per attempt.
+    /// The largest hidden input per attempt of the call's targets.
     pub overhead: u64,
     /// Told when an attempt reports more than its worst case.
     pub budget: &'a dyn Budget,
-    /// The provider's name, for that report.
-    pub provider: &'a str,
 }
 
 /// Sends `request`: streamed to `deltas` when the call is a text call whose
@@ -212,12 +210,13 @@ impl DeltaTarget for Forwarded {
     }
 }
 
-/// Runs one call to its end: sends what the machine asks for, classifies
-/// each reply, waits when told to, and passes every event to `sink` as it
-/// happens, and each request to `watch`.
+/// Runs one call to its end: sends what the machine asks for to the
+/// provider of the target it names (`providers` is parallel to the
+/// machine's targets), classifies each reply, waits when told to, and
+/// passes every event to `sink` as it happens, and each request to `watch`.
 pub(crate) async fn drive(
     mut machine: CallMachine<'_>,
-    provider: &dyn Provider,
+    providers: &[(&str, &dyn Provider)],
     effects: &Effects,
     sink: &dyn EventSink,
     options: DriveOptions<'_>,
@@ -233,7 +232,9 @@ pub(crate) async fn drive(
     loop {
         step = match step {
             Step::Send(attempt) => {
+                let (name, provider) = providers[attempt.target];
                 let seen = RequestStart {
+                    provider: name,
                     number: attempt.number,
                     reason: attempt.reason,
                     max_tokens: attempt.request.max_tokens,
@@ -262,7 +263,7 @@ pub(crate) async fn drive(
                                 reply.output_tokens,
                             );
                             if over != Spend::default() {
-                                c.budget.overrun(c.provider, over);
+                                c.budget.overrun(name, over);
                             }
                         }
                         if let Some(w) = watch.as_deref_mut() {

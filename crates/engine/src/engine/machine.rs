@@ -26,6 +26,8 @@ pub(crate) struct Attempt {
     pub reason: RequestReason,
     /// Its number within the call (1..=16).
     pub number: u32,
+    /// The index of the target it goes to, in the call's chain.
+    pub target: usize,
 }
 
 /// What the driver does next.
@@ -79,11 +81,32 @@ impl Failure {
     }
 }
 
+/// One place a call's requests may go: a provider by name, the model asked
+/// of it, and whether it takes native structured output. A call has one,
+/// or a route's chain of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target<'a> {
+    /// The provider's name.
+    pub provider: &'a str,
+    /// The model asked for.
+    pub model: String,
+    /// Whether it takes a schema natively.
+    pub native: bool,
+}
+
 /// One call's state.
 pub(crate) struct CallMachine<'a> {
     config: &'a HostConfig,
     request: &'a CallRequest,
     node_id: &'a str,
+    /// Where the call may go, in the order it tries them.
+    targets: &'a [Target<'a>],
+    /// The target the next request goes to.
+    at: usize,
+    /// Whether a target rejected native structured output: the rest of the
+    /// call puts the schema in the prompt.
+    native_rejected: bool,
+    /// The current target's provider and model.
     provider: &'a str,
     model: String,
     schema: Option<CompiledSchema>,
@@ -117,12 +140,8 @@ pub(crate) struct CallSpec<'a> {
     pub schema: Option<CompiledSchema>,
     /// Its tools, compiled; `None` when it offers none.
     pub tools: Option<CompiledTools>,
-    /// The provider's name.
-    pub provider: &'a str,
-    /// The model it answers as when the request names none.
-    pub default_model: &'a str,
-    /// How it takes a structured call: natively, or in the prompt.
-    pub structured: StructuredOutput,
+    /// Where it goes: one target, or a route's chain (never empty).
+    pub targets: &'a [Target<'a>],
 }
 
 impl<'a> CallMachine<'a> {
@@ -135,10 +154,9 @@ impl<'a> CallMachine<'a> {
             request,
             schema,
             tools,
-            provider,
-            default_model,
-            structured,
+            targets,
         } = spec;
+        let first = &targets[0];
         let retry = &config.retry;
         let policy = match config.call_accounting.retry_policy {
             true => request.retry.unwrap_or_default(),
@@ -148,11 +166,11 @@ impl<'a> CallMachine<'a> {
             config,
             request,
             node_id,
-            provider,
-            model: request
-                .model
-                .clone()
-                .unwrap_or_else(|| default_model.to_owned()),
+            targets,
+            at: 0,
+            native_rejected: false,
+            provider: first.provider,
+            model: first.model.clone(),
             cap: policy.max_attempts.map_or(retry.max_retry_attempts, |n| {
                 n.min(retry.max_retry_attempts)
             }),
@@ -166,7 +184,7 @@ impl<'a> CallMachine<'a> {
             // A forced tool call is structured output by the provider's own
             // mechanism (RFC 0248 §A.3's native).
             mode: match (&schema, &tools) {
-                (Some(_), _) => Some(structured),
+                (Some(_), _) => Some(StructuredOutput::native_if(first.native)),
                 (None, Some(t)) if t.forced() => Some(StructuredOutput::Native),
                 (None, _) => None,
             },
@@ -220,6 +238,7 @@ impl<'a> CallMachine<'a> {
             ),
             reason: self.reason,
             number: self.ledger.count() + 1,
+            target: self.at,
         })
     }
 
@@ -230,6 +249,9 @@ impl<'a> CallMachine<'a> {
                 // Not an attempt: the same request goes again after the
                 // transient backoff, with its announcements still pending,
                 // until the connect failures reach the call's cap.
+                if self.fall_over() {
+                    return self.send();
+                }
                 self.unreached += 1;
                 let message = f.to_string();
                 let backoff = Backoff::from(&self.config.retry);
@@ -291,7 +313,13 @@ impl<'a> CallMachine<'a> {
         let Some(next) = failure.next.filter(|_| self.ledger.count() < self.cap) else {
             return Step::Done(Err(self.give_up(failure)));
         };
+        if next == RequestReason::Transient && self.fall_over() {
+            // The next target of the chain, at once: it is another provider.
+            self.announce_retry(RequestReason::ProviderFallback, failure.message);
+            return self.send();
+        }
         if next == RequestReason::Transient {
+            self.transient_in_a_row += 1;
             let backoff = Backoff::from(&self.config.retry);
             match backoff.wait(
                 self.transient_in_a_row,
@@ -325,20 +353,18 @@ impl<'a> CallMachine<'a> {
     fn failed(&mut self, f: ProviderFailure) -> Failure {
         let message = f.to_string();
         match f.kind {
-            FailureKind::Transient => {
-                self.transient_in_a_row += 1;
-                Failure {
-                    code: ErrorCode::ProviderUnavailable,
-                    reason: RequestReason::Transient.as_str(),
-                    message,
-                    next: Some(RequestReason::Transient),
-                    retry_after: f.retry_after,
-                }
-            }
+            FailureKind::Transient => Failure {
+                code: ErrorCode::ProviderUnavailable,
+                reason: RequestReason::Transient.as_str(),
+                message,
+                next: Some(RequestReason::Transient),
+                retry_after: f.retry_after,
+            },
             FailureKind::NativeUnsupported if self.mode == Some(StructuredOutput::Native) => {
                 // The model rejected native structured output: the next
                 // attempt embeds the schema in the prompt.
                 self.mode = Some(StructuredOutput::Prompt);
+                self.native_rejected = true;
                 Failure {
                     code: ErrorCode::ProviderRejected,
                     reason: RequestReason::NativeRejected.as_str(),
@@ -434,6 +460,9 @@ impl From<&crate::config::RetryConfig> for Backoff {
     }
 }
 
+mod chain;
+#[cfg(test)]
+mod chain_tests;
 mod judge;
 #[cfg(test)]
 mod tests;

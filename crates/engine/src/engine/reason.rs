@@ -22,11 +22,15 @@ pub enum RequestReason {
     /// The provider rejected native structured output: this request puts
     /// the schema in the prompt.
     NativeRejected,
+    /// The previous target of a route's chain was unavailable (a refused
+    /// connection, a timeout, 408, 429 or 5xx): this request goes to the
+    /// next target.
+    ProviderFallback,
 }
 
 impl RequestReason {
     /// Every reason, in the order above.
-    pub const ALL: [Self; 7] = [
+    pub const ALL: [Self; 8] = [
         Self::First,
         Self::SchemaViolation,
         Self::ParseError,
@@ -34,6 +38,7 @@ impl RequestReason {
         Self::Transient,
         Self::Fallback,
         Self::NativeRejected,
+        Self::ProviderFallback,
     ];
 
     /// The spelling in events, metrics and traces.
@@ -46,6 +51,7 @@ impl RequestReason {
             Self::Transient => "x-host-callai-transient",
             Self::Fallback => "x-host-callai-fallback",
             Self::NativeRejected => "x-host-callai-native-rejected",
+            Self::ProviderFallback => "x-host-callai-provider-fallback",
         }
     }
 }

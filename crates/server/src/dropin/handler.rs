@@ -53,54 +53,81 @@ pub async fn handle<A: DropinApi>(
 }
 
 /// Where a drop-in `model` sends the call.
-pub struct Route {
-    /// The provider.
-    provider: String,
-    /// The model, when `model` named one (else the provider's own).
-    model: Option<String>,
+pub enum Route {
+    /// A model name `[models.NAME]` routes: the engine picks its targets.
+    Model(String),
+    /// A provider, and the model when `model` named one (else the
+    /// provider's own).
+    Provider {
+        /// The provider.
+        provider: String,
+        /// The model asked of it.
+        model: Option<String>,
+    },
 }
 
 impl Route {
-    /// The provider and model a drop-in `model` names: `PROVIDER/MODEL`,
-    /// or a provider alone (its configured model).
+    /// Where a drop-in `model` goes: a routed model name, else
+    /// `PROVIDER/MODEL`, or a provider alone (its configured model).
     fn of(state: &AppState, model: &str) -> Result<Self, ApiError> {
+        if state.host.config().models.contains_key(model) {
+            return Ok(Self::Model(model.to_owned()));
+        }
         let providers = state.host.providers();
         if let Some((provider, name)) = model.split_once('/')
             && providers.get(provider).is_some()
             && !name.is_empty()
         {
-            return Ok(Self {
+            return Ok(Self::Provider {
                 provider: provider.to_owned(),
                 model: Some(name.to_owned()),
             });
         }
         if providers.get(model).is_some() {
-            return Ok(Self {
+            return Ok(Self::Provider {
                 provider: model.to_owned(),
                 model: None,
             });
         }
         let known: Vec<&str> = providers.names().collect();
+        let routed: Vec<&String> = state.host.config().models.keys().collect();
         Err(ApiError::invalid(
             "model",
             format!(
-                "{model:?} names no provider of this host: use PROVIDER/MODEL or PROVIDER, with one of {known:?}"
+                "{model:?} names no model or provider of this host: use a model name of \
+                 [models] ({routed:?}), PROVIDER/MODEL or PROVIDER, with one of {known:?}"
             ),
         ))
     }
 
-    /// The model an answer names: `PROVIDER/MODEL`, as `/v1/models` lists it.
+    /// The providers a call of this route may reach, before the policy.
+    fn providers<'s>(&'s self, state: &'s AppState) -> Vec<&'s str> {
+        match self {
+            Self::Provider { provider, .. } => vec![provider.as_str()],
+            Self::Model(name) => state.host.config().models[name]
+                .target_names()
+                .map(|t| t.provider)
+                .collect(),
+        }
+    }
+
+    /// The model an answer names: the routed name the client sent, or
+    /// `PROVIDER/MODEL`, as `/v1/models` lists them.
     fn answer_model(&self, state: &AppState, result: &CallResult) -> String {
+        let (provider, model) = match self {
+            Self::Model(name) => return name.clone(),
+            Self::Provider { provider, model } => (provider, model),
+        };
         let model = result
             .model
             .as_deref()
-            .or(self.model.as_deref())
+            .or(model.as_deref())
             .or_else(|| {
-                let (_, provider) = state.host.providers().get(&self.provider)?;
-                Some(provider.default_model())
+                let (_, found) = state.host.providers().get(provider)?;
+                Some(found.default_model())
             })
             .unwrap_or_default();
-        format!("{}/{model}", self.provider)
+        format!("{provider}/{model}")
     }
 }
 
@@ -178,10 +205,21 @@ fn prepare(
         ..
     } = mapped;
     let route = Route::of(state, &model)?;
-    request.provider = Some(route.provider.clone());
-    if let Some(model) = &route.model {
-        request.model = Some(model.clone());
-    }
+    let provider = match &route {
+        Route::Model(name) => {
+            // The engine routes it, as it does the same name on /v1/call.
+            request.provider = None;
+            request.model = Some(name.clone());
+            None
+        }
+        Route::Provider { provider, model } => {
+            request.provider = Some(provider.clone());
+            if let Some(model) = model {
+                request.model = Some(model.clone());
+            }
+            Some(provider.clone())
+        }
+    };
     let retry = retry_policy(headers, extension.retry)?;
     let script = match extension.script {
         None => None,
@@ -191,12 +229,16 @@ fn prepare(
     };
     // A provider the caller may not reach is the engine's to refuse
     // (`policy_denied`, naming it), before anything is said of a script.
-    let provider = route.provider.as_str();
-    let allowed = caller.0.host.allowed_providers().contains(&provider);
-    if script.is_some() && provider != "mock" && allowed {
+    let allowed = caller.0.host.allowed_providers();
+    let reached = route.providers(state);
+    if script.is_some()
+        && let Some(other) = reached
+            .iter()
+            .find(|&&p| p != "mock" && allowed.contains(&p))
+    {
         return Err(ApiError::invalid(
             "callai.script",
-            format!("a script is for the mock provider; this call goes to {provider:?}"),
+            format!("a script is for the mock provider; this call goes to {other:?}"),
         ));
     }
     if let Some(id) = &extension.node_id
@@ -206,7 +248,7 @@ fn prepare(
     }
     let call = CallBody {
         request: ParsedRequest::typed(request, retry),
-        provider: Some(route.provider.clone()),
+        provider,
         script,
         node_id: extension.node_id,
         events: false,

@@ -8,11 +8,11 @@ use crate::provider::{FailureKind, StopReason};
 use serde_json::json;
 
 /// The engine tests' structured request, with `extra` fields, validated.
-fn request(extra: serde_json::Value) -> CallRequest {
+pub(super) fn request(extra: serde_json::Value) -> CallRequest {
     CallRequest::from_value(&structured(extra), callai_wire::RetryField::Honoured).unwrap()
 }
 
-fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply {
+pub(super) fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply {
     ProviderReply {
         content: content.into(),
         tool_calls: Vec::new(),
@@ -24,7 +24,24 @@ fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> ProviderReply 
     }
 }
 
+/// The one target of the machine tests: the mock, native (the model is
+/// not what these tests look at).
+const MOCK: &[Target<'static>] = &[Target {
+    provider: "mock",
+    model: String::new(),
+    native: true,
+}];
+
 fn machine<'a>(config: &'a HostConfig, r: &'a CallRequest) -> CallMachine<'a> {
+    chained(config, r, MOCK)
+}
+
+/// A machine whose call goes to `targets`, in order.
+pub(super) fn chained<'a>(
+    config: &'a HostConfig,
+    r: &'a CallRequest,
+    targets: &'a [Target<'a>],
+) -> CallMachine<'a> {
     let schema = r
         .response_schema
         .as_ref()
@@ -35,31 +52,29 @@ fn machine<'a>(config: &'a HostConfig, r: &'a CallRequest) -> CallMachine<'a> {
         request: r,
         schema,
         tools: None,
-        provider: "mock",
-        default_model: "m-1",
-        structured: StructuredOutput::Native,
+        targets,
     })
 }
 
-const CX: Context<'static> = Context {
+pub(super) const CX: Context<'static> = Context {
     jitter: 0.5,
     remaining: &|| None,
 };
 
 /// Feeds `reply` to the machine, classified as the driver would.
-fn answer(m: &mut CallMachine<'_>, reply: ProviderReply) -> Step {
+pub(super) fn answer(m: &mut CallMachine<'_>, reply: ProviderReply) -> Step {
     let verdict = classify(&reply, m.schema(), None, 1 << 20);
     m.on_outcome(Outcome::Reply(reply, verdict), CX)
 }
 
-fn sent(step: &Step) -> &Attempt {
+pub(super) fn sent(step: &Step) -> &Attempt {
     match step {
         Step::Send(a) => a,
         other => panic!("expected a request, got {other:?}"),
     }
 }
 
-fn types(m: &mut CallMachine<'_>) -> Vec<&'static str> {
+pub(super) fn types(m: &mut CallMachine<'_>) -> Vec<&'static str> {
     m.drain_events().map(|e| e.type_name()).collect()
 }
 

@@ -217,26 +217,31 @@ struct Model<'a> {
     owned_by: &'a str,
 }
 
-/// `GET /v1/models`: every `PROVIDER/MODEL` this host routes for the caller
-/// (each provider's configured model; a request may name any other model of
-/// it); a tenant's list keeps to its `allowedProviders`.
+/// `GET /v1/models`: the model names `[models]` routes, then every
+/// `PROVIDER/MODEL` this host serves the caller (each provider's configured
+/// model; a request may name any other model of it); a tenant's list keeps
+/// to its `allowedProviders` (a route is listed when one of its targets is
+/// allowed).
 pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl IntoResponse {
     let created = unix_now();
-    // The caller's host: a tenant sees only the providers it may reach.
+    // The caller's host: a tenant sees only what it may reach.
     let host = &caller.0.host;
-    let data = host
-        .allowed_providers()
-        .into_iter()
-        .filter_map(|name| {
-            let (_, provider) = host.providers().get(name)?;
-            Some(Model {
-                created,
-                id: format!("{name}/{}", provider.default_model()),
-                object: "model",
-                owned_by: name,
-            })
+    let routed = host.routed_models().into_iter().map(|name| Model {
+        created,
+        id: name.to_owned(),
+        object: "model",
+        owned_by: "callai",
+    });
+    let providers = host.allowed_providers().into_iter().filter_map(|name| {
+        let (_, provider) = host.providers().get(name)?;
+        Some(Model {
+            created,
+            id: format!("{name}/{}", provider.default_model()),
+            object: "model",
+            owned_by: name,
         })
-        .collect();
+    });
+    let data = routed.chain(providers).collect();
     axum::Json(ModelList {
         data,
         object: "list",

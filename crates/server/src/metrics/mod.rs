@@ -3,16 +3,18 @@
 //! call), runs and calls as they end.
 
 use callai_engine::RequestReason;
-use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
-use callai_engine::wire::{CallError, CallResult, ErrorCode};
+use callai_engine::wire::ErrorCode;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::sync::Arc;
 use std::time::Duration;
+
+mod calls;
+
+pub use calls::MetricsObserver;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StatusLabel {
@@ -35,6 +37,13 @@ struct ProviderLabel {
     provider: String,
 }
 
+/// A routed model name and the `PROVIDER/MODEL` target that answered it.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RouteLabels {
+    model: String,
+    target: String,
+}
+
 /// The server's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -43,6 +52,7 @@ pub struct Metrics {
     calls: Family<OutcomeLabel, Counter>,
     requests: Family<RequestLabels, Counter>,
     output_tokens: Family<ProviderLabel, Counter>,
+    routed: Family<RouteLabels, Counter>,
     run_duration: Histogram,
     running: Gauge,
     queued: Gauge,
@@ -132,6 +142,7 @@ impl Metrics {
             calls: Family::default(),
             requests: Family::default(),
             output_tokens: Family::default(),
+            routed: Family::default(),
             // 5 ms to about 20 minutes.
             run_duration: Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
@@ -194,6 +205,12 @@ impl Metrics {
             "callai_output_tokens",
             "Output tokens the providers reported, over every request",
             self.output_tokens.clone(),
+        );
+        registry.register(
+            "callai_routed_calls",
+            "Calls to a routed model name ([models.NAME]) that a target answered, by model and \
+             by the PROVIDER/MODEL target that served it",
+            self.routed.clone(),
         );
         registry.register(
             "callai_run_duration_seconds",
@@ -336,155 +353,5 @@ impl Metrics {
 
     fn call_ended(&self, outcome: &'static str) {
         self.calls.get_or_create(&OutcomeLabel { outcome }).inc();
-    }
-}
-
-/// Counts calls and provider requests as the engine makes them.
-#[derive(Debug, Clone)]
-pub struct MetricsObserver(pub Arc<Metrics>);
-
-impl CallObserver for MetricsObserver {
-    fn call_started(&self, call: &CallStart<'_>) -> Box<dyn CallWatch> {
-        Box::new(CallCount {
-            metrics: self.0.clone(),
-            requests: self.0.requests.clone(),
-            tokens: self.0.output_tokens.get_or_create_owned(&ProviderLabel {
-                provider: call.provider.to_owned(),
-            }),
-            provider: call.provider.to_owned(),
-            in_flight: None,
-            ended: false,
-        })
-    }
-
-    fn call_refused(&self, _node_id: &str, error: &CallError) {
-        self.0.call_ended(error.code.as_str());
-    }
-}
-
-struct CallCount {
-    metrics: Arc<Metrics>,
-    requests: Family<RequestLabels, Counter>,
-    tokens: Counter,
-    provider: String,
-    /// The reason of the request sent and not yet answered.
-    in_flight: Option<&'static str>,
-    ended: bool,
-}
-
-impl Drop for CallCount {
-    /// A call dropped before its end (its client went away mid-stream): the
-    /// request in flight was sent, so it is counted, and the call is
-    /// `cancelled`.
-    fn drop(&mut self) {
-        if let Some(reason) = self.in_flight.take() {
-            self.requests
-                .get_or_create(&RequestLabels {
-                    provider: self.provider.clone(),
-                    reason,
-                })
-                .inc();
-        }
-        if !self.ended {
-            self.metrics.call_ended("cancelled");
-        }
-    }
-}
-
-impl CallWatch for CallCount {
-    fn request_started(&mut self, request: &RequestStart<'_>) {
-        self.in_flight = Some(request.reason.as_str());
-    }
-
-    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
-        self.in_flight = None;
-        // A request that never reached a provider is no request.
-        if end.is_err_and(|f| !f.was_sent()) {
-            return;
-        }
-        self.requests
-            .get_or_create(&RequestLabels {
-                provider: self.provider.clone(),
-                reason: request.reason.as_str(),
-            })
-            .inc();
-        if let Ok(reply) = end
-            && let Some(n) = reply.output_tokens
-        {
-            self.tokens.inc_by(n.into());
-        }
-    }
-
-    fn call_finished(mut self: Box<Self>, result: Result<&CallResult, &CallError>) {
-        let outcome = match result {
-            Ok(_) => "ok",
-            Err(e) => e.code.as_str(),
-        };
-        self.ended = true;
-        self.metrics.call_ended(outcome);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use callai_engine::{ProviderFailure, ProviderReply, StopReason};
-
-    #[test]
-    fn requests_tokens_calls_and_runs_are_counted() {
-        let metrics = Arc::new(Metrics::new(["mock"], ["admin"]));
-        let observer = MetricsObserver(metrics.clone());
-        let mut watch = observer.call_started(&CallStart {
-            node_id: "n",
-            provider: "mock",
-            model: "m",
-            max_tokens: 10,
-            structured: None,
-        });
-        let start = |number, reason| RequestStart {
-            number,
-            reason,
-            max_tokens: 10,
-            model: "m",
-            structured: None,
-        };
-        let reply = ProviderReply {
-            content: "x".into(),
-            tool_calls: Vec::new(),
-            stop: StopReason::Length,
-            input_tokens: None,
-            output_tokens: Some(10),
-            model: None,
-            status: None,
-        };
-        watch.request_finished(&start(1, RequestReason::First), Ok(&reply));
-        let failed = ProviderFailure::from_status(503, "down");
-        watch.request_finished(&start(2, RequestReason::Truncation), Err(&failed));
-        let unsent = ProviderFailure::new(callai_engine::FailureKind::Unanswerable, None, "no");
-        watch.request_finished(&start(3, RequestReason::Transient), Err(&unsent));
-        watch.call_finished(Err(&CallError::new(ErrorCode::ProviderUnavailable, "x")));
-        observer.call_refused("n", &CallError::validation("messages", "missing"));
-        metrics.run_finished(true, Duration::from_millis(30));
-
-        let text = metrics.render();
-        for line in [
-            r#"callai_provider_requests_total{provider="mock",reason="first"} 1"#,
-            r#"callai_provider_requests_total{provider="mock",reason="truncation"} 1"#,
-            r#"callai_output_tokens_total{provider="mock"} 10"#,
-            r#"callai_calls_total{outcome="provider_unavailable"} 1"#,
-            r#"callai_calls_total{outcome="validation_error"} 1"#,
-            r#"callai_runs_total{status="ok"} 1"#,
-            "callai_run_duration_seconds_count 1",
-        ] {
-            assert!(text.contains(line), "{line} missing from\n{text}");
-        }
-        // Every series is there from the start, at zero until counted.
-        for line in [
-            r#"callai_provider_requests_total{provider="mock",reason="x-host-callai-transient"} 0"#,
-            r#"callai_calls_total{outcome="ok"} 0"#,
-            r#"callai_runs_total{status="failed"} 0"#,
-        ] {
-            assert!(text.contains(line), "{line} missing from\n{text}");
-        }
     }
 }

@@ -1,0 +1,158 @@
+//! A route's chain in the machine alone: which target each request goes
+//! to, why, and what counts as an attempt.
+
+use super::tests::{CX, answer, chained, reply, request, sent, types};
+use super::*;
+use crate::provider::StopReason;
+use serde_json::json;
+
+/// A chain of `a` (native) then `b` (schema in the prompt).
+fn chain() -> [Target<'static>; 2] {
+    [
+        Target {
+            provider: "a",
+            model: "a-1".into(),
+            native: true,
+        },
+        Target {
+            provider: "b",
+            model: "b-1".into(),
+            native: false,
+        },
+    ]
+}
+
+fn failed(m: &mut CallMachine<'_>, f: ProviderFailure) -> Step {
+    m.on_outcome(Outcome::Failed(f), CX)
+}
+
+#[test]
+fn an_unavailable_target_hands_the_call_to_the_next_at_once() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    let first = m.start();
+    let a = sent(&first);
+    assert_eq!((a.target, a.request.model.as_deref()), (0, Some("a-1")));
+    assert_eq!(
+        a.request.structured.as_ref().map(|s| s.mode),
+        Some(StructuredOutput::Native)
+    );
+    // A 503: no backoff, the next target, counted as a second attempt.
+    let next = failed(&mut m, ProviderFailure::from_status(503, "down"));
+    let b = sent(&next);
+    assert_eq!(
+        (b.target, b.number, b.reason),
+        (1, 2, RequestReason::ProviderFallback)
+    );
+    assert_eq!(b.request.model.as_deref(), Some("b-1"));
+    assert_eq!(
+        b.request.structured.as_ref().map(|s| s.mode),
+        Some(StructuredOutput::Prompt),
+        "b takes the schema in the prompt"
+    );
+    let done = answer(
+        &mut m,
+        reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(5)),
+    );
+    let Step::Done(Ok(result)) = done else {
+        panic!("{done:?}")
+    };
+    let attempts = result.attempts.unwrap();
+    assert_eq!((attempts.count, attempts.output_tokens), (2, Some(5)));
+    assert_eq!(attempts.structured_output, Some(StructuredOutput::Prompt));
+    let events: Vec<serde_json::Value> = m.drain_events().map(|e| e.to_json()).collect();
+    let usage: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "provider.usage")
+        .map(|e| {
+            let p = &e["payload"];
+            (
+                p["provider"].as_str().unwrap(),
+                p["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        usage,
+        [("a", "first"), ("b", "x-host-callai-provider-fallback")]
+    );
+}
+
+#[test]
+fn a_refused_connection_moves_on_without_an_attempt() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    m.start();
+    let refused = ProviderFailure::new(FailureKind::Unreached, None, "connection refused");
+    let next = failed(&mut m, refused);
+    let b = sent(&next);
+    assert_eq!(
+        (b.target, b.number),
+        (1, 1),
+        "a refused connection is no attempt"
+    );
+    assert!(types(&mut m).is_empty());
+    let done = answer(
+        &mut m,
+        reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(3)),
+    );
+    let Step::Done(Ok(result)) = done else {
+        panic!("{done:?}")
+    };
+    assert_eq!(result.attempts.unwrap().count, 1);
+}
+
+#[test]
+fn a_chain_that_is_down_starts_again_after_a_backoff_within_the_ceiling() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    m.start();
+    let down = || ProviderFailure::from_status(503, "down");
+    assert_eq!(sent(&failed(&mut m, down())).target, 1);
+    // The chain's end: back to its first target, after the backoff.
+    let Step::Wait(_) = failed(&mut m, down()) else {
+        panic!("waits")
+    };
+    let again = m.resume();
+    assert_eq!(
+        (
+            sent(&again).target,
+            sent(&again).number,
+            sent(&again).reason
+        ),
+        (0, 3, RequestReason::Transient)
+    );
+    // The ceiling (3) is the call's, whichever target: no fourth request.
+    let Step::Done(Err(e)) = failed(&mut m, down()) else {
+        panic!("gives up")
+    };
+    assert_eq!(e.code, ErrorCode::ProviderUnavailable);
+    assert_eq!(e.total_attempts(), Some(3));
+}
+
+#[test]
+fn a_reply_keeps_the_call_on_its_target() {
+    let config = HostConfig::default();
+    let r = request(json!({"maxTokens": 100}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    m.start();
+    let next = answer(
+        &mut m,
+        reply(r#"{"scene": "cu"#, StopReason::Length, Some(100)),
+    );
+    let retry = sent(&next);
+    assert_eq!((retry.target, retry.reason), (0, RequestReason::Truncation));
+    // A rejected request (400) is not unavailability: the call ends.
+    let rejected = ProviderFailure::from_status(400, "bad request");
+    let Step::Done(Err(e)) = failed(&mut m, rejected) else {
+        panic!("ends")
+    };
+    assert_eq!(e.code, ErrorCode::ProviderRejected);
+}

@@ -1,0 +1,260 @@
+//! Where a call goes: the provider it names, or the targets of the model
+//! name it routes (`[models.NAME]`), in the order the call tries them, as
+//! the host's policy allows.
+
+use crate::config::{ConfigError, HostConfig, TargetName, invalid};
+use crate::engine::Target;
+use crate::host::Host;
+use crate::provider::{Provider, Providers};
+use callai_wire::{CallError, CallRequest, ErrorCode};
+
+/// One call's chain: its targets in the order it tries them, and each
+/// one's provider (parallel to `targets`).
+pub(crate) struct Chain<'h> {
+    /// The model name routed, when the request named one.
+    pub route: Option<&'h str>,
+    /// Where its requests may go, first to last.
+    pub targets: Vec<Target<'h>>,
+    /// Each target's provider, by name.
+    pub providers: Vec<(&'h str, &'h dyn Provider)>,
+}
+
+impl Chain<'_> {
+    /// The largest hidden input per attempt any target adds: what a budget
+    /// reserves per attempt, whichever target it reaches.
+    pub fn overhead(&self) -> u64 {
+        self.providers
+            .iter()
+            .map(|(_, p)| p.input_overhead_tokens())
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// Checks that every route's targets name providers the host has.
+pub(crate) fn check_routes(config: &HostConfig, providers: &Providers) -> Result<(), ConfigError> {
+    for (name, route) in &config.models {
+        for (i, target) in route.target_names().enumerate() {
+            if providers.get(target.provider).is_none() {
+                let known: Vec<&str> = providers.names().collect();
+                return Err(invalid(
+                    &format!("models.{name}.targets[{i}]"),
+                    format!(
+                        "names provider {:?}, which this host does not have (known: {known:?})",
+                        target.provider
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Host {
+    /// The chain a request goes to, or the refusal made before any request:
+    /// a provider it names (with the model it names, or the provider's
+    /// own); else the route of the model it names, when `[models]` has
+    /// one; else the default provider.
+    pub(crate) fn chain(&self, request: &CallRequest) -> Result<Chain<'_>, CallError> {
+        if request.provider.is_none()
+            && let Some(name) = request.model.as_deref()
+            && let Some((name, route)) = self.config().models.get_key_value(name)
+        {
+            // Draw only for a weighted route: the others never vary.
+            let draw = if route.weights.is_some() {
+                self.effects().jitter.draw()
+            } else {
+                0.0
+            };
+            let names: Vec<TargetName<'_>> = route.target_names().collect();
+            let mut chain = Chain {
+                route: Some(name),
+                targets: Vec::with_capacity(names.len()),
+                providers: Vec::with_capacity(names.len()),
+            };
+            for i in route.order(draw) {
+                let target = names[i];
+                if let Some(found) = self.providers().get(target.provider)
+                    && self.config().provider_allowed(target.provider)
+                {
+                    chain.push(found, target.model);
+                }
+            }
+            if chain.targets.is_empty() {
+                return Err(CallError::new(
+                    ErrorCode::PolicyDenied,
+                    format!(
+                        "model {name:?} routes to {:?}, none of which this host's policy allows",
+                        route.targets
+                    ),
+                )
+                .with_detail("model", name.as_str()));
+            }
+            return Ok(chain);
+        }
+        let found = self.provider_of(request)?;
+        let mut chain = Chain {
+            route: None,
+            targets: Vec::with_capacity(1),
+            providers: Vec::with_capacity(1),
+        };
+        chain.push(found, request.model.as_deref());
+        Ok(chain)
+    }
+
+    /// Model names this host routes that the policy lets a request reach
+    /// (at least one target allowed).
+    pub fn routed_models(&self) -> Vec<&str> {
+        let config = self.config();
+        config
+            .models
+            .iter()
+            .filter(|(_, route)| {
+                route
+                    .target_names()
+                    .any(|t| config.provider_allowed(t.provider))
+            })
+            .map(|(name, _)| name.as_str())
+            .collect()
+    }
+
+    /// The provider a request names (or the default), or the refusal.
+    fn provider_of(
+        &self,
+        request: &CallRequest,
+    ) -> Result<(&str, &std::sync::Arc<dyn Provider>), CallError> {
+        let name = request
+            .provider
+            .as_deref()
+            .unwrap_or(&self.config().defaults.provider);
+        let Some(found) = self.providers().get(name) else {
+            let known: Vec<&str> = self.allowed_providers();
+            return Err(CallError::validation(
+                "provider",
+                format!("names {name:?}, which this host does not have (known: {known:?})"),
+            ));
+        };
+        if !self.config().provider_allowed(name) {
+            return Err(CallError::new(
+                ErrorCode::PolicyDenied,
+                format!("provider {name:?} is not allowed by this host's policy"),
+            )
+            .with_detail("provider", name));
+        }
+        Ok(found)
+    }
+}
+
+impl<'h> Chain<'h> {
+    /// Adds the target `provider`, asked for `model` (its own when `None`).
+    fn push(
+        &mut self,
+        (name, provider): (&'h str, &'h std::sync::Arc<dyn Provider>),
+        model: Option<&str>,
+    ) {
+        self.targets.push(Target {
+            provider: name,
+            model: model.unwrap_or(provider.default_model()).to_owned(),
+            native: provider.supports_native(),
+        });
+        self.providers.push((name, provider.as_ref()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ModelRoute;
+    use crate::mock::{MockProvider, MockScript};
+    use callai_wire::{RetryField, StructuredOutput};
+    use std::sync::Arc;
+
+    fn host(routes: &[(&str, &[&str])], allowed: Option<&[&str]>) -> Result<Host, ConfigError> {
+        let mut config = HostConfig::default();
+        for (name, targets) in routes {
+            let route = ModelRoute {
+                targets: targets.iter().map(|&t| t.to_owned()).collect(),
+                weights: None,
+            };
+            config.models.insert((*name).to_owned(), route);
+        }
+        config.policy.allowed_providers =
+            allowed.map(|a| a.iter().map(|&p| p.to_owned()).collect());
+        let mock = || {
+            Arc::new(MockProvider::new(
+                MockScript::default(),
+                StructuredOutput::Prompt,
+            ))
+        };
+        Host::builder(config)
+            .provider("a", mock())
+            .provider("b", mock())
+            .build()
+    }
+
+    /// A request of one message with the fields `more` (JSON members).
+    fn request(more: &str) -> CallRequest {
+        let json = format!(r#"{{"messages": [{{"role": "user", "content": "hi"}}], {more}}}"#);
+        CallRequest::from_json(&json, RetryField::Honoured).unwrap()
+    }
+
+    fn targets(chain: &Chain<'_>) -> Vec<(String, String)> {
+        chain
+            .targets
+            .iter()
+            .map(|t| (t.provider.to_owned(), t.model.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_route_to_a_provider_the_host_lacks_is_refused_at_start_up() {
+        let err = host(&[("fast", &["a", "c/x"])], None).unwrap_err();
+        assert_eq!(err.key(), Some("models.fast.targets[1]"), "{err}");
+        assert!(err.to_string().contains("\"c\""), "{err}");
+    }
+
+    #[test]
+    fn a_model_name_routes_only_when_no_provider_is_named() {
+        let host = host(&[("fast", &["b/big", "a"])], None).unwrap();
+        let routed = host.chain(&request(r#""model": "fast""#)).unwrap();
+        assert_eq!(routed.route, Some("fast"));
+        let mock_model = host
+            .providers()
+            .get("a")
+            .unwrap()
+            .1
+            .default_model()
+            .to_owned();
+        assert_eq!(
+            targets(&routed),
+            [("b".into(), "big".into()), ("a".into(), mock_model)]
+        );
+        // Named with its provider, the same name is that provider's model.
+        let named = host
+            .chain(&request(r#""provider": "a", "model": "fast""#))
+            .unwrap();
+        assert_eq!(
+            (named.route, targets(&named)),
+            (None, vec![("a".into(), "fast".into())])
+        );
+        // A name no route holds goes to the default provider, as before.
+        let other = host.chain(&request(r#""model": "slow""#)).unwrap();
+        assert_eq!(targets(&other), [("mock".into(), "slow".into())]);
+    }
+
+    #[test]
+    fn the_policy_narrows_a_chain_and_refuses_one_it_empties() {
+        let host = host(&[("fast", &["b", "a"]), ("only-b", &["b"])], None)
+            .unwrap()
+            .narrowed_to(&["a".into()]);
+        let chain = host.chain(&request(r#""model": "fast""#)).unwrap();
+        assert_eq!(chain.targets.len(), 1);
+        assert_eq!(chain.targets[0].provider, "a");
+        let Err(e) = host.chain(&request(r#""model": "only-b""#)) else {
+            panic!("refused")
+        };
+        assert_eq!(e.code, ErrorCode::PolicyDenied);
+        assert_eq!(e.details.unwrap()["model"], "only-b");
+        assert_eq!(host.routed_models(), ["fast"]);
+    }
+}
