@@ -8,6 +8,7 @@ export { call, callAccounting, callAs, callJson, type CallAccounting } from './c
 export { BudgetError, CallError, type ErrorCode, RetryError } from './errors.js';
 export { defineNode, defineRawNode, log, NodeError } from './node.js';
 export {
+  type Image,
   MAX_ATTEMPTS,
   type Message,
   Request,

@@ -26,6 +26,13 @@ export interface Tool {
 /** `auto`, `none`, `required`, or the one tool that must be called. */
 export type ToolChoice = 'auto' | 'none' | 'required' | { name: string };
 
+/** An image in a user's message: an `https://` URL or a `data:image/…;base64,…` URL. */
+export interface Image {
+  url: string;
+  /** OpenAI's `detail`, where the provider takes it. */
+  detail?: 'auto' | 'low' | 'high';
+}
+
 export interface Message {
   role: Role;
   content: string;
@@ -33,6 +40,8 @@ export interface Message {
   toolCalls?: ToolCall[];
   /** A tool's result: the call it answers. */
   toolCallId?: string;
+  /** A user's images, after its text. */
+  images?: Image[];
 }
 
 /** The wire shape of a retry policy. */
@@ -133,6 +142,15 @@ export class Request {
   /** Appends a user message. */
   user(content: string): Request {
     return this.message('user', content);
+  }
+
+  /**
+   * Appends a user message with `images` after its text: for a model that
+   * sees, on a provider whose section does not say `vision = false`.
+   */
+  userWithImages(content: string, images: Image[]): Request {
+    const message: Message = { role: 'user', content, images: images.map((i) => ({ ...i })) };
+    return this.with({ messages: [...this.wire.messages, message] });
   }
 
   /** Appends an assistant message. */

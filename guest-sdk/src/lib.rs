@@ -68,8 +68,8 @@ mod tools;
 pub use budget::{Budget, BudgetError, Spent};
 pub use call::{CallAsError, Structured, call, call_accounting, call_as, call_json};
 pub use callai_wire::{
-    Attempts, CallAccounting, CallError, ErrorCode, FinishReason, Role, StructuredOutput, Tool,
-    ToolCall, ToolChoice, Usage,
+    Attempts, CallAccounting, CallError, ErrorCode, FinishReason, Image, Role, StructuredOutput,
+    Tool, ToolCall, ToolChoice, Usage,
 };
 pub use error::NodeError;
 pub use node::{Node, RawNode, log};

@@ -1,7 +1,7 @@
 //! Building a ctx.callAI request.
 
 use callai_wire::{
-    CallRequest, MAX_ATTEMPTS, Message, RetryPolicy, Role, Tool, ToolCall, ToolChoice,
+    CallRequest, Image, MAX_ATTEMPTS, Message, RetryPolicy, Role, Tool, ToolCall, ToolChoice,
 };
 use serde_json::Value;
 use std::fmt;
@@ -131,6 +131,16 @@ impl Request {
         self.message(Role::User, content)
     }
 
+    /// Appends a user message with `images` after its text (each an
+    /// `https://` URL or a `data:image/…;base64,…` URL): for a model that
+    /// sees, on a provider whose section does not say `vision = false`.
+    pub fn user_with_images(mut self, content: impl Into<String>, images: Vec<Image>) -> Self {
+        self.0
+            .messages
+            .push(Message::user_with_images(content, images));
+        self
+    }
+
     /// Appends an assistant message.
     pub fn assistant(self, content: impl Into<String>) -> Self {
         self.message(Role::Assistant, content)
@@ -206,8 +216,8 @@ impl Request {
     }
 
     /// Whether the request carries what only the JSON entry carries (tools,
-    /// tool calls, tool results): `callai:pack@0.1.0`'s typed record
-    /// predates them.
+    /// tool calls, tool results, images): `callai:pack@0.1.0`'s typed
+    /// record predates them.
     pub(crate) fn needs_json(&self) -> bool {
         self.0.tools.is_some()
             || self.0.tool_choice.is_some()
@@ -216,7 +226,7 @@ impl Request {
                 .0
                 .messages
                 .iter()
-                .any(|m| !m.tool_calls.is_empty() || m.role == Role::Tool)
+                .any(|m| !m.tool_calls.is_empty() || m.role == Role::Tool || !m.images.is_empty())
     }
 
     /// The output budget set, if any.
@@ -285,6 +295,20 @@ mod tests {
                    "temperature": 0.5, "maxTokens": 10, "stopSequences": ["END"],
                    "responseSchema": {"type": "object"},
                    "retry": {"maxAttempts": 1, "growMaxTokens": false}})
+        );
+    }
+
+    #[test]
+    fn images_go_in_a_user_message_and_through_the_json_entry() {
+        let plain = Request::new().user("hi");
+        assert!(!plain.needs_json());
+        let url = "data:image/png;base64,iVBORw0KGgo=";
+        let r = Request::new().user_with_images("what is it?", vec![Image::new(url)]);
+        assert!(r.needs_json(), "the typed record has no images");
+        assert_eq!(
+            r.to_json(),
+            json!({"messages": [{"role": "user", "content": "what is it?",
+                                 "images": [{"url": url}]}]})
         );
     }
 

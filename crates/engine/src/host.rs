@@ -431,6 +431,7 @@ impl Host {
         &self,
         request: &CallRequest,
     ) -> Result<(Option<CompiledSchema>, Option<CompiledTools>), CallError> {
+        self.check_image_sizes(request)?;
         let schema = request
             .response_schema
             .as_ref()

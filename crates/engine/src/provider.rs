@@ -205,6 +205,11 @@ pub trait Provider: Send + Sync {
     fn input_overhead_tokens(&self) -> u64 {
         0
     }
+    /// Whether a message's images may be sent to it (a text-only model's
+    /// provider says no, and a call with images skips it or is refused).
+    fn takes_images(&self) -> bool {
+        true
+    }
     /// Sends one request.
     fn complete<'a>(
         &'a self,

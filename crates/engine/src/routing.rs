@@ -56,6 +56,15 @@ impl Host {
     /// own); else the route of the model it names, when `[models]` has
     /// one; else the default provider.
     pub(crate) fn chain(&self, request: &CallRequest) -> Result<Chain<'_>, CallError> {
+        let chain = self.targets_of(request)?;
+        match first_image(request) {
+            Some(field) => self.image_takers(chain, &field),
+            None => Ok(chain),
+        }
+    }
+
+    /// The chain of a request, before its images are looked at.
+    fn targets_of(&self, request: &CallRequest) -> Result<Chain<'_>, CallError> {
         if request.provider.is_none()
             && let Some(name) = request.model.as_deref()
             && let Some((name, route)) = self.config().models.get_key_value(name)
@@ -102,6 +111,63 @@ impl Host {
         Ok(chain)
     }
 
+    /// `chain` without the targets whose provider takes no images
+    /// (`vision = false`), for a request whose first image is at `field`;
+    /// refused naming it when none is left. Each image's inline bytes are
+    /// held to `[limits] maxImageBytes`.
+    fn image_takers<'h>(&self, chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallError> {
+        let Chain {
+            route,
+            targets,
+            providers,
+        } = chain;
+        let refused: Vec<&str> = providers
+            .iter()
+            .filter(|(_, p)| !p.takes_images())
+            .map(|(name, _)| *name)
+            .collect();
+        let (targets, providers): (Vec<_>, Vec<_>) = targets
+            .into_iter()
+            .zip(providers)
+            .filter(|(_, (_, p))| p.takes_images())
+            .unzip();
+        if targets.is_empty() {
+            return Err(CallError::validation(
+                field,
+                format!(
+                    "an image, which {refused:?} cannot take (its provider section says \
+                     vision = false): send text, or name a provider whose model takes images"
+                ),
+            ));
+        }
+        Ok(Chain {
+            route,
+            targets,
+            providers,
+        })
+    }
+
+    /// Refuses an image whose inline bytes pass `[limits] maxImageBytes`,
+    /// naming it.
+    pub(crate) fn check_image_sizes(&self, request: &CallRequest) -> Result<(), CallError> {
+        let limit = self.config().limits.max_image_bytes;
+        for (i, m) in request.messages.iter().enumerate() {
+            for (j, image) in m.images.iter().enumerate() {
+                if let Some(bytes) = image.data_bytes().filter(|&b| b > limit) {
+                    return Err(CallError::new(
+                        ErrorCode::LimitExceeded,
+                        format!(
+                            "limits.maxImageBytes: messages[{i}].images[{j}] carries {bytes} \
+                             bytes, over the limit of {limit}"
+                        ),
+                    )
+                    .with_detail("field", format!("messages[{i}].images[{j}]")));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Model names this host routes that the policy lets a request reach
     /// (at least one target allowed).
     pub fn routed_models(&self) -> Vec<&str> {
@@ -143,6 +209,15 @@ impl Host {
         }
         Ok(found)
     }
+}
+
+/// The field of a request's first image, if it carries any.
+fn first_image(request: &CallRequest) -> Option<String> {
+    request
+        .messages
+        .iter()
+        .enumerate()
+        .find_map(|(i, m)| (!m.images.is_empty()).then(|| format!("messages[{i}].images[0]")))
 }
 
 impl<'h> Chain<'h> {

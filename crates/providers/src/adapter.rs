@@ -84,6 +84,8 @@ pub struct HttpProvider<W> {
     native: bool,
     /// Input tokens it adds to each request unseen.
     overhead: u64,
+    /// Whether its model takes images.
+    vision: bool,
     /// What its config adds to each body.
     upstream: Upstream,
     wire: PhantomData<W>,
@@ -121,6 +123,7 @@ impl<W: WireFormat> HttpProvider<W> {
             model: model.to_owned(),
             native,
             overhead: 0,
+            vision: true,
             upstream: Upstream::default(),
             wire: PhantomData,
         })
@@ -137,6 +140,12 @@ impl<W: WireFormat> HttpProvider<W> {
     /// adds unseen.
     pub fn with_input_overhead(mut self, tokens: u64) -> Self {
         self.overhead = tokens;
+        self
+    }
+
+    /// Whether its model takes images (`vision`; true unless said).
+    pub fn with_vision(mut self, vision: bool) -> Self {
+        self.vision = vision;
         self
     }
 }
@@ -162,6 +171,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     fn input_overhead_tokens(&self) -> u64 {
         self.overhead
+    }
+
+    fn takes_images(&self) -> bool {
+        self.vision
     }
 
     fn complete<'a>(

@@ -97,6 +97,8 @@ pub struct ProviderConfig {
     pub model: Option<String>,
     /// Native structured output; false puts the schema in the prompt.
     pub native: Option<bool>,
+    /// Whether its model takes images (true by default).
+    pub vision: Option<bool>,
     /// Per-request timeout.
     pub timeout_ms: Option<u64>,
     /// Input tokens the provider adds to each request unseen (a hidden
@@ -132,6 +134,8 @@ pub struct ProviderSettings {
     pub model: String,
     /// Native structured output.
     pub native: bool,
+    /// Whether its model takes images.
+    pub vision: bool,
     /// Per-request timeout in milliseconds.
     pub timeout_ms: u64,
     /// Input tokens reserved per attempt for what the provider adds unseen.
@@ -190,6 +194,7 @@ impl ProviderConfig {
                 .clone()
                 .unwrap_or_else(|| kind.default_model().into()),
             native: self.native.unwrap_or(true),
+            vision: self.vision.unwrap_or(true),
             timeout_ms: self.timeout_ms.unwrap_or(60_000),
             input_overhead_tokens: self
                 .input_overhead_tokens

@@ -127,12 +127,14 @@ fn start_one(
             OpenAi::new(http, endpoint, &s.model, s.native)
                 .map_err(url)?
                 .with_input_overhead(overhead)
+                .with_vision(s.vision)
                 .with_upstream(extras),
         ),
         ProviderKind::Anthropic => Arc::new(
             Anthropic::new(http, endpoint, &s.model, s.native)
                 .map_err(url)?
                 .with_input_overhead(overhead)
+                .with_vision(s.vision)
                 .with_upstream(extras),
         ),
     })

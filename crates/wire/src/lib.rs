@@ -31,6 +31,7 @@
 
 mod convert;
 mod error;
+mod image;
 mod parse;
 mod request;
 mod result;
@@ -38,6 +39,7 @@ mod tools;
 mod unknown;
 
 pub use error::{CallError, ErrorCode};
+pub use image::{IMAGE_MEDIA_TYPES, Image, ImageSource};
 pub use parse::{ParsedRequest, ParsedRetry};
 pub use request::{
     CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role, TokenLimitField,

@@ -1,6 +1,7 @@
 //! The ctx.callAI request and its RFC 0248 §B retry policy.
 
 use crate::error::CallError;
+use crate::image::Image;
 use crate::parse;
 use crate::tools::{Tool, ToolCall, ToolChoice};
 use serde::{Deserialize, Serialize};
@@ -50,6 +51,9 @@ pub struct Message {
     /// A tool result's call id: which of the assistant's calls it answers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// A user's images, after its text.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<Image>,
 }
 
 impl Message {
@@ -60,6 +64,15 @@ impl Message {
             content: content.into(),
             tool_calls: Vec::new(),
             tool_call_id: None,
+            images: Vec::new(),
+        }
+    }
+
+    /// A user's message with `images` after its text.
+    pub fn user_with_images(content: impl Into<String>, images: Vec<Image>) -> Self {
+        Self {
+            images,
+            ..Self::new(Role::User, content)
         }
     }
 
@@ -277,6 +290,18 @@ impl CallRequest {
 /// A tool call belongs to an assistant, a call id to a tool's result.
 fn check_message(i: usize, m: &Message) -> Result<(), CallError> {
     let field = |key: &str| format!("messages[{i}].{key}");
+    if !m.images.is_empty() && m.role != Role::User {
+        return Err(CallError::validation(
+            field("images"),
+            format!(
+                "only a user's message carries images, not a {}'s",
+                m.role.as_str()
+            ),
+        ));
+    }
+    for (j, image) in m.images.iter().enumerate() {
+        image.check(&field(&format!("images[{j}]")))?;
+    }
     if !m.tool_calls.is_empty() && m.role != Role::Assistant {
         return Err(CallError::validation(
             field("toolCalls"),

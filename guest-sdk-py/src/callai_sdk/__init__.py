@@ -7,7 +7,7 @@ from .budget import DEFAULT_MAX_TOKENS, Budget, Spent
 from .call import CallAccounting, Structured, call, call_accounting, call_as, call_json
 from .errors import BudgetError, CallError, NodeError, RetryError
 from .node import log, node, raw_node
-from .request import MAX_ATTEMPTS, Request, Retry, Tool, ToolCall
+from .request import MAX_ATTEMPTS, Image, Request, Retry, Tool, ToolCall
 from .response import Attempts, Response
 from .tools import LoopAnswer, LoopError, LoopRecord, ToolLoop, arguments_as
 
@@ -21,6 +21,7 @@ __all__ = [
     "LoopError",
     "LoopRecord",
     "DEFAULT_MAX_TOKENS",
+    "Image",
     "MAX_ATTEMPTS",
     "NodeError",
     "Request",

@@ -82,13 +82,29 @@ class ToolCall:
 
 
 @dataclass(frozen=True)
+class Image:
+    """An image in a user's message: an ``https://`` URL or a
+    ``data:image/...;base64,...`` URL; ``detail`` (``auto``, ``low``,
+    ``high``) where the provider takes it."""
+
+    url: str
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"url": self.url}
+        if self.detail is not None:
+            out["detail"] = self.detail
+        return out
+
+
+@dataclass(frozen=True)
 class Request:
     """A ctx.callAI request, built step by step; each step returns a new one."""
 
     _provider: str | None = None
     _model: str | None = None
     _system: str | None = None
-    _messages: tuple[tuple[str, str, tuple[ToolCall, ...], str | None], ...] = ()
+    _messages: tuple[tuple[str, str, tuple[ToolCall, ...], str | None, tuple[Image, ...]], ...] = ()
     _temperature: float | None = None
     _max_tokens: int | None = None
     _stop: tuple[str, ...] = ()
@@ -109,7 +125,7 @@ class Request:
         return replace(self, _system=prompt)
 
     def message(self, role: str, content: str) -> Request:
-        return replace(self, _messages=self._messages + ((role, content, (), None),))
+        return replace(self, _messages=self._messages + ((role, content, (), None, ()),))
 
     def tool(self, tool: Tool) -> Request:
         """Offers the model a tool; its calls come back checked (``Response.tool_calls``)."""
@@ -126,14 +142,19 @@ class Request:
 
     def tool_calls(self, content: str, calls: list[ToolCall]) -> Request:
         """Appends the assistant's turn that called ``calls`` (with its text, if any)."""
-        return replace(self, _messages=self._messages + (("assistant", content, tuple(calls), None),))
+        return replace(self, _messages=self._messages + (("assistant", content, tuple(calls), None, ()),))
 
     def tool_result(self, call_id: str, content: str) -> Request:
         """Appends a tool's result, answering the call ``call_id``."""
-        return replace(self, _messages=self._messages + (("tool", content, (), call_id),))
+        return replace(self, _messages=self._messages + (("tool", content, (), call_id, ()),))
 
     def user(self, content: str) -> Request:
         return self.message("user", content)
+
+    def user_with_images(self, content: str, images: list[Image]) -> Request:
+        """Appends a user message with ``images`` after its text: for a model
+        that sees, on a provider whose section does not say ``vision = false``."""
+        return replace(self, _messages=self._messages + (("user", content, (), None, tuple(images)),))
 
     def assistant(self, content: str) -> Request:
         return self.message("assistant", content)
@@ -193,11 +214,15 @@ class Request:
         return out
 
 
-def message(role: str, content: str, calls: tuple[ToolCall, ...], call_id: str | None) -> dict[str, Any]:
+def message(
+    role: str, content: str, calls: tuple[ToolCall, ...], call_id: str | None, images: tuple[Image, ...]
+) -> dict[str, Any]:
     """One message's wire JSON."""
     out: dict[str, Any] = {"role": role, "content": content}
     if calls:
         out["toolCalls"] = [c.to_json() for c in calls]
     if call_id is not None:
         out["toolCallId"] = call_id
+    if images:
+        out["images"] = [i.to_json() for i in images]
     return out

@@ -13,6 +13,10 @@ pub(crate) const MESSAGE_OVERHEAD: u64 = 16;
 /// Tokens a provider adds to each request (reply priming, the schema's
 /// wrapping in native mode).
 pub(crate) const REQUEST_OVERHEAD: u64 = 64;
+/// Input tokens an image may cost: above the most either API charges for
+/// the largest image it takes (Anthropic about 3,300 for a 1568-pixel
+/// square; OpenAI's tiles and patches less), whatever its bytes.
+pub(crate) const IMAGE_INPUT_TOKENS: u64 = 4_000;
 /// The most bytes of fixed text the engine writes into a retry (the
 /// corrective instruction, the fallback's and prompt mode's instructions),
 /// beyond what they quote. `prompts.rs` tests that each fits.
@@ -159,7 +163,8 @@ fn text_bound(messages: &[callai_wire::Message], system_prompt: Option<&str>) ->
                 .map(|c| (c.id.len() + c.name.len() + c.arguments.len()) as u64 + MESSAGE_OVERHEAD)
                 .sum();
             let call_id = m.tool_call_id.as_ref().map_or(0, |id| id.len() as u64);
-            m.content.len() as u64 + calls + call_id + MESSAGE_OVERHEAD
+            let images = m.images.len() as u64 * IMAGE_INPUT_TOKENS;
+            m.content.len() as u64 + calls + call_id + images + MESSAGE_OVERHEAD
         })
         .sum::<u64>()
         + system_prompt.map_or(0, |s| s.len() as u64)

@@ -38,6 +38,9 @@ pub struct Limits {
     pub schema_cache_bytes: u64,
     /// Runs at once; more wait for a slot (the pooling allocator's size).
     pub max_concurrent_runs: u32,
+    /// The largest image a message may carry inline (a `data:` URL's
+    /// bytes, decoded); refused with `limit_exceeded` naming the image.
+    pub max_image_bytes: u64,
 }
 
 impl Default for Limits {
@@ -55,13 +58,14 @@ impl Default for Limits {
             max_schema_work: 1_000_000,
             schema_cache_bytes: 8 << 20,
             max_concurrent_runs: 1000,
+            max_image_bytes: 5 << 20,
         }
     }
 }
 
 impl Limits {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let ranges: [(&str, u64, u64, u64); 12] = [
+        let ranges: [(&str, u64, u64, u64); 13] = [
             ("limits.memoryBytes", self.memory_bytes, 1 << 20, 4 << 30),
             ("limits.wallMs", self.wall_ms, 1, 86_400_000),
             ("limits.fuel", self.fuel, 1, u64::MAX),
@@ -104,6 +108,7 @@ impl Limits {
                 1,
                 10_000,
             ),
+            ("limits.maxImageBytes", self.max_image_bytes, 1, 1 << 30),
         ];
         ranges
             .into_iter()

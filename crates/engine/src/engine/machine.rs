@@ -245,41 +245,7 @@ impl<'a> CallMachine<'a> {
     /// Takes what came of the request last sent, and decides.
     pub(crate) fn on_outcome(&mut self, outcome: Outcome, cx: Context<'_>) -> Step {
         let failure = match outcome {
-            Outcome::Failed(f) if f.kind == FailureKind::Unreached => {
-                // Not an attempt: the same request goes again after the
-                // transient backoff, with its announcements still pending,
-                // until the connect failures reach the call's cap.
-                if self.fall_over() {
-                    return self.send();
-                }
-                self.unreached += 1;
-                let message = f.to_string();
-                let backoff = Backoff::from(&self.config.retry);
-                let wait = (self.unreached < self.cap).then(|| {
-                    backoff.wait(
-                        self.unreached - 1,
-                        f.retry_after,
-                        cx.jitter,
-                        (cx.remaining)(),
-                    )
-                });
-                let why = match wait {
-                    Some(Wait::For(wait)) if wait.is_zero() => return self.send(),
-                    Some(Wait::For(wait)) => return Step::Wait(wait),
-                    Some(Wait::GiveUp(why)) => format!("{message}; {why}"),
-                    None => format!(
-                        "{message}; the provider could not be reached in {} tries",
-                        self.unreached
-                    ),
-                };
-                self.announce.clear();
-                let failure = Failure::terminal(
-                    ErrorCode::ProviderUnavailable,
-                    "x-host-callai-unreached",
-                    why,
-                );
-                return Step::Done(Err(self.give_up(failure)));
-            }
+            Outcome::Failed(f) if f.kind == FailureKind::Unreached => return self.unreached(f, cx),
             Outcome::Failed(f) if !f.was_sent() => {
                 // The request never reached a provider: not an attempt, and
                 // the retry that would have announced it is not announced.
@@ -346,6 +312,44 @@ impl<'a> CallMachine<'a> {
         }
         self.announce_retry(next, failure.message);
         self.send()
+    }
+
+    /// A request that could not reach its target (a refused connection):
+    /// not an attempt. The next target of a chain takes it at once; else
+    /// the same request goes again after the transient backoff, with its
+    /// announcements still pending, until the connect failures reach the
+    /// call's cap.
+    fn unreached(&mut self, f: ProviderFailure, cx: Context<'_>) -> Step {
+        if self.fall_over() {
+            return self.send();
+        }
+        self.unreached += 1;
+        let message = f.to_string();
+        let backoff = Backoff::from(&self.config.retry);
+        let wait = (self.unreached < self.cap).then(|| {
+            backoff.wait(
+                self.unreached - 1,
+                f.retry_after,
+                cx.jitter,
+                (cx.remaining)(),
+            )
+        });
+        let why = match wait {
+            Some(Wait::For(wait)) if wait.is_zero() => return self.send(),
+            Some(Wait::For(wait)) => return Step::Wait(wait),
+            Some(Wait::GiveUp(why)) => format!("{message}; {why}"),
+            None => format!(
+                "{message}; the provider could not be reached in {} tries",
+                self.unreached
+            ),
+        };
+        self.announce.clear();
+        let failure = Failure::terminal(
+            ErrorCode::ProviderUnavailable,
+            "x-host-callai-unreached",
+            why,
+        );
+        Step::Done(Err(self.give_up(failure)))
     }
 
     /// A failed request: transient failures go on after a wait; a rejected

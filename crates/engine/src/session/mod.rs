@@ -4,6 +4,7 @@
 //! types and hands each call here; a host that runs nodes some other way
 //! can drive a session directly.
 
+mod images;
 mod input;
 mod journal;
 mod limits;
@@ -251,6 +252,13 @@ impl RunSession {
     /// the request when it passed its checks, else what the pack sent (made
     /// only when the run is journaled).
     fn check(&self, input: CallInput) -> (Result<CallRequest, CallError>, Value) {
+        let (checked, mut key) = self.check_keyed(input);
+        images::without_image_bytes(&mut key);
+        (checked, key)
+    }
+
+    /// [`Self::check`], the key with any image bytes it holds.
+    fn check_keyed(&self, input: CallInput) -> (Result<CallRequest, CallError>, Value) {
         let retry_field = self.call_accounting().retry_field();
         let keyed = !self.journal.is_live();
         let checked = |parsed: ParsedRequest| {

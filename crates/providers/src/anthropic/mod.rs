@@ -10,7 +10,9 @@ use super::http::ApiKey;
 use super::upstream::{KeyHeader, Upstream};
 use answer::{Event, Folded, Message};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
-use callai_wire::{Message as WireMessage, Role, StructuredOutput, ToolChoice as Choice};
+use callai_wire::{
+    Image, ImageSource, Message as WireMessage, Role, StructuredOutput, ToolChoice as Choice,
+};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
@@ -79,6 +81,31 @@ enum Block<'a> {
         tool_use_id: &'a str,
         content: &'a str,
     },
+    Image {
+        source: ImageBlockSource<'a>,
+    },
+}
+
+/// An `image` block's `source`: the bytes inline, or a URL Anthropic
+/// fetches.
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ImageBlockSource<'a> {
+    Base64 { media_type: &'a str, data: &'a str },
+    Url { url: &'a str },
+}
+
+impl<'a> ImageBlockSource<'a> {
+    /// The source of `image`, checked when its request was.
+    fn of(image: &'a Image) -> Self {
+        match image.source() {
+            Ok(ImageSource::Data { media_type, base64 }) => Self::Base64 {
+                media_type,
+                data: base64,
+            },
+            Ok(ImageSource::Url(_)) | Err(_) => Self::Url { url: &image.url },
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -119,10 +146,15 @@ fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
             content: &m.content,
         }];
     }
+    // Images first, then the text: the order Anthropic's guide recommends.
+    let images = m.images.iter().map(|image| Block::Image {
+        source: ImageBlockSource::of(image),
+    });
     let text = (!m.content.is_empty()).then(|| Block::Text {
         text: Cow::Borrowed(&m.content),
     });
-    text.into_iter()
+    images
+        .chain(text)
         .chain(m.tool_calls.iter().map(|c| Block::ToolUse {
             id: &c.id,
             name: &c.name,
@@ -135,7 +167,7 @@ fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
 /// it is of the same role (as text joined by a blank line while both are
 /// text alone, as blocks otherwise).
 fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessage) {
-    let plain = m.tool_calls.is_empty() && m.role != Role::Tool;
+    let plain = m.tool_calls.is_empty() && m.role != Role::Tool && m.images.is_empty();
     match turns.last_mut() {
         Some(last) if last.role == role => match (&mut last.content, plain) {
             (TurnContent::Text(text), true) => {

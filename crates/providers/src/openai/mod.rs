@@ -52,18 +52,57 @@ struct ChatBody<'a> {
 struct ChatMessage<'a> {
     role: &'static str,
     /// `null` for an assistant's turn that only calls tools.
-    content: Option<&'a str>,
+    content: Option<Content<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_calls: Option<Vec<FunctionCall<'a>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_call_id: Option<&'a str>,
 }
 
+/// A message's content: a string, or parts when it carries images.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(&'a str),
+    Parts(Vec<Part<'a>>),
+}
+
+impl<'a> Content<'a> {
+    /// The text of `m`, followed by its images as `image_url` parts.
+    fn of(m: &'a callai_wire::Message) -> Self {
+        if m.images.is_empty() {
+            return Self::Text(&m.content);
+        }
+        let text = (!m.content.is_empty()).then_some(Part::Text { text: &m.content });
+        let images = m.images.iter().map(|image| Part::ImageUrl {
+            image_url: ImageUrl {
+                url: &image.url,
+                detail: image.detail.as_deref(),
+            },
+        });
+        Self::Parts(text.into_iter().chain(images).collect())
+    }
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Part<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl<'a> },
+}
+
+#[derive(Serialize)]
+struct ImageUrl<'a> {
+    url: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+}
+
 impl<'a> ChatMessage<'a> {
     fn text(role: &'static str, content: &'a str) -> Self {
         Self {
             role,
-            content: Some(content),
+            content: Some(Content::Text(content)),
             tool_calls: None,
             tool_call_id: None,
         }
@@ -178,7 +217,7 @@ impl WireFormat for OpenAiWire {
                 });
                 ChatMessage {
                     role: role(m.role),
-                    content: (calls.is_none() || !m.content.is_empty()).then_some(&m.content),
+                    content: (calls.is_none() || !m.content.is_empty()).then(|| Content::of(m)),
                     tool_calls: calls,
                     tool_call_id: m.tool_call_id.as_deref(),
                 }

@@ -197,6 +197,40 @@ pub struct Part {
     /// A `tool_result` block's `is_error`.
     #[serde(default)]
     pub is_error: Option<bool>,
+    /// An OpenAI `image_url` part's image.
+    #[serde(default)]
+    pub image_url: Option<ImageUrlPart>,
+    /// An Anthropic `image` block's source.
+    #[serde(default)]
+    pub source: Option<ImageSourcePart>,
+}
+
+/// An OpenAI `image_url` part's `image_url`.
+#[derive(Debug, Deserialize)]
+pub struct ImageUrlPart {
+    /// `https://…` or a `data:` URL.
+    pub url: String,
+    /// `auto`, `low` or `high`.
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// An Anthropic `image` block's `source`.
+#[derive(Debug, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ImageSourcePart {
+    /// The bytes, base64.
+    Base64 {
+        /// `image/png`, …
+        media_type: String,
+        /// The base64 text.
+        data: String,
+    },
+    /// A URL Anthropic fetches.
+    Url {
+        /// `https://…`.
+        url: String,
+    },
 }
 
 /// A `tool_result`'s content: a string or blocks (`null`: none).

@@ -90,14 +90,20 @@ impl Route {
             });
         }
         let known: Vec<&str> = providers.names().collect();
-        let routed: Vec<&String> = state.host.config().models.keys().collect();
-        Err(ApiError::invalid(
-            "model",
+        let routes = &state.host.config().models;
+        let message = if routes.is_empty() {
+            format!(
+                "{model:?} names no provider of this host: use PROVIDER/MODEL or PROVIDER, \
+                 with one of {known:?}"
+            )
+        } else {
+            let routed: Vec<&String> = routes.keys().collect();
             format!(
                 "{model:?} names no model or provider of this host: use a model name of \
                  [models] ({routed:?}), PROVIDER/MODEL or PROVIDER, with one of {known:?}"
-            ),
-        ))
+            )
+        };
+        Err(ApiError::invalid("model", message))
     }
 
     /// The providers a call of this route may reach, before the policy.

@@ -15,6 +15,7 @@ mod anthropic;
 mod api;
 mod error;
 mod handler;
+mod images;
 mod openai;
 mod outcome;
 mod sse;

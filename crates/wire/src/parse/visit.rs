@@ -233,13 +233,14 @@ impl<'de> Shaped<'de> for MessageShape {
 
     fn map<A: MapAccess<'de>>(self, mut map: A) -> Result<Result<Message, CallError>, A::Error> {
         let (mut role, mut content) = (None, None);
-        let (mut calls, mut call_id) = (None, None);
+        let (mut calls, mut call_id, mut images) = (None, None, None);
         while let Some(key) = map.next_key::<MessageKey>()? {
             match key {
                 MessageKey::Role => role = Some(map.next_value::<Scalar>()?),
                 MessageKey::Content => content = Some(map.next_value::<Scalar>()?),
                 MessageKey::ToolCalls => calls = Some(map.next_value::<Value>()?),
                 MessageKey::ToolCallId => call_id = Some(map.next_value::<Scalar>()?),
+                MessageKey::Images => images = Some(map.next_value::<Value>()?),
                 MessageKey::Other => {
                     map.next_value::<Discard>()?;
                 }
@@ -250,6 +251,13 @@ impl<'de> Shaped<'de> for MessageShape {
             .transpose()
         {
             Ok(calls) => calls.unwrap_or_default(),
+            Err(e) => return Ok(Err(e)),
+        };
+        let images = match images
+            .map(|i| typed::<Vec<crate::Image>>(i, &self.field("images")))
+            .transpose()
+        {
+            Ok(images) => images.unwrap_or_default(),
             Err(e) => return Ok(Err(e)),
         };
         let tool_call_id = match call_id
@@ -294,6 +302,7 @@ impl<'de> Shaped<'de> for MessageShape {
             content,
             tool_calls,
             tool_call_id,
+            images,
         }))
     }
 }
@@ -303,6 +312,7 @@ enum MessageKey {
     Content,
     ToolCalls,
     ToolCallId,
+    Images,
     Other,
 }
 
@@ -320,6 +330,7 @@ impl<'de> serde::Deserialize<'de> for MessageKey {
                     "content" => MessageKey::Content,
                     "toolCalls" => MessageKey::ToolCalls,
                     "toolCallId" => MessageKey::ToolCallId,
+                    "images" => MessageKey::Images,
                     _ => MessageKey::Other,
                 })
             }

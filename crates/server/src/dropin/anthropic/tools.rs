@@ -97,11 +97,14 @@ pub(super) fn turn(
         }
         TextOrParts::Parts(parts) => parts,
     };
-    let (mut text, mut calls) = (String::new(), Vec::new());
+    let (mut text, mut calls, mut images) = (String::new(), Vec::new(), Vec::new());
     for (j, part) in parts.into_iter().enumerate() {
         let param = || format!("messages[{i}].content[{j}]");
         match (part.kind.as_deref(), role) {
             (Some("text"), _) => text.push_str(part.text.as_deref().unwrap_or_default()),
+            (Some("image"), Role::User) => {
+                images.push(crate::dropin::images::from_source(&param(), part.source)?);
+            }
             (Some("tool_use"), Role::Assistant) => calls.push(ToolCall {
                 id: part.id.unwrap_or_default(),
                 name: part.name.unwrap_or_default(),
@@ -130,7 +133,7 @@ pub(super) fn turn(
                 return Err(ApiError::invalid(
                     &param(),
                     format!(
-                        "a block of type {:?} in a {} turn: this host takes text, an assistant's tool_use and a user's tool_result blocks",
+                        "a block of type {:?} in a {} turn: this host takes text, a user's image and tool_result blocks and an assistant's tool_use",
                         kind.unwrap_or("?"),
                         role.as_str()
                     ),
@@ -141,8 +144,12 @@ pub(super) fn turn(
     match (calls.is_empty(), text.is_empty(), role) {
         (false, _, _) => out.push(Message::tool_calls(text, calls)),
         // A turn of tool results alone adds no user text.
-        (true, true, Role::User) if out.last().is_some_and(|m| m.role == Role::Tool) => {}
-        (true, _, _) => out.push(Message::new(role, text)),
+        (true, true, Role::User)
+            if images.is_empty() && out.last().is_some_and(|m| m.role == Role::Tool) => {}
+        (true, _, _) => out.push(Message {
+            images,
+            ..Message::new(role, text)
+        }),
     }
     Ok(())
 }

@@ -195,9 +195,12 @@ impl DropinApi for OpenAi {
                     "the legacy function call: send `tool_calls` instead",
                 ));
             }
-            let text = match m.content {
-                None => String::new(),
-                Some(content) => text_of(&format!("messages[{i}].content"), "part", content)?,
+            let param = format!("messages[{i}].content");
+            let (text, images) = match m.content {
+                None => (String::new(), Vec::new()),
+                // A user's message may carry images.
+                Some(content) if m.role == "user" => super::images::user_content(&param, content)?,
+                Some(content) => (text_of(&param, "part", content)?, Vec::new()),
             };
             let role = match m.role.as_str() {
                 "system" | "developer" if messages.is_empty() => {
@@ -236,7 +239,10 @@ impl DropinApi for OpenAi {
                         "only an assistant's message calls tools",
                     ));
                 }
-                _ => messages.push(Message::new(role, text)),
+                _ => messages.push(Message {
+                    images,
+                    ..Message::new(role, text)
+                }),
             }
         }
         let response_schema = match r.response_format {
