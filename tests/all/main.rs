@@ -43,6 +43,7 @@ mod serve_api;
 mod serve_budget;
 mod serve_budget_contention;
 mod serve_budget_hosts;
+mod serve_calls;
 mod serve_connections;
 mod serve_dropin;
 mod serve_durable;

@@ -200,6 +200,10 @@ async fn what_the_host_cannot_honour_is_refused_naming_its_param() {
         ),
         (
             json!({"model": "mock", "messages": [{"role": "user", "content": [{"type": "image_url"}]}]}),
+            "messages[0].content[0].image_url",
+        ),
+        (
+            json!({"model": "mock", "messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}),
             "messages[0].content[0]",
         ),
         (

@@ -176,6 +176,27 @@ async fn a_target_answering_503_hands_the_call_to_the_next_every_request_counted
     );
     assert_eq!((a.count(), b.count()), (1, 1));
     assert_eq!(b.received()[0].body["model"], "m-b");
+    // The call's trace shows where each request went, and why.
+    let traces = server.get("/v1/calls?model=fast").await.body;
+    let requests = traces["data"][0]["requests"].as_array().unwrap().clone();
+    let hops: Vec<(&str, &str, Option<u64>)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r["provider"].as_str().unwrap(),
+                r["reason"].as_str().unwrap(),
+                r["status"].as_u64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        hops,
+        [
+            ("a", "first", Some(503)),
+            ("b", "provider_fallback", Some(200))
+        ]
+    );
+    assert_eq!(traces["data"][0]["route"], "fast");
 
     // Through the drop-in, the same: its attempts header counts both.
     let response = reqwest::Client::new()

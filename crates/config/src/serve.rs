@@ -25,6 +25,9 @@ pub struct ServerConfig {
     /// Finished runs kept in memory for `GET /v1/runs/{id}` when no run log
     /// is set (the oldest are forgotten first).
     pub keep_runs: u32,
+    /// Call traces kept in memory for `GET /v1/calls` (the oldest are
+    /// forgotten first; 0 keeps none).
+    pub keep_calls: u32,
     /// On SIGTERM, how long runs in flight may go on before they are failed
     /// and every connection still open is closed.
     pub shutdown_grace_ms: u64,
@@ -62,6 +65,7 @@ impl Default for ServerConfig {
             max_body_bytes: 16 << 20,
             max_queued_runs: 1000,
             keep_runs: 10_000,
+            keep_calls: 10_000,
             shutdown_grace_ms: 30_000,
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
@@ -110,6 +114,7 @@ impl ServerConfig {
             1_000_000,
         )?;
         in_range("server.keepRuns", self.keep_runs.into(), 0, 10_000_000)?;
+        in_range("server.keepCalls", self.keep_calls.into(), 0, 10_000_000)?;
         in_range(
             "server.shutdownGraceMs",
             self.shutdown_grace_ms,

@@ -177,6 +177,10 @@ pub struct CallBodyJson {
 /// `POST /v1/call` (or a drop-in's call), checked.
 #[derive(Debug, Clone)]
 pub struct CallBody {
+    /// The call's id (`x-callai-call-id`, its trace's).
+    pub id: String,
+    /// Where it came in: `call`, `chat_completions` or `messages`.
+    pub endpoint: &'static str,
     /// The ctx.callAI request, read but not yet checked (the engine does).
     pub request: ParsedRequest,
     /// The provider the request names, if it names one.
@@ -258,6 +262,8 @@ impl TryFrom<CallBodyJson> for CallBody {
             return Err(ApiError::invalid("nodeId", NODE_ID_RULE));
         }
         Ok(Self {
+            id: crate::calls::fresh_id("call_"),
+            endpoint: "call",
             provider: body.request.request().provider.clone(),
             request: body.request,
             script: script("script", body.script)?.map(|(s, _)| s),

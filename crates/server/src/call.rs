@@ -4,18 +4,29 @@
 
 use crate::answer::CallAnswer;
 use crate::body::CallBody;
+use crate::calls::{CallTracer, Origin};
 use crate::error::{ApiCode, ApiError};
 use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
-use callai_engine::observe::SharedObserver;
+use callai_engine::observe::{Observers, SharedObserver};
 use callai_engine::wire::{CallError, CallResult};
 use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
 use std::sync::Arc;
 
 /// The node id a call's events carry when the caller names none.
 pub const DEFAULT_NODE_ID: &str = "callai.call";
+
+/// The header naming a call's id: its trace is `GET /v1/calls/{id}`.
+pub const CALL_ID_HEADER: &str = "x-callai-call-id";
+
+/// Adds the call's id to `headers`.
+pub fn add_call_id(headers: &mut axum::http::HeaderMap, id: &str) {
+    if let Ok(value) = axum::http::HeaderValue::from_str(id) {
+        headers.insert(CALL_ID_HEADER, value);
+    }
+}
 
 /// A call that ran to its end: the engine's outcome, and its events when
 /// the caller asked for them.
@@ -45,8 +56,17 @@ pub async fn serve(
     caller: &Caller,
     call: CallBody,
 ) -> Result<Response, ApiError> {
-    let settled = settle(state, caller, call, None).await?;
-    let headers = settled.budget_headers();
+    let id = call.id.clone();
+    let settled = match settle(state, caller, call, None).await {
+        Ok(settled) => settled,
+        Err(e) => {
+            let mut response = e.into_response();
+            add_call_id(response.headers_mut(), &id);
+            return Ok(response);
+        }
+    };
+    let mut headers = settled.budget_headers();
+    add_call_id(&mut headers, &id);
     let events = settled.events;
     match settled.outcome {
         Ok(result) => Ok((headers, axum::Json(CallAnswer { result, events })).into_response()),
@@ -57,6 +77,28 @@ pub async fn serve(
             e.add_headers(response.headers_mut());
             Ok(response)
         }
+    }
+}
+
+/// What observes one call: the metrics, its trace (under the call's id),
+/// and the OTel spans when traces are sent.
+fn observer(state: &AppState, caller: &Caller, call: &CallBody) -> SharedObserver {
+    let tracer = Arc::new(CallTracer::new(
+        state.calls.clone(),
+        Origin {
+            tenant: caller.name().to_owned(),
+            endpoint: call.endpoint,
+            run_id: None,
+        },
+        Some(call.id.clone()),
+    ));
+    match &state.telemetry {
+        Some(t) => Arc::new(state.observers().with(Arc::new(t.calls())).with(tracer)),
+        None => Arc::new(
+            Observers::new()
+                .with(state.call_observer.clone())
+                .with(tracer),
+        ),
     }
 }
 
@@ -100,11 +142,7 @@ pub async fn settle(
         }
     }
     state.report_load();
-    let observer: SharedObserver = match &state.telemetry {
-        Some(t) => Arc::new(state.observers().with(Arc::new(t.calls()))),
-        // Metrics alone: the same observer for every call.
-        None => state.call_observer.clone(),
-    };
+    let observer = observer(state, caller, &call);
     let events = EventLog::new();
     let node_id = call.node_id.as_deref().unwrap_or(DEFAULT_NODE_ID);
     // A call that does not reach the mock needs no mock of its own: it

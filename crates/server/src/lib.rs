@@ -32,6 +32,7 @@ mod auth;
 mod banner;
 mod body;
 mod call;
+mod calls;
 mod check;
 mod discovery;
 mod dropin;
@@ -291,6 +292,7 @@ impl Server {
             host,
             packs,
             runs: RunTable::new(config.server.keep_runs as usize),
+            calls: Arc::new(calls::CallStore::new(config.server.keep_calls as usize)),
             admission: Admission::new(
                 limits.max_concurrent_runs as usize,
                 config.server.max_queued_runs as usize,

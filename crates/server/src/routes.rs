@@ -95,6 +95,8 @@ fn callai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/runs/{run_id}", get(get_run))
         .route("/v1/runs/{run_id}/events", get(get_events))
         .route("/v1/call", keyed_post(state, post_call, None))
+        .route("/v1/calls", get(crate::calls::list_calls))
+        .route("/v1/calls/{id}", get(crate::calls::get_call))
         .route("/v1/budget", get(budget))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)

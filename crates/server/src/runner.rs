@@ -204,7 +204,20 @@ impl Work {
             .telemetry
             .as_ref()
             .map(|t| t.run(&entry.node_id, Some(&entry.run_id), &entry.pack));
-        let mut observers = state.observers().with(Arc::new(CallCounter(entry.clone())));
+        // Each call of the run is traced under an id of its own.
+        let tracer = crate::calls::CallTracer::new(
+            state.calls.clone(),
+            crate::calls::Origin {
+                tenant: entry.tenant.clone(),
+                endpoint: "run",
+                run_id: Some(entry.run_id.clone()),
+            },
+            None,
+        );
+        let mut observers = state
+            .observers()
+            .with(Arc::new(CallCounter(entry.clone())))
+            .with(Arc::new(tracer));
         if let Some(trace) = &trace {
             observers = observers.with(trace.observer());
         }

@@ -4,6 +4,7 @@
 //! it holds and on nothing that handles a request.
 
 use crate::admission::Admission;
+use crate::calls::CallStore;
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
@@ -27,6 +28,8 @@ pub struct AppState {
     pub packs: PackStore,
     /// The runs in memory.
     pub runs: RunTable,
+    /// The traces of recent calls.
+    pub calls: Arc<CallStore>,
     /// The gate in front of runs and calls.
     pub admission: Admission,
     /// The counters of `/metrics`.

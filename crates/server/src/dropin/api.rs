@@ -48,6 +48,9 @@ pub trait Framer: Send + 'static {
 pub trait DropinApi: Send + Sync + 'static {
     /// Which one.
     const API: Api;
+    /// How its answers' ids begin (`chatcmpl-`, `msg_`): a call's id is
+    /// its answer's.
+    const ID_PREFIX: &'static str;
     /// Its request body, as far as this host reads it.
     type Request: DeserializeOwned + Send;
     /// The frames of its streamed answer.
@@ -57,13 +60,18 @@ pub trait DropinApi: Send + Sync + 'static {
     /// cannot honour, naming the API's own field.
     fn map(request: Self::Request) -> Result<Mapped, ApiError>;
 
-    /// The answer of a call to `model` that ended with `result`.
-    fn answer<'a>(model: &'a str, result: &'a CallResult) -> impl Serialize + 'a;
+    /// The answer `id` of a call to `model` that ended with `result`.
+    fn answer<'a>(model: &'a str, id: &'a str, result: &'a CallResult) -> impl Serialize + 'a;
 
     /// The frames of a streamed answer for a call to `model`: as the
     /// provider streams it, or of a call that already ended (`settled`: a
     /// structured call, whose text is known only at its end).
-    fn framer(model: String, streaming: Streaming, settled: Option<&CallResult>) -> Self::Framer;
+    fn framer(
+        model: String,
+        id: String,
+        streaming: Streaming,
+        settled: Option<&CallResult>,
+    ) -> Self::Framer;
 }
 
 /// The `callai` body extension: the per-call retry policy (RFC 0248 §B), a
@@ -139,11 +147,6 @@ pub fn answer_text(result: &CallResult) -> Cow<'_, str> {
 }
 
 /// A fresh id for an answer, after `prefix`.
-pub fn answer_id(prefix: &str) -> String {
-    let seed = callai_engine::runlog::fresh_id();
-    format!("{prefix}{seed:016x}")
-}
-
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
     callai_engine::events::now_ms() / 1000
@@ -200,9 +203,10 @@ pub struct Part {
     /// An OpenAI `image_url` part's image.
     #[serde(default)]
     pub image_url: Option<ImageUrlPart>,
-    /// An Anthropic `image` block's source.
+    /// An Anthropic block's `source` (an `image`'s is read as
+    /// [`ImageSourcePart`]; others are refused by their type).
     #[serde(default)]
-    pub source: Option<ImageSourcePart>,
+    pub source: Option<Box<RawValue>>,
 }
 
 /// An OpenAI `image_url` part's `image_url`.

@@ -6,8 +6,9 @@
 
 use super::api::{DropinApi, Mapped, Streaming};
 use super::outcome::{CallFailure, attempts_headers, run};
-use super::{Api, sse, streaming};
+use super::{sse, streaming};
 use crate::body::{self, CallBody, Naming};
+use crate::call::add_call_id;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::tenants::Caller;
@@ -34,22 +35,44 @@ pub async fn handle<A: DropinApi>(
     // A structured call, and a call with tools, is judged whole before
     // any of it goes out (a retry could replace it).
     let judged_whole = mapped.request.is_structured() || mapped.request.offers_tools();
-    let (call, route) = prepare(&state, &caller, A::API, &headers, mapped)?;
+    let (call, route) = prepare::<A>(&state, &caller, &headers, mapped)?;
+    let id = call.id.clone();
+    // Every answer of the call names it, its failures too.
+    let mut answer = answer::<A>(&state, caller, call, route, streaming, judged_whole).await;
+    match &mut answer {
+        Ok(response) => add_call_id(response.headers_mut(), &id),
+        Err(failure) => add_call_id(&mut failure.headers, &id),
+    }
+    answer
+}
+
+/// The answer of a prepared call: streamed as its provider streams it, or
+/// once it ended.
+async fn answer<A: DropinApi>(
+    state: &Arc<AppState>,
+    caller: Caller,
+    call: CallBody,
+    route: Route,
+    streaming: Streaming,
+    judged_whole: bool,
+) -> Result<Response, CallFailure> {
+    let id = call.id.clone();
     if streaming != Streaming::Off && !judged_whole {
         // A text call streams as its provider does.
-        let model = route.answer_model(&state, &CallResult::default());
-        let framer = A::framer(model, streaming, None);
+        let model = route.answer_model(state, &CallResult::default());
+        let framer = A::framer(model, id, streaming, None);
         return streaming::relay(state.clone(), caller, call, framer).await;
     }
-    let (result, budget) = run(&state, &caller, call, None).await?;
-    let model = route.answer_model(&state, &result);
+    let (result, budget) = run(state, &caller, call, None).await?;
+    let model = route.answer_model(state, &result);
     let mut headers = attempts_headers(&result);
     headers.extend(budget);
     if streaming != Streaming::Off {
-        let frames = streaming::settled(A::framer(model, streaming, Some(&result)), &result);
+        let framer = A::framer(model, id, streaming, Some(&result));
+        let frames = streaming::settled(framer, &result);
         return Ok((headers, sse::body(frames)).into_response());
     }
-    Ok((headers, axum::Json(A::answer(&model, &result))).into_response())
+    Ok((headers, axum::Json(A::answer(&model, &id, &result))).into_response())
 }
 
 /// Where a drop-in `model` sends the call.
@@ -196,13 +219,13 @@ fn retry_policy(
 
 /// A mapped call ready for the engine, after counting a client's own
 /// retry and resolving its model and policy; and where it goes.
-fn prepare(
+fn prepare<A: DropinApi>(
     state: &AppState,
     caller: &Caller,
-    api: Api,
     headers: &HeaderMap,
     mapped: Mapped,
 ) -> Result<(CallBody, Route), ApiError> {
+    let api = A::API;
     count_client_retry(state, api.endpoint(), headers);
     let Mapped {
         mut request,
@@ -253,6 +276,8 @@ fn prepare(
         return Err(ApiError::invalid("callai.nodeId", body::NODE_ID_RULE));
     }
     let call = CallBody {
+        id: crate::calls::fresh_id(A::ID_PREFIX),
+        endpoint: api.endpoint(),
         request: ParsedRequest::typed(request, retry),
         provider,
         script,

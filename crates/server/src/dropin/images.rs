@@ -5,6 +5,7 @@
 use super::api::{ImageSourcePart, ImageUrlPart, TextOrParts};
 use crate::error::ApiError;
 use callai_engine::wire::Image;
+use serde_json::value::RawValue;
 
 /// The image of an OpenAI `image_url` part at `param`
 /// (`messages[0].content[1]`).
@@ -18,15 +19,20 @@ pub fn from_image_url(param: &str, part: ImageUrlPart) -> Result<Image, ApiError
 
 /// The image of an Anthropic `image` block at `param`: its base64 bytes
 /// as a `data:` URL, or its URL.
-pub fn from_source(param: &str, source: Option<ImageSourcePart>) -> Result<Image, ApiError> {
+pub fn from_source(param: &str, source: Option<Box<RawValue>>) -> Result<Image, ApiError> {
+    let field = format!("{param}.source");
+    let source = source
+        .map(|raw| serde_json::from_str::<ImageSourcePart>(raw.get()))
+        .transpose()
+        .map_err(|e| ApiError::invalid(&field, format!("not an image source: {e}")))?;
     let url = match source {
         Some(ImageSourcePart::Base64 { media_type, data }) => {
             format!("data:{media_type};base64,{data}")
         }
         Some(ImageSourcePart::Url { url }) => url,
-        None => return Err(ApiError::invalid(&format!("{param}.source"), "is required")),
+        None => return Err(ApiError::invalid(&field, "is required")),
     };
-    checked(Image::new(url), &format!("{param}.source"))
+    checked(Image::new(url), &field)
 }
 
 /// `image` when its URL is one a provider takes, else the refusal naming

@@ -12,7 +12,7 @@ mod tools;
 pub use answer::MessageFramer;
 
 use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id, text_of,
+    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, text_of,
     text_or_parts,
 };
 use crate::error::ApiError;
@@ -99,6 +99,7 @@ pub struct Anthropic;
 
 impl DropinApi for Anthropic {
     const API: Api = Api::Anthropic;
+    const ID_PREFIX: &'static str = "msg_";
     type Request = MessagesRequest;
     type Framer = MessageFramer;
 
@@ -176,11 +177,11 @@ impl DropinApi for Anthropic {
         })
     }
 
-    fn answer<'a>(model: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
+    fn answer<'a>(model: &'a str, id: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
         MessageAnswer {
             callai: AnswerExtension::of(result),
             content: content(result),
-            id: answer_id("msg_"),
+            id: id.to_owned(),
             model,
             role: "assistant",
             stop_reason: stop_reason(result.finish_reason),
@@ -190,7 +191,12 @@ impl DropinApi for Anthropic {
         }
     }
 
-    fn framer(model: String, _: Streaming, settled: Option<&CallResult>) -> MessageFramer {
+    fn framer(
+        model: String,
+        id: String,
+        _: Streaming,
+        settled: Option<&CallResult>,
+    ) -> MessageFramer {
         // A live stream's usage is not known at its start.
         let start_usage = match settled {
             Some(result) => Usage {
@@ -203,7 +209,7 @@ impl DropinApi for Anthropic {
             },
         };
         MessageFramer {
-            id: answer_id("msg_"),
+            id,
             model,
             start_usage,
             text_closed: false,

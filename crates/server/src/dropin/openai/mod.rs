@@ -11,8 +11,8 @@ mod tools;
 pub use answer::{ChatFramer, models};
 
 use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_id,
-    answer_text, openai_finish, text_of, text_or_parts, unix_now,
+    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_text,
+    openai_finish, text_of, text_or_parts, unix_now,
 };
 use crate::error::ApiError;
 use answer::{AssistantMessage, ChatCompletion, Choice, usage};
@@ -134,6 +134,72 @@ struct StreamOptions {
     _include_obfuscation: Option<IgnoredAny>,
 }
 
+/// The leading system and developer messages' texts, and the rest of the
+/// conversation in the engine's terms; what it cannot take refused naming
+/// the message's field.
+fn conversation(input: Vec<ChatMessage>) -> Result<(Vec<String>, Vec<Message>), ApiError> {
+    let mut system = Vec::new();
+    let mut messages = Vec::with_capacity(input.len());
+    for (i, m) in input.into_iter().enumerate() {
+        if m.function_call.is_some() {
+            return Err(ApiError::invalid(
+                &format!("messages[{i}].function_call"),
+                "the legacy function call: send `tool_calls` instead",
+            ));
+        }
+        let param = format!("messages[{i}].content");
+        let (text, images) = match m.content {
+            None => (String::new(), Vec::new()),
+            // A user's message may carry images.
+            Some(content) if m.role == "user" => super::images::user_content(&param, content)?,
+            Some(content) => (text_of(&param, "part", content)?, Vec::new()),
+        };
+        let role = match m.role.as_str() {
+            "system" | "developer" if messages.is_empty() => {
+                system.push(text);
+                continue;
+            }
+            "system" | "developer" => Role::System,
+            "user" => Role::User,
+            "assistant" => Role::Assistant,
+            "tool" => {
+                let Some(id) = m.tool_call_id else {
+                    return Err(ApiError::invalid(
+                        &format!("messages[{i}].tool_call_id"),
+                        "is required on a tool message",
+                    ));
+                };
+                messages.push(Message::tool_result(id, text));
+                continue;
+            }
+            other => {
+                return Err(ApiError::invalid(
+                    &format!("messages[{i}].role"),
+                    format!(
+                        "{other:?}: this host takes system, developer, user, assistant and tool messages"
+                    ),
+                ));
+            }
+        };
+        match m.tool_calls {
+            Some(calls) if role == Role::Assistant && !calls.is_empty() => {
+                messages.push(Message::tool_calls(text, tools::calls(calls)));
+            }
+            Some(calls) if !calls.is_empty() => {
+                return Err(ApiError::invalid(
+                    &format!("messages[{i}].tool_calls"),
+                    "only an assistant's message calls tools",
+                ));
+            }
+            _ => messages.push(Message {
+                images,
+                ..Message::new(role, text)
+            }),
+        }
+    }
+    Ok((system, messages))
+}
+
 /// Refuses what the host cannot honour, naming it.
 fn refuse_unhonoured(r: &ChatRequest) -> Result<(), ApiError> {
     let no = |param: &str, why: &str| Err(ApiError::invalid(param, why));
@@ -181,70 +247,13 @@ pub struct OpenAi;
 
 impl DropinApi for OpenAi {
     const API: Api = Api::OpenAi;
+    const ID_PREFIX: &'static str = "chatcmpl-";
     type Request = ChatRequest;
     type Framer = ChatFramer;
 
     fn map(r: ChatRequest) -> Result<Mapped, ApiError> {
         refuse_unhonoured(&r)?;
-        let mut system = Vec::new();
-        let mut messages = Vec::with_capacity(r.messages.len());
-        for (i, m) in r.messages.into_iter().enumerate() {
-            if m.function_call.is_some() {
-                return Err(ApiError::invalid(
-                    &format!("messages[{i}].function_call"),
-                    "the legacy function call: send `tool_calls` instead",
-                ));
-            }
-            let param = format!("messages[{i}].content");
-            let (text, images) = match m.content {
-                None => (String::new(), Vec::new()),
-                // A user's message may carry images.
-                Some(content) if m.role == "user" => super::images::user_content(&param, content)?,
-                Some(content) => (text_of(&param, "part", content)?, Vec::new()),
-            };
-            let role = match m.role.as_str() {
-                "system" | "developer" if messages.is_empty() => {
-                    system.push(text);
-                    continue;
-                }
-                "system" | "developer" => Role::System,
-                "user" => Role::User,
-                "assistant" => Role::Assistant,
-                "tool" => {
-                    let Some(id) = m.tool_call_id else {
-                        return Err(ApiError::invalid(
-                            &format!("messages[{i}].tool_call_id"),
-                            "is required on a tool message",
-                        ));
-                    };
-                    messages.push(Message::tool_result(id, text));
-                    continue;
-                }
-                other => {
-                    return Err(ApiError::invalid(
-                        &format!("messages[{i}].role"),
-                        format!(
-                            "{other:?}: this host takes system, developer, user, assistant and tool messages"
-                        ),
-                    ));
-                }
-            };
-            match m.tool_calls {
-                Some(calls) if role == Role::Assistant && !calls.is_empty() => {
-                    messages.push(Message::tool_calls(text, tools::calls(calls)));
-                }
-                Some(calls) if !calls.is_empty() => {
-                    return Err(ApiError::invalid(
-                        &format!("messages[{i}].tool_calls"),
-                        "only an assistant's message calls tools",
-                    ));
-                }
-                _ => messages.push(Message {
-                    images,
-                    ..Message::new(role, text)
-                }),
-            }
-        }
+        let (system, messages) = conversation(r.messages)?;
         let response_schema = match r.response_format {
             Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
             Some(ResponseFormat::JsonSchema { json_schema }) => {
@@ -290,7 +299,7 @@ impl DropinApi for OpenAi {
         })
     }
 
-    fn answer<'a>(model: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
+    fn answer<'a>(model: &'a str, id: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
         ChatCompletion {
             callai: AnswerExtension::of(result),
             choices: [Choice {
@@ -311,16 +320,21 @@ impl DropinApi for OpenAi {
                 },
             }],
             created: unix_now(),
-            id: answer_id("chatcmpl-"),
+            id: id.to_owned(),
             model,
             object: "chat.completion",
             usage: usage(result),
         }
     }
 
-    fn framer(model: String, streaming: Streaming, _: Option<&CallResult>) -> ChatFramer {
+    fn framer(
+        model: String,
+        id: String,
+        streaming: Streaming,
+        _: Option<&CallResult>,
+    ) -> ChatFramer {
         ChatFramer {
-            id: answer_id("chatcmpl-"),
+            id,
             created: unix_now(),
             model,
             include_usage: matches!(

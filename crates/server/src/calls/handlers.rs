@@ -1,0 +1,104 @@
+//! `GET /v1/calls` and `GET /v1/calls/{id}`. A tenant sees its own calls;
+//! the admin sees every tenant's (`?tenant=NAME` to keep to one). Another
+//! owner's call is `404`, exactly as an id nobody holds.
+
+use super::{CallFilter, CallTrace};
+use crate::error::ApiError;
+use crate::scope::Scope;
+use crate::state::AppState;
+use crate::tenants::Caller;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Path, Query, State};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// The most calls one page holds, and what `?limit` defaults to.
+const MAX_PAGE: usize = 500;
+const DEFAULT_PAGE: usize = 50;
+
+/// `GET /v1/calls`'s query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    tenant: Option<String>,
+    provider: Option<String>,
+    model: Option<String>,
+    endpoint: Option<String>,
+    outcome: Option<String>,
+    /// `true`: only calls of more than one attempt.
+    retried: Option<bool>,
+    since: Option<String>,
+    before: Option<String>,
+    limit: Option<usize>,
+}
+
+/// `GET /v1/calls/{id}`'s query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OneQuery {
+    tenant: Option<String>,
+}
+
+/// The tenant whose calls `caller` reaches: its own; for the admin, the
+/// tenant it names or (`None`) every one.
+fn owner(caller: &Caller, named: Option<&str>) -> Result<Option<String>, ApiError> {
+    if caller.is_admin() && named.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(Scope::of(caller, named)?.tenant().to_owned()))
+}
+
+/// `GET /v1/calls/{id}`.
+pub async fn get_call(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+    query: Result<Query<OneQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::invalid("query", e.body_text()))?;
+    let tenant = owner(&caller, query.tenant.as_deref())?;
+    match state.calls.get(tenant.as_deref(), &id) {
+        Some(trace) => Ok(axum::Json(&*trace).into_response()),
+        None => Err(ApiError::not_found(format!("no call {id:?}"))),
+    }
+}
+
+/// A page of calls, newest first; `next` is the `?before=` of the next.
+#[derive(Serialize)]
+struct Page<'a> {
+    data: Vec<&'a CallTrace>,
+    next: Option<&'a str>,
+}
+
+/// `GET /v1/calls`: `?limit` (1..500, 50), `?before=ID`, and the filters
+/// `tenant`, `provider`, `model`, `endpoint`, `outcome`, `retried`, `since`.
+pub async fn list_calls(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<ListQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::invalid("query", e.body_text()))?;
+    let limit = q.limit.unwrap_or(DEFAULT_PAGE);
+    if !(1..=MAX_PAGE).contains(&limit) {
+        return Err(ApiError::invalid(
+            "limit",
+            format!("must be 1..{MAX_PAGE}, got {limit}"),
+        ));
+    }
+    let filter = CallFilter {
+        tenant: owner(&caller, q.tenant.as_deref())?,
+        provider: q.provider,
+        model: q.model,
+        endpoint: q.endpoint,
+        outcome: q.outcome,
+        retried: q.retried.unwrap_or(false),
+        since: q.since,
+    };
+    let (page, more) = state.calls.list(&filter, q.before.as_deref(), limit);
+    let body = Page {
+        data: page.iter().map(|t| &**t).collect(),
+        next: more.then(|| page.last().map(|t| t.id.as_str())).flatten(),
+    };
+    Ok(axum::Json(body).into_response())
+}

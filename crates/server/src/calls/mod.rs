@@ -1,0 +1,138 @@
+//! The traces of recent calls (`GET /v1/calls`, `GET /v1/calls/{id}`): each
+//! call of `/v1/call`, of the drop-ins and of pack runs, kept in memory,
+//! the newest `[server] keepCalls`, owner-scoped as runs are.
+
+mod handlers;
+mod trace;
+
+pub use handlers::{get_call, list_calls};
+pub use trace::{CallTrace, CallTracer, Origin};
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+
+/// A fresh call id: `prefix` and 16 hex digits, unguessable (the run log's
+/// source of fresh ids).
+pub fn fresh_id(prefix: &str) -> String {
+    let seed = callai_engine::runlog::fresh_id();
+    format!("{prefix}{seed:016x}")
+}
+
+/// The traces kept, oldest first; past `keep`, the oldest goes.
+#[derive(Debug)]
+pub struct CallStore {
+    keep: usize,
+    inner: Mutex<Kept>,
+}
+
+#[derive(Debug, Default)]
+struct Kept {
+    order: VecDeque<Arc<CallTrace>>,
+    by_id: HashMap<String, Arc<CallTrace>>,
+}
+
+/// What `GET /v1/calls` keeps to.
+#[derive(Debug, Default, Clone)]
+pub struct CallFilter {
+    /// The owner: a tenant's own, or (the admin, unset) every tenant's.
+    pub tenant: Option<String>,
+    /// Calls with a request to this provider.
+    pub provider: Option<String>,
+    /// Calls with a request for this model, or routing this model name.
+    pub model: Option<String>,
+    /// `call`, `chat_completions`, `messages` or `run`.
+    pub endpoint: Option<String>,
+    /// `ok`, or an error code.
+    pub outcome: Option<String>,
+    /// Only calls of more than one attempt.
+    pub retried: bool,
+    /// Only calls started at or after this RFC 3339 time.
+    pub since: Option<String>,
+}
+
+impl CallFilter {
+    fn admits(&self, t: &CallTrace) -> bool {
+        let is = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
+        is(&self.tenant, &t.tenant)
+            && is(&self.endpoint, t.endpoint)
+            && is(&self.outcome, &t.outcome)
+            && self
+                .provider
+                .as_deref()
+                .is_none_or(|p| t.requests.iter().any(|r| r.provider == p))
+            && self.model.as_deref().is_none_or(|m| {
+                t.route.as_deref() == Some(m) || t.requests.iter().any(|r| r.model == m)
+            })
+            && (!self.retried || t.attempts.count > 1)
+            // RFC 3339 UTC times of one format order as their text does.
+            && self.since.as_deref().is_none_or(|s| t.created_at.as_str() >= s)
+    }
+}
+
+impl CallStore {
+    /// A store of the newest `keep` traces.
+    pub fn new(keep: usize) -> Self {
+        Self {
+            keep,
+            inner: Mutex::new(Kept::default()),
+        }
+    }
+
+    fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
+        // A panic while holding the lock leaves the traces whole (each
+        // change is one push or one pop): go on with them.
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Keeps `trace`, dropping the oldest past the bound.
+    pub fn record(&self, trace: CallTrace) {
+        if self.keep == 0 {
+            return;
+        }
+        let trace = Arc::new(trace);
+        let mut kept = self.kept();
+        kept.by_id.insert(trace.id.clone(), trace.clone());
+        kept.order.push_back(trace);
+        while kept.order.len() > self.keep {
+            if let Some(old) = kept.order.pop_front() {
+                kept.by_id.remove(&old.id);
+            }
+        }
+    }
+
+    /// Call `id`, when `tenant` may see it (`None`: the admin, any).
+    pub fn get(&self, tenant: Option<&str>, id: &str) -> Option<Arc<CallTrace>> {
+        let found = self.kept().by_id.get(id).cloned()?;
+        tenant.is_none_or(|t| t == found.tenant).then_some(found)
+    }
+
+    /// Up to `limit` traces `filter` admits, newest first, older than the
+    /// call `before` when given; and whether there are more.
+    pub fn list(
+        &self,
+        filter: &CallFilter,
+        before: Option<&str>,
+        limit: usize,
+    ) -> (Vec<Arc<CallTrace>>, bool) {
+        let kept = self.kept();
+        let mut newest_first = kept.order.iter().rev();
+        if let Some(before) = before {
+            // Skip to the call named, then past it.
+            if !newest_first.by_ref().any(|t| t.id == before) {
+                return (Vec::new(), false);
+            }
+        }
+        let mut page: Vec<Arc<CallTrace>> = Vec::with_capacity(limit.min(kept.order.len()));
+        let mut more = false;
+        for t in newest_first.filter(|t| filter.admits(t)) {
+            if page.len() == limit {
+                more = true;
+                break;
+            }
+            page.push(t.clone());
+        }
+        (page, more)
+    }
+}

@@ -1,0 +1,239 @@
+//! A call's trace: every provider request it sent, in order, with why it
+//! was sent, where it went, what came back, the tokens reported and how
+//! long it took; then the call's outcome and its RFC 0248 `attempts`. Built
+//! by an observer as the engine makes the call; no prompt or answer text.
+
+use super::CallStore;
+use crate::runs::rfc3339;
+use callai_engine::RequestReason;
+use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
+use callai_engine::wire::{Attempts, CallError, CallResult};
+use serde::Serialize;
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+/// One call, as `GET /v1/calls/{id}` answers it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallTrace {
+    /// Its id: the `x-callai-call-id` header, and a drop-in answer's `id`.
+    pub id: String,
+    /// The tenant that made it.
+    pub tenant: String,
+    /// `call`, `chat_completions`, `messages`, or `run` (a pack's call).
+    pub endpoint: &'static str,
+    /// The run it belongs to, for a pack's call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The node that made it.
+    pub node_id: String,
+    /// When it started (RFC 3339, UTC).
+    pub created_at: String,
+    /// The model name it routed (`[models.NAME]`), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<String>,
+    /// `ok`, or the error code it failed with.
+    pub outcome: String,
+    /// The RFC 0248 record: of the result, or of what a failed call sent.
+    pub attempts: Attempts,
+    /// Each request that reached a provider, in order.
+    pub requests: Vec<RequestTrace>,
+    /// From its start to its end.
+    pub duration_ms: u64,
+}
+
+/// One provider request of a call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestTrace {
+    /// Its number within the call, from 1.
+    pub n: u32,
+    /// `first`, `truncation`, `schema_violation`, `transient`, `fallback`
+    /// or `provider_fallback`.
+    pub reason: &'static str,
+    /// The provider it went to.
+    pub provider: String,
+    /// The model it asked for.
+    pub model: String,
+    /// The token limit it carried.
+    pub max_tokens: u32,
+    /// The finish reason of its reply, or `error`.
+    pub outcome: &'static str,
+    /// The provider's HTTP status, when it answered over HTTP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Input tokens, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u32>,
+    /// Output tokens, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u32>,
+    /// From sending it to its reply or failure.
+    pub latency_ms: u64,
+}
+
+/// The record of a call that sent nothing.
+const NONE_SENT: Attempts = Attempts {
+    count: 0,
+    output_tokens: None,
+    usage_complete: true,
+    structured_output: None,
+};
+
+/// The trace's word for why a request was sent.
+fn reason(r: RequestReason) -> &'static str {
+    match r {
+        RequestReason::First => "first",
+        RequestReason::Truncation => "truncation",
+        // A reply that was not JSON broke the schema as surely.
+        RequestReason::SchemaViolation | RequestReason::ParseError => "schema_violation",
+        RequestReason::Transient => "transient",
+        // Both put the schema in the prompt instead of asking natively.
+        RequestReason::Fallback | RequestReason::NativeRejected => "fallback",
+        RequestReason::ProviderFallback => "provider_fallback",
+    }
+}
+
+/// Where a tracer's calls come from.
+#[derive(Debug, Clone)]
+pub struct Origin {
+    /// The tenant.
+    pub tenant: String,
+    /// `call`, `chat_completions`, `messages` or `run`.
+    pub endpoint: &'static str,
+    /// The run, for a pack's calls.
+    pub run_id: Option<String>,
+}
+
+/// Traces the calls it observes into a [`CallStore`]: one call whose id
+/// was chosen before it started (`/v1/call`, a drop-in), or each call of a
+/// pack run under an id of its own.
+#[derive(Debug)]
+pub struct CallTracer {
+    store: Arc<CallStore>,
+    origin: Origin,
+    /// The id the next call takes, when it was chosen.
+    next_id: Mutex<Option<String>>,
+}
+
+impl CallTracer {
+    /// A tracer of calls from `origin` into `store`; the first call takes
+    /// `id` when given.
+    pub fn new(store: Arc<CallStore>, origin: Origin, id: Option<String>) -> Self {
+        Self {
+            store,
+            origin,
+            next_id: Mutex::new(id),
+        }
+    }
+}
+
+impl CallObserver for CallTracer {
+    fn call_started(&self, call: &CallStart<'_>) -> Box<dyn CallWatch> {
+        let id = self
+            .next_id
+            .lock()
+            .expect("the id is only taken")
+            .take()
+            .unwrap_or_else(|| super::fresh_id("call_"));
+        Box::new(TraceWatch {
+            store: self.store.clone(),
+            trace: CallTrace {
+                id,
+                tenant: self.origin.tenant.clone(),
+                endpoint: self.origin.endpoint,
+                run_id: self.origin.run_id.clone(),
+                node_id: call.node_id.to_owned(),
+                created_at: rfc3339(callai_engine::events::now_ms()),
+                route: call.route.map(str::to_owned),
+                outcome: String::new(),
+                attempts: NONE_SENT,
+                requests: Vec::new(),
+                duration_ms: 0,
+            },
+            started: Instant::now(),
+            sent: None,
+        })
+    }
+
+    fn call_refused(&self, node_id: &str, error: &CallError) {
+        // Refused before any request (a provider the policy denies): a
+        // trace of no requests says so.
+        let watch = self.call_started(&CallStart {
+            node_id,
+            route: None,
+            provider: "",
+            model: "",
+            max_tokens: 0,
+            structured: None,
+        });
+        watch.call_finished(Err(error));
+    }
+}
+
+/// One call being traced.
+struct TraceWatch {
+    store: Arc<CallStore>,
+    trace: CallTrace,
+    started: Instant,
+    /// When the request in flight was sent.
+    sent: Option<Instant>,
+}
+
+impl CallWatch for TraceWatch {
+    fn request_started(&mut self, _: &RequestStart<'_>) {
+        self.sent = Some(Instant::now());
+    }
+
+    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+        let latency = self.sent.take().map_or(0, |at| at.elapsed().as_millis());
+        // A request that never reached a provider is no attempt.
+        if end.is_err_and(|f| !f.was_sent()) {
+            return;
+        }
+        let (outcome, status, input_tokens, output_tokens) = match end {
+            Ok(reply) => (
+                reply.stop.as_str(),
+                reply.status,
+                reply.input_tokens,
+                reply.output_tokens,
+            ),
+            Err(failure) => ("error", failure.status, None, None),
+        };
+        self.trace.requests.push(RequestTrace {
+            n: request.number,
+            reason: reason(request.reason),
+            provider: request.provider.to_owned(),
+            model: request.model.to_owned(),
+            max_tokens: request.max_tokens,
+            outcome,
+            status,
+            input_tokens,
+            output_tokens,
+            latency_ms: u64::try_from(latency).unwrap_or(u64::MAX),
+        });
+    }
+
+    fn call_finished(mut self: Box<Self>, result: Result<&CallResult, &CallError>) {
+        let sent = &self.trace.requests;
+        let summed = Attempts {
+            count: sent.len() as u32,
+            output_tokens: sent
+                .iter()
+                .filter_map(|r| r.output_tokens)
+                .map(u64::from)
+                .reduce(|a, b| a + b),
+            usage_complete: sent.iter().all(|r| r.output_tokens.is_some()),
+            structured_output: None,
+        };
+        let (outcome, attempts) = match result {
+            Ok(r) => ("ok".to_owned(), r.attempts.unwrap_or(summed)),
+            Err(e) => (e.code.as_str().to_owned(), summed),
+        };
+        self.trace.outcome = outcome;
+        self.trace.attempts = attempts;
+        self.trace.duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(0);
+        let TraceWatch { store, trace, .. } = *self;
+        store.record(trace);
+    }
+}

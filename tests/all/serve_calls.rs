@@ -1,0 +1,183 @@
+//! A trace per call (issue 35, item 1): every answer of `/v1/call`, the
+//! drop-ins and a pack run's calls has a call id; `GET /v1/calls/{id}`
+//! gives each attempt in order, owner-scoped; `GET /v1/calls` pages them,
+//! newest first, with filters. No prompt or answer text in a trace.
+
+use callai_tests::serve::{TestServer, truncating};
+use serde_json::{Value, json};
+
+const CONFIG: &str = "[server]\ntokenEnv = \"ADMIN\"\n\
+                      [tenants.a]\ntokenEnv = \"A\"\n[tenants.b]\ntokenEnv = \"B\"\n";
+
+async fn server() -> TestServer {
+    TestServer::start_with(CONFIG, None, |k| match k {
+        "ADMIN" => Some("tok-admin".into()),
+        "A" => Some("tok-a".into()),
+        "B" => Some("tok-b".into()),
+        _ => None,
+    })
+    .await
+}
+
+/// `POST path` as `token`: the status, the call id header and the body.
+async fn post(server: &TestServer, token: &str, path: &str, body: &Value) -> (u16, String, Value) {
+    let response = reqwest::Client::new()
+        .post(format!("{}{path}", server.url))
+        .bearer_auth(token)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let id = response
+        .headers()
+        .get("x-callai-call-id")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let body = response.bytes().await.unwrap();
+    (status, id, serde_json::from_slice(&body).unwrap())
+}
+
+async fn get(server: &TestServer, token: &str, path: &str) -> (u16, Value) {
+    let answer = server.send_as("GET", path, None, Some(token)).await;
+    (answer.status, answer.body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_is_traced_attempt_by_attempt_under_the_id_its_answer_names() {
+    let server = server().await;
+    let (request, script) = truncating(2);
+    let body = json!({"request": request, "script": script});
+    let (status, id, answer) = post(&server, "tok-a", "/v1/call", &body).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(id.starts_with("call_"), "{id}");
+    let (status, trace) = get(&server, "tok-a", &format!("/v1/calls/{id}")).await;
+    assert_eq!(status, 200, "{trace}");
+    assert_eq!(
+        (
+            &trace["id"],
+            &trace["tenant"],
+            &trace["endpoint"],
+            &trace["outcome"]
+        ),
+        (&json!(id), &json!("a"), &json!("call"), &json!("ok"))
+    );
+    assert_eq!(
+        trace["attempts"], answer["result"]["attempts"],
+        "the RFC record"
+    );
+    let requests = trace["requests"].as_array().unwrap();
+    let summary: Vec<(u64, &str, &str, u64, &str)> = requests
+        .iter()
+        .map(|r| {
+            (
+                r["n"].as_u64().unwrap(),
+                r["reason"].as_str().unwrap(),
+                r["provider"].as_str().unwrap(),
+                r["maxTokens"].as_u64().unwrap(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            (1, "first", "mock", 100, "length"),
+            (2, "truncation", "mock", 200, "stop")
+        ],
+        "the budget growth is visible"
+    );
+    assert_eq!(requests[0]["outputTokens"], 100);
+    assert!(requests[0]["latencyMs"].is_u64());
+    assert!(
+        !trace.to_string().contains("\"hi\""),
+        "no prompt text: {trace}"
+    );
+
+    // Another tenant's call is no call; the admin sees it, and may name a
+    // tenant; a tenant may not name another.
+    let (status, _) = get(&server, "tok-b", &format!("/v1/calls/{id}")).await;
+    assert_eq!(status, 404);
+    let (status, _) = get(&server, "tok-admin", &format!("/v1/calls/{id}")).await;
+    assert_eq!(status, 200);
+    let (status, _) = get(&server, "tok-b", "/v1/calls?tenant=a").await;
+    assert_eq!(status, 403);
+    let (_, page) = get(&server, "tok-b", "/v1/calls").await;
+    assert_eq!(page["data"], json!([]));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drop_in_answer_id_is_its_call_id_and_failures_are_traced_too() {
+    let server = server().await;
+    let chat = json!({"model": "mock", "messages": [{"role": "user", "content": "hi"}],
+                      "callai": {"script": [{"content": "hello", "outputTokens": 2}]}});
+    let (status, id, answer) = post(&server, "tok-a", "/v1/chat/completions", &chat).await;
+    assert_eq!(status, 200, "{answer}");
+    assert!(id.starts_with("chatcmpl-"), "{id}");
+    assert_eq!(answer["id"], id.as_str());
+    let messages = json!({"model": "mock", "max_tokens": 20,
+                          "messages": [{"role": "user", "content": "hi"}],
+                          "callai": {"script": [{"content": "hello", "outputTokens": 2}]}});
+    let (_, id2, answer) = post(&server, "tok-a", "/v1/messages", &messages).await;
+    assert!(id2.starts_with("msg_"), "{id2}");
+    assert_eq!(answer["id"], id2.as_str());
+    let (_, trace) = get(&server, "tok-a", &format!("/v1/calls/{id2}")).await;
+    assert_eq!(trace["endpoint"], "messages");
+    // A call that fails (the script runs out after one transient reply) is
+    // traced with its outcome.
+    let failing = json!({"model": "mock", "messages": [{"role": "user", "content": "hi"}],
+                         "callai": {"retry": {"maxAttempts": 1},
+                                    "script": [{"error": {"status": 503, "message": "down"}}]}});
+    let (status, id3, _) = post(&server, "tok-a", "/v1/chat/completions", &failing).await;
+    assert_eq!(status, 502);
+    let (_, trace) = get(&server, "tok-a", &format!("/v1/calls/{id3}")).await;
+    assert_eq!(trace["outcome"], "provider_unavailable", "{trace}");
+    assert_eq!(trace["requests"][0]["status"], 503, "{trace}");
+    assert_eq!(trace["requests"][0]["outcome"], "error");
+
+    // The list: newest first, paged, filtered.
+    let (_, page) = get(&server, "tok-a", "/v1/calls?limit=2").await;
+    let ids: Vec<&str> = page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [id3.as_str(), id2.as_str()]);
+    let (_, next) = get(
+        &server,
+        "tok-a",
+        &format!(
+            "/v1/calls?limit=2&before={}",
+            page["next"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(next["data"][0]["id"], id.as_str());
+    assert_eq!(next["next"], Value::Null);
+    let (_, failed) = get(&server, "tok-a", "/v1/calls?outcome=provider_unavailable").await;
+    assert_eq!(failed["data"].as_array().unwrap().len(), 1);
+    let (_, chats) = get(&server, "tok-a", "/v1/calls?endpoint=chat_completions").await;
+    assert_eq!(chats["data"].as_array().unwrap().len(), 2);
+    let (status, refused) = get(&server, "tok-a", "/v1/calls?limit=0").await;
+    assert_eq!(status, 400, "{refused}");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_call_of_a_pack_run_is_traced_with_its_run() {
+    let server = server().await;
+    let (request, script) = truncating(3);
+    let run = json!({"pack": "echo-attempts", "input": request, "script": script, "runId": "r-1"});
+    let (status, _, answer) = post(&server, "tok-a", "/v1/runs", &run).await;
+    assert_eq!(status, 200, "{answer}");
+    let (_, page) = get(&server, "tok-a", "/v1/calls?endpoint=run&retried=true").await;
+    let traces = page["data"].as_array().unwrap();
+    assert_eq!(traces.len(), 1, "{page}");
+    assert_eq!(traces[0]["runId"], "r-1");
+    assert_eq!(traces[0]["attempts"]["count"], 3);
+    assert_eq!(traces[0]["requests"].as_array().unwrap().len(), 3);
+    server.shutdown().await;
+}
