@@ -45,6 +45,7 @@ mod serve_budget_contention;
 mod serve_budget_hosts;
 mod serve_calls;
 mod serve_connections;
+mod serve_cost;
 mod serve_dropin;
 mod serve_durable;
 mod serve_errors;

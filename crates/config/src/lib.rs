@@ -21,12 +21,14 @@
 
 mod locate;
 mod open_log;
+mod pricing;
 mod resolved;
 mod serve;
 mod tenants;
 
 pub use locate::{located, located_in_file, position};
 pub use open_log::{OpenLog, open_runlog};
+pub use pricing::PricingConfig;
 pub use resolved::ResolvedConfig;
 pub use serve::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
 pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name};
@@ -41,7 +43,7 @@ use std::path::Path;
 use std::sync::LazyLock;
 
 /// The whole config file.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Config {
     /// The engine's sections: `[retry]`, `[callAccounting]`, `[policy]`,
     /// `[mock]`, `[defaults]`, `[limits]`.
@@ -58,6 +60,8 @@ pub struct Config {
     pub cache: CacheConfig,
     /// `[tenants.NAME]`, by name.
     pub tenants: TenantsConfig,
+    /// `[pricing]`
+    pub pricing: PricingConfig,
 }
 
 impl Config {
@@ -69,8 +73,15 @@ impl Config {
     /// Reads and checks a config from a TOML file; an error names it, and
     /// the line and column of the key it is about.
     pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
-        let config = read_toml(path)?;
+        let mut config: Self = read_toml(path)?;
         Self::validate(&config).map_err(|e| located_in_file(e, path))?;
+        // A price list named relative to the config is beside it.
+        if let Some(file) = &mut config.pricing.file
+            && file.is_relative()
+            && let Some(dir) = path.parent()
+        {
+            *file = dir.join(&*file);
+        }
         Ok(config)
     }
 
@@ -106,13 +117,14 @@ impl Config {
 }
 
 /// The sections this crate's callers own, after the engine's.
-const OWN_SECTIONS: [&str; 6] = [
+const OWN_SECTIONS: [&str; 7] = [
     "providers",
     "telemetry",
     "server",
     "runlog",
     "cache",
     "tenants",
+    "pricing",
 ];
 
 /// Every section, in the order an unknown one's refusal lists them.
@@ -142,6 +154,7 @@ impl<'de> Deserialize<'de> for Config {
                     runlog,
                     cache,
                     tenants,
+                    pricing,
                 } = &mut config;
                 let sections: &'static [&'static str] = &SECTIONS;
                 read_sections(map, sections, host, |key, map| {
@@ -152,6 +165,7 @@ impl<'de> Deserialize<'de> for Config {
                         "runlog" => *runlog = map.next_value()?,
                         "cache" => *cache = map.next_value()?,
                         "tenants" => *tenants = map.next_value()?,
+                        "pricing" => *pricing = map.next_value()?,
                         other => unreachable!("{other} is in SECTIONS"),
                     }
                     Ok(())

@@ -43,6 +43,8 @@ pub struct ResolvedConfig<'a> {
     pub cache: &'a CacheConfig,
     /// `[tenants.NAME]`
     pub tenants: &'a TenantsConfig,
+    /// `[pricing]`
+    pub pricing: &'a crate::PricingConfig,
 }
 
 impl Config {
@@ -69,6 +71,7 @@ impl Config {
             runlog: &self.runlog,
             cache: &self.cache,
             tenants: &self.tenants,
+            pricing: &self.pricing,
         })
     }
 

@@ -359,10 +359,10 @@ impl Host {
             deltas: options.deltas.as_ref(),
             tally: held.as_ref().map(|h| Charging {
                 tally: &h.tally,
-                schema_bytes: schema_bytes.unwrap_or(0),
-                overhead,
                 budget: &*h.budget,
             }),
+            schema_bytes: schema_bytes.unwrap_or(0),
+            overhead,
         };
         let result = drive(
             machine,

@@ -40,6 +40,9 @@ pub struct RequestStart<'a> {
     pub reason: RequestReason,
     /// The `max_tokens` it carries.
     pub max_tokens: u32,
+    /// The most input tokens it may cost (its text, schema and the
+    /// overheads a provider adds): what prices it when no usage comes back.
+    pub input_bound: u64,
     /// The model it asks for.
     pub model: &'a str,
     /// How it asks for JSON, when the call is structured.

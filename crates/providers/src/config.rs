@@ -84,7 +84,7 @@ impl ProviderKind {
 pub type ProvidersConfig = BTreeMap<String, ProviderConfig>;
 
 /// One `[providers.NAME]` section. Absent keys take the kind's defaults.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderConfig {
     /// The wire format; implied by a section named `openai` or `anthropic`.
@@ -114,11 +114,31 @@ pub struct ProviderConfig {
     pub query: Option<BTreeMap<String, String>>,
     /// Fields merged into every request body (none the host sets itself).
     pub extra_body: Option<Map<String, Value>>,
+    /// What its tokens cost, per million (`[providers.NAME.prices]`).
+    pub prices: Option<Prices>,
+}
+
+/// `[providers.NAME.prices]`: what a provider's tokens cost, per million,
+/// whatever model a request names of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Prices {
+    /// Per million input tokens.
+    pub input: f64,
+    /// Per million output tokens.
+    pub output: f64,
+    /// The currency of both (`USD` unless said).
+    #[serde(default = "usd")]
+    pub currency: String,
+}
+
+fn usd() -> String {
+    "USD".into()
 }
 
 /// A section with its defaults filled in (serialized as its section,
 /// every key spelt as the config spells it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProviderSettings {
     /// The section name: what a request's `provider` names.
@@ -153,6 +173,9 @@ pub struct ProviderSettings {
     /// Fields merged into every request body.
     #[serde(skip_serializing_if = "Map::is_empty")]
     pub extra_body: Map<String, Value>,
+    /// What its tokens cost, per million.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prices: Option<Prices>,
 }
 
 impl ProviderConfig {
@@ -204,6 +227,7 @@ impl ProviderConfig {
             headers: self.headers.clone().unwrap_or_default(),
             query: self.query.clone().unwrap_or_default(),
             extra_body: self.extra_body.clone().unwrap_or_default(),
+            prices: self.prices.clone(),
         })
     }
 }
@@ -233,6 +257,23 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
                 &format!("providers.{name}.timeoutMs"),
                 format!("must be 1..3600000, got {}", s.timeout_ms),
             ));
+        }
+        if let Some(prices) = &section.prices {
+            for (key, value) in [("input", prices.input), ("output", prices.output)] {
+                if !(value.is_finite() && value >= 0.0) {
+                    return Err(invalid(
+                        &format!("providers.{name}.prices.{key}"),
+                        format!("must be a price of 0 or more, got {value}"),
+                    ));
+                }
+            }
+            let currency = &prices.currency;
+            if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
+                return Err(invalid(
+                    &format!("providers.{name}.prices.currency"),
+                    format!("must be a three-letter ISO 4217 code (USD, EUR), got {currency:?}"),
+                ));
+            }
         }
         if s.input_overhead_tokens > 1_000_000 {
             return Err(invalid(

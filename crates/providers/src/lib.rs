@@ -34,7 +34,9 @@ mod redact;
 mod upstream;
 mod usage;
 
-pub use config::{ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate};
+pub use config::{
+    Prices, ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate,
+};
 pub use upstream::{KeyHeader, MaxTokensField};
 
 use adapter::HttpProvider;

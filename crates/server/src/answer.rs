@@ -102,6 +102,9 @@ pub struct CallAnswer {
     /// The call's events, when the caller asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub events: Option<Vec<Event>>,
+    /// What it cost, when a price is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<crate::calls::Cost>,
 }
 
 /// `GET /healthz`: `{"status": "ok"}`.

@@ -4,7 +4,7 @@
 
 use crate::answer::CallAnswer;
 use crate::body::CallBody;
-use crate::calls::{CallTracer, Origin};
+use crate::calls::{CallTracer, Cost, Origin};
 use crate::error::{ApiCode, ApiError};
 use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
@@ -20,6 +20,19 @@ pub const DEFAULT_NODE_ID: &str = "callai.call";
 
 /// The header naming a call's id: its trace is `GET /v1/calls/{id}`.
 pub const CALL_ID_HEADER: &str = "x-callai-call-id";
+
+/// Adds what a call cost to `headers`: `x-callai-cost` (the amount, a
+/// decimal) and `x-callai-cost-currency`.
+pub fn add_cost(headers: &mut axum::http::HeaderMap, cost: Option<&Cost>) {
+    let Some(cost) = cost else { return };
+    if let (Ok(amount), Ok(currency)) = (
+        axum::http::HeaderValue::from_str(&cost.amount.to_string()),
+        axum::http::HeaderValue::from_str(&cost.currency),
+    ) {
+        headers.insert("x-callai-cost", amount);
+        headers.insert("x-callai-cost-currency", currency);
+    }
+}
 
 /// Adds the call's id to `headers`.
 pub fn add_call_id(headers: &mut axum::http::HeaderMap, id: &str) {
@@ -38,6 +51,8 @@ pub struct Settled {
     pub events: Option<Vec<Event>>,
     /// The caller's budget, when it has one.
     pub budget: Option<TenantBudget>,
+    /// What it cost, when a price is known.
+    pub cost: Option<Cost>,
 }
 
 impl Settled {
@@ -67,9 +82,18 @@ pub async fn serve(
     };
     let mut headers = settled.budget_headers();
     add_call_id(&mut headers, &id);
+    add_cost(&mut headers, settled.cost.as_ref());
     let events = settled.events;
     match settled.outcome {
-        Ok(result) => Ok((headers, axum::Json(CallAnswer { result, events })).into_response()),
+        Ok(result) => {
+            let cost = settled.cost;
+            let answer = CallAnswer {
+                result,
+                events,
+                cost,
+            };
+            Ok((headers, axum::Json(answer)).into_response())
+        }
         Err(error) => {
             let e = ApiError::from_call(&error);
             let body = axum::Json(e.body(events));
@@ -82,7 +106,11 @@ pub async fn serve(
 
 /// What observes one call: the metrics, its trace (under the call's id),
 /// and the OTel spans when traces are sent.
-fn observer(state: &AppState, caller: &Caller, call: &CallBody) -> SharedObserver {
+fn observer(
+    state: &AppState,
+    caller: &Caller,
+    call: &CallBody,
+) -> (SharedObserver, Arc<CallTracer>) {
     let tracer = Arc::new(CallTracer::new(
         state.calls.clone(),
         Origin {
@@ -90,16 +118,19 @@ fn observer(state: &AppState, caller: &Caller, call: &CallBody) -> SharedObserve
             endpoint: call.endpoint,
             run_id: None,
         },
+        state.pricing(),
         Some(call.id.clone()),
     ));
-    match &state.telemetry {
-        Some(t) => Arc::new(state.observers().with(Arc::new(t.calls())).with(tracer)),
+    let traced: SharedObserver = tracer.clone();
+    let observer: SharedObserver = match &state.telemetry {
+        Some(t) => Arc::new(state.observers().with(Arc::new(t.calls())).with(traced)),
         None => Arc::new(
             Observers::new()
                 .with(state.call_observer.clone())
-                .with(tracer),
+                .with(traced),
         ),
-    }
+    };
+    (observer, tracer)
 }
 
 /// Runs one call through the engine, as `/v1/call` and the drop-in
@@ -142,7 +173,7 @@ pub async fn settle(
         }
     }
     state.report_load();
-    let observer = observer(state, caller, &call);
+    let (observer, tracer) = observer(state, caller, &call);
     let events = EventLog::new();
     let node_id = call.node_id.as_deref().unwrap_or(DEFAULT_NODE_ID);
     // A call that does not reach the mock needs no mock of its own: it
@@ -181,6 +212,7 @@ pub async fn settle(
             outcome,
             events,
             budget,
+            cost: tracer.last_cost(),
         }),
         Some(Err(RunError::Limit { key, message })) => Err(ApiError::over_limit(
             ApiCode::LimitExceeded,

@@ -35,6 +35,7 @@ pub fn check_config(
         .host_builder(env)?
         .mock(crate::mock(config))
         .build()?;
+    crate::calls::PriceList::load(config)?;
     let tokens = ServerTokens {
         admin: admin.as_deref(),
         metrics: metrics.as_deref(),

@@ -264,6 +264,7 @@ impl Server {
             .host_builder(&|k| env(k))
             .and_then(|builder| builder.mock(mock(&config)).build())
             .map_err(|e| setup(e.to_string()))?;
+        let prices = Arc::new(calls::PriceList::load(&config).map_err(|e| setup(e.to_string()))?);
         let packs = open_packs(&config, &options).await?;
         let tenants = callers(
             &config,
@@ -284,15 +285,13 @@ impl Server {
                 tenants::Allotment::new(log.clone(), name, plan, &host_id, ttl, metrics.clone())
             });
         }
-        let call_observer = Arc::new(
-            callai_engine::observe::Observers::new()
-                .with(Arc::new(metrics::MetricsObserver(metrics.clone()))),
-        );
+        let call_observer = Arc::new(metrics::MetricsObserver(metrics.clone()));
         let state = Arc::new(AppState {
             host,
             packs,
             runs: RunTable::new(config.server.keep_runs as usize),
             calls: Arc::new(calls::CallStore::new(config.server.keep_calls as usize)),
+            prices,
             admission: Admission::new(
                 limits.max_concurrent_runs as usize,
                 config.server.max_queued_runs as usize,

@@ -212,6 +212,7 @@ impl Work {
                 endpoint: "run",
                 run_id: Some(entry.run_id.clone()),
             },
+            state.pricing(),
             None,
         );
         let mut observers = state

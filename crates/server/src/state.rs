@@ -4,7 +4,7 @@
 //! it holds and on nothing that handles a request.
 
 use crate::admission::Admission;
-use crate::calls::CallStore;
+use crate::calls::{CallStore, PriceList, Pricing};
 use crate::error::ApiError;
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
@@ -30,6 +30,8 @@ pub struct AppState {
     pub runs: RunTable,
     /// The traces of recent calls.
     pub calls: Arc<CallStore>,
+    /// What requests cost.
+    pub prices: Arc<PriceList>,
     /// The gate in front of runs and calls.
     pub admission: Admission,
     /// The counters of `/metrics`.
@@ -53,6 +55,14 @@ pub struct AppState {
 }
 
 impl AppState {
+    /// The prices calls are traced at, and the metrics their cost goes to.
+    pub fn pricing(&self) -> Pricing {
+        Pricing {
+            prices: self.prices.clone(),
+            metrics: self.metrics.clone(),
+        }
+    }
+
     /// The engine's config.
     pub fn config(&self) -> &HostConfig {
         self.host.config()

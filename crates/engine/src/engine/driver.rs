@@ -149,6 +149,10 @@ pub(crate) struct DriveOptions<'a> {
     pub deltas: Option<&'a DeltaSink>,
     /// What the call's attempts spent, kept for its budget.
     pub tally: Option<Charging<'a>>,
+    /// The length of the call's schema and tools text (0 for neither).
+    pub schema_bytes: u64,
+    /// The largest hidden input per attempt of the call's targets.
+    pub overhead: u64,
 }
 
 /// How a budgeted call's attempts are charged as they go.
@@ -156,10 +160,6 @@ pub(crate) struct DriveOptions<'a> {
 pub(crate) struct Charging<'a> {
     /// The running tally.
     pub tally: &'a Tally,
-    /// The length of the call's schema text (0 for a text call).
-    pub schema_bytes: u64,
-    /// The largest hidden input per attempt of the call's targets.
-    pub overhead: u64,
     /// Told when an attempt reports more than its worst case.
     pub budget: &'a dyn Budget,
 }
@@ -227,13 +227,18 @@ pub(crate) async fn drive(
         max_response_bytes,
         deltas,
         tally,
+        schema_bytes,
+        overhead,
     } = options;
     let mut step = machine.start();
     loop {
         step = match step {
             Step::Send(attempt) => {
                 let (name, provider) = providers[attempt.target];
+                // What this request's input may cost at most.
+                let bound = request_bound(&attempt.request, schema_bytes) + overhead;
                 let seen = RequestStart {
+                    input_bound: bound,
                     provider: name,
                     number: attempt.number,
                     reason: attempt.reason,
@@ -248,11 +253,9 @@ pub(crate) async fn drive(
                 // out: a retry could replace it.
                 let text_call = machine.schema().is_none() && machine.tools().is_none();
                 let max_tokens = attempt.request.max_tokens;
-                let bound = tally.map_or(0, |c| {
-                    let bound = request_bound(&attempt.request, c.schema_bytes) + c.overhead;
+                if let Some(c) = tally {
                     c.tally.sent(max_tokens, bound);
-                    bound
-                });
+                }
                 let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
                         if let Some(c) = tally {

@@ -3,10 +3,12 @@
 //! the newest `[server] keepCalls`, owner-scoped as runs are.
 
 mod handlers;
+mod pricing;
 mod trace;
 
 pub use handlers::{get_call, list_calls};
-pub use trace::{CallTrace, CallTracer, Origin};
+pub use pricing::{Cost, PriceList};
+pub use trace::{CallTrace, CallTracer, Origin, Pricing};
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};

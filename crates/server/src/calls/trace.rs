@@ -4,6 +4,8 @@
 //! by an observer as the engine makes the call; no prompt or answer text.
 
 use super::CallStore;
+use super::pricing::{Cost, PriceList};
+use crate::metrics::Metrics;
 use crate::runs::rfc3339;
 use callai_engine::RequestReason;
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
@@ -36,6 +38,9 @@ pub struct CallTrace {
     pub outcome: String,
     /// The RFC 0248 record: of the result, or of what a failed call sent.
     pub attempts: Attempts,
+    /// What its requests cost, summed; absent when no price is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
     /// Each request that reached a provider, in order.
     pub requests: Vec<RequestTrace>,
     /// From its start to its end.
@@ -70,6 +75,10 @@ pub struct RequestTrace {
     pub output_tokens: Option<u32>,
     /// From sending it to its reply or failure.
     pub latency_ms: u64,
+    /// What it cost at its provider's and model's price; absent when
+    /// neither has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
 }
 
 /// The record of a call that sent nothing.
@@ -112,19 +121,44 @@ pub struct Origin {
 pub struct CallTracer {
     store: Arc<CallStore>,
     origin: Origin,
+    /// What its requests are priced at, and where their cost is counted.
+    pricing: Pricing,
     /// The id the next call takes, when it was chosen.
     next_id: Mutex<Option<String>>,
+    /// The cost of the last call that ended, for its answer.
+    last_cost: Arc<Mutex<Option<Cost>>>,
+}
+
+/// The prices, and the metrics that count what was spent.
+#[derive(Debug, Clone)]
+pub struct Pricing {
+    /// The prices.
+    pub prices: Arc<PriceList>,
+    /// `callai_cost_total`.
+    pub metrics: Arc<Metrics>,
 }
 
 impl CallTracer {
-    /// A tracer of calls from `origin` into `store`; the first call takes
-    /// `id` when given.
-    pub fn new(store: Arc<CallStore>, origin: Origin, id: Option<String>) -> Self {
+    /// A tracer of calls from `origin` into `store`, priced by `pricing`;
+    /// the first call takes `id` when given.
+    pub fn new(
+        store: Arc<CallStore>,
+        origin: Origin,
+        pricing: Pricing,
+        id: Option<String>,
+    ) -> Self {
         Self {
             store,
             origin,
+            pricing,
             next_id: Mutex::new(id),
+            last_cost: Arc::default(),
         }
+    }
+
+    /// What the last call that ended cost, when a price was known.
+    pub fn last_cost(&self) -> Option<Cost> {
+        self.last_cost.lock().ok()?.clone()
     }
 }
 
@@ -138,6 +172,9 @@ impl CallObserver for CallTracer {
             .unwrap_or_else(|| super::fresh_id("call_"));
         Box::new(TraceWatch {
             store: self.store.clone(),
+            pricing: self.pricing.clone(),
+            last_cost: self.last_cost.clone(),
+            unpriced: false,
             trace: CallTrace {
                 id,
                 tenant: self.origin.tenant.clone(),
@@ -148,6 +185,7 @@ impl CallObserver for CallTracer {
                 route: call.route.map(str::to_owned),
                 outcome: String::new(),
                 attempts: NONE_SENT,
+                cost: None,
                 requests: Vec::new(),
                 duration_ms: 0,
             },
@@ -174,6 +212,10 @@ impl CallObserver for CallTracer {
 /// One call being traced.
 struct TraceWatch {
     store: Arc<CallStore>,
+    pricing: Pricing,
+    last_cost: Arc<Mutex<Option<Cost>>>,
+    /// Whether a request had no price.
+    unpriced: bool,
     trace: CallTrace,
     started: Instant,
     /// When the request in flight was sent.
@@ -200,7 +242,26 @@ impl CallWatch for TraceWatch {
             ),
             Err(failure) => ("error", failure.status, None, None),
         };
+        let cost = self
+            .pricing
+            .prices
+            .price(request.provider, request.model)
+            .map(|price| {
+                let bounds = (request.input_bound, request.max_tokens);
+                price.cost((input_tokens, output_tokens), bounds)
+            });
+        match &cost {
+            Some(c) => self.pricing.metrics.spent(
+                &self.trace.tenant,
+                request.provider,
+                request.model,
+                request.reason.as_str(),
+                c,
+            ),
+            None => self.unpriced = true,
+        }
         self.trace.requests.push(RequestTrace {
+            cost,
             n: request.number,
             reason: reason(request.reason),
             provider: request.provider.to_owned(),
@@ -232,6 +293,11 @@ impl CallWatch for TraceWatch {
         };
         self.trace.outcome = outcome;
         self.trace.attempts = attempts;
+        let costs = self.trace.requests.iter().filter_map(|r| r.cost.as_ref());
+        self.trace.cost = Cost::sum(costs, self.unpriced);
+        if let Ok(mut last) = self.last_cost.lock() {
+            last.clone_from(&self.trace.cost);
+        }
         self.trace.duration_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(0);
         let TraceWatch { store, trace, .. } = *self;
         store.record(trace);

@@ -4,6 +4,7 @@
 //! types to the engine's without passing through JSON in between.
 
 use super::sse::Frame;
+use crate::calls::Cost;
 use crate::error::ApiError;
 use callai_engine::wire::{Attempts, CallRequest, CallResult, FinishReason, ParsedRetry, ToolCall};
 use serde::de::DeserializeOwned;
@@ -60,8 +61,14 @@ pub trait DropinApi: Send + Sync + 'static {
     /// cannot honour, naming the API's own field.
     fn map(request: Self::Request) -> Result<Mapped, ApiError>;
 
-    /// The answer `id` of a call to `model` that ended with `result`.
-    fn answer<'a>(model: &'a str, id: &'a str, result: &'a CallResult) -> impl Serialize + 'a;
+    /// The answer `id` of a call to `model` that ended with `result`,
+    /// with the `callai` extension `callai`.
+    fn answer<'a>(
+        model: &'a str,
+        id: &'a str,
+        result: &'a CallResult,
+        callai: AnswerExtension,
+    ) -> impl Serialize + 'a;
 
     /// The frames of a streamed answer for a call to `model`: as the
     /// provider streams it, or of a call that already ended (`settled`: a
@@ -120,12 +127,16 @@ pub struct Mapped {
     pub model: String,
 }
 
-/// The `callai` extension of an answer: `{"attempts": {...}}`.
+/// The `callai` extension of an answer: `{"attempts": {...}, "cost": {...}}`.
 #[derive(Debug, Clone, Serialize)]
 pub struct AnswerExtension {
     /// The RFC 0248 record, when the host advertises it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Attempts>,
+    /// What the call cost, when a price is known (not on a stream: its
+    /// end is framed before the call is priced).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
 }
 
 impl AnswerExtension {
@@ -133,7 +144,13 @@ impl AnswerExtension {
     pub fn of(result: &CallResult) -> Self {
         Self {
             attempts: result.attempts,
+            cost: None,
         }
+    }
+
+    /// With what the call cost.
+    pub fn with_cost(self, cost: Option<Cost>) -> Self {
+        Self { cost, ..self }
     }
 }
 
@@ -146,7 +163,6 @@ pub fn answer_text(result: &CallResult) -> Cow<'_, str> {
     }
 }
 
-/// A fresh id for an answer, after `prefix`.
 /// Seconds since the Unix epoch.
 pub fn unix_now() -> u64 {
     callai_engine::events::now_ms() / 1000

@@ -4,7 +4,7 @@
 //! admission, limits, events, metrics and traces), and answered in the
 //! API's shape, streamed or not.
 
-use super::api::{DropinApi, Mapped, Streaming};
+use super::api::{AnswerExtension, DropinApi, Mapped, Streaming};
 use super::outcome::{CallFailure, attempts_headers, run};
 use super::{sse, streaming};
 use crate::body::{self, CallBody, Naming};
@@ -63,7 +63,7 @@ async fn answer<A: DropinApi>(
         let framer = A::framer(model, id, streaming, None);
         return streaming::relay(state.clone(), caller, call, framer).await;
     }
-    let (result, budget) = run(state, &caller, call, None).await?;
+    let (result, budget, cost) = run(state, &caller, call, None).await?;
     let model = route.answer_model(state, &result);
     let mut headers = attempts_headers(&result);
     headers.extend(budget);
@@ -72,7 +72,8 @@ async fn answer<A: DropinApi>(
         let frames = streaming::settled(framer, &result);
         return Ok((headers, sse::body(frames)).into_response());
     }
-    Ok((headers, axum::Json(A::answer(&model, &id, &result))).into_response())
+    let callai = AnswerExtension::of(&result).with_cost(cost);
+    Ok((headers, axum::Json(A::answer(&model, &id, &result, callai))).into_response())
 }
 
 /// Where a drop-in `model` sends the call.

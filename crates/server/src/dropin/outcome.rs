@@ -4,6 +4,7 @@
 
 use crate::body::CallBody;
 use crate::call::{self, Settled};
+use crate::calls::Cost;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::tenants::Caller;
@@ -37,18 +38,23 @@ impl IntoResponse for CallFailure {
     }
 }
 
+/// A call's result, the headers of the caller's budget and of what it
+/// cost, and that cost.
+pub type Answered = (CallResult, HeaderMap, Option<Cost>);
+
 /// Runs a prepared call through the engine, its text streamed to `deltas`
-/// when given; the result with the caller's budget headers.
+/// when given; the result with the caller's budget and cost headers.
 pub async fn run(
     state: &AppState,
     caller: &Caller,
     call: CallBody,
     deltas: Option<DeltaSink>,
-) -> Result<(CallResult, HeaderMap), CallFailure> {
+) -> Result<Answered, CallFailure> {
     let settled: Settled = call::settle(state, caller, call, deltas).await?;
-    let headers = settled.budget_headers();
+    let mut headers = settled.budget_headers();
+    call::add_cost(&mut headers, settled.cost.as_ref());
     match settled.outcome {
-        Ok(result) => Ok((result, headers)),
+        Ok(result) => Ok((result, headers, settled.cost)),
         Err(e) => Err(CallFailure {
             error: ApiError::from_call(&e),
             headers,

@@ -119,6 +119,7 @@ mod tests {
             number,
             reason,
             max_tokens: 10,
+            input_bound: 100,
             model: "m",
             structured: None,
         }

@@ -37,6 +37,16 @@ struct ProviderLabel {
     provider: String,
 }
 
+/// Who spent what on which request: `callai_cost_total`'s labels.
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CostLabels {
+    tenant: String,
+    provider: String,
+    model: String,
+    reason: &'static str,
+    currency: String,
+}
+
 /// A routed model name and the `PROVIDER/MODEL` target that answered it.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct RouteLabels {
@@ -53,6 +63,7 @@ pub struct Metrics {
     requests: Family<RequestLabels, Counter>,
     output_tokens: Family<ProviderLabel, Counter>,
     routed: Family<RouteLabels, Counter>,
+    cost: Family<CostLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
     run_duration: Histogram,
     running: Gauge,
     queued: Gauge,
@@ -143,6 +154,7 @@ impl Metrics {
             requests: Family::default(),
             output_tokens: Family::default(),
             routed: Family::default(),
+            cost: Family::default(),
             // 5 ms to about 20 minutes.
             run_duration: Histogram::new([
                 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
@@ -205,6 +217,13 @@ impl Metrics {
             "callai_output_tokens",
             "Output tokens the providers reported, over every request",
             self.output_tokens.clone(),
+        );
+        registry.register(
+            "callai_cost",
+            "What provider requests cost at their provider's and model's price, by tenant, \
+             provider, model, why each was sent (what retries cost) and currency; a request \
+             with no usage at its worst case",
+            self.cost.clone(),
         );
         registry.register(
             "callai_routed_calls",
@@ -349,6 +368,27 @@ impl Metrics {
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
             .expect("writing to a String cannot fail");
         out
+    }
+
+    /// A request of `tenant` to `model` of `provider`, sent for `reason`,
+    /// cost `cost`.
+    pub fn spent(
+        &self,
+        tenant: &str,
+        provider: &str,
+        model: &str,
+        reason: &'static str,
+        cost: &crate::calls::Cost,
+    ) {
+        self.cost
+            .get_or_create(&CostLabels {
+                tenant: tenant.to_owned(),
+                provider: provider.to_owned(),
+                model: model.to_owned(),
+                reason,
+                currency: cost.currency.clone(),
+            })
+            .inc_by(cost.amount);
     }
 
     fn call_ended(&self, outcome: &'static str) {

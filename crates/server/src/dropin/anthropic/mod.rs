@@ -177,9 +177,14 @@ impl DropinApi for Anthropic {
         })
     }
 
-    fn answer<'a>(model: &'a str, id: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
+    fn answer<'a>(
+        model: &'a str,
+        id: &'a str,
+        result: &'a CallResult,
+        callai: AnswerExtension,
+    ) -> impl Serialize + 'a {
         MessageAnswer {
-            callai: AnswerExtension::of(result),
+            callai,
             content: content(result),
             id: id.to_owned(),
             model,

@@ -299,9 +299,14 @@ impl DropinApi for OpenAi {
         })
     }
 
-    fn answer<'a>(model: &'a str, id: &'a str, result: &'a CallResult) -> impl Serialize + 'a {
+    fn answer<'a>(
+        model: &'a str,
+        id: &'a str,
+        result: &'a CallResult,
+        callai: AnswerExtension,
+    ) -> impl Serialize + 'a {
         ChatCompletion {
-            callai: AnswerExtension::of(result),
+            callai,
             choices: [Choice {
                 finish_reason: openai_finish(result.finish_reason),
                 index: 0,

@@ -1,0 +1,207 @@
+//! Cost in money: each request priced at its own provider and model, from
+//! the provider's `[providers.NAME.prices]` or the `[pricing] file` in
+//! LiteLLM's `model_prices_and_context_window.json` format. A request with
+//! no usage is priced at its worst case, and its cost marked incomplete.
+
+use callai_config::Config;
+use callai_engine::config::{ConfigError, invalid};
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// What a provider's tokens cost, per token.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Price {
+    input: f64,
+    output: f64,
+    currency: String,
+}
+
+/// A cost: an amount, its currency, and whether every request it sums
+/// reported its usage (else the amount is priced at worst case).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Cost {
+    /// The amount.
+    pub amount: f64,
+    /// Its currency (`USD`).
+    pub currency: String,
+    /// False when a request reported no usage, or had no price.
+    pub complete: bool,
+}
+
+impl Price {
+    /// What a request cost: its reported tokens, or, missing a count, its
+    /// worst case (`input_bound` in, `max_tokens` out), marked incomplete.
+    pub fn cost(&self, usage: (Option<u32>, Option<u32>), bounds: (u64, u32)) -> Cost {
+        let (input, output) = usage;
+        let tokens_in = input.map_or(bounds.0 as f64, f64::from);
+        let tokens_out = f64::from(output.unwrap_or(bounds.1));
+        Cost {
+            amount: tokens_in * self.input + tokens_out * self.output,
+            currency: self.currency.clone(),
+            complete: input.is_some() && output.is_some(),
+        }
+    }
+}
+
+impl Cost {
+    /// The sum of `costs` when they share a currency (`None` for none, or
+    /// for costs in several currencies); `complete` only if each is and
+    /// none is missing (`missing`: requests with no price).
+    pub fn sum<'a>(costs: impl IntoIterator<Item = &'a Cost>, missing: bool) -> Option<Cost> {
+        let mut total: Option<Cost> = None;
+        for c in costs {
+            match &mut total {
+                None => total = Some(c.clone()),
+                Some(t) if t.currency == c.currency => {
+                    t.amount += c.amount;
+                    t.complete &= c.complete;
+                }
+                Some(_) => return None,
+            }
+        }
+        total.map(|t| Cost {
+            complete: t.complete && !missing,
+            ..t
+        })
+    }
+}
+
+/// The prices a host knows: by provider, and by model from the price list.
+#[derive(Debug, Default)]
+pub struct PriceList {
+    by_provider: HashMap<String, Price>,
+    by_model: HashMap<String, Price>,
+}
+
+impl PriceList {
+    /// The prices of `config`: each provider's `prices`, and the `[pricing]
+    /// file`, read now (an unreadable or empty one is refused naming
+    /// `pricing.file`).
+    pub fn load(config: &Config) -> Result<Self, ConfigError> {
+        let per_million = 1e-6;
+        let by_provider = config
+            .providers
+            .iter()
+            .filter_map(|(name, section)| {
+                let p = section.prices.as_ref()?;
+                let price = Price {
+                    input: p.input * per_million,
+                    output: p.output * per_million,
+                    currency: p.currency.clone(),
+                };
+                Some((name.clone(), price))
+            })
+            .collect();
+        let by_model = match &config.pricing.file {
+            None => HashMap::new(),
+            Some(path) => {
+                let bad =
+                    |why: String| invalid("pricing.file", format!("{}: {why}", path.display()));
+                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let list: Map<String, Value> = serde_json::from_str(&text)
+                    .map_err(|e| bad(format!("not a JSON object of models: {e}")))?;
+                let prices = litellm_prices(&list);
+                if prices.is_empty() {
+                    return Err(bad(
+                        "names no model with input_cost_per_token and output_cost_per_token".into(),
+                    ));
+                }
+                prices
+            }
+        };
+        Ok(Self {
+            by_provider,
+            by_model,
+        })
+    }
+
+    /// The price of a request to `model` of `provider`: the provider's own,
+    /// else the list's `provider/model`, else its `model`.
+    pub fn price(&self, provider: &str, model: &str) -> Option<&Price> {
+        self.by_provider
+            .get(provider)
+            .or_else(|| self.by_model.get(&format!("{provider}/{model}")))
+            .or_else(|| self.by_model.get(model))
+    }
+}
+
+/// The entries of a LiteLLM price list that price tokens: both costs per
+/// token numbers of 0 or more. Others (its `sample_spec`, image or audio
+/// models priced otherwise) are left out.
+fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
+    let cost = |entry: &Value, key: &str| {
+        entry
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0)
+    };
+    list.iter()
+        .filter_map(|(model, entry)| {
+            let price = Price {
+                input: cost(entry, "input_cost_per_token")?,
+                output: cost(entry, "output_cost_per_token")?,
+                currency: "USD".into(),
+            };
+            Some((model.clone(), price))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_litellm_list_prices_tokens_and_leaves_the_rest_out() {
+        let list = json!({
+            "sample_spec": {"input_cost_per_token": "cost per token", "output_cost_per_token": 0},
+            "gpt-4o-mini": {"input_cost_per_token": 1.5e-7, "output_cost_per_token": 6e-7,
+                            "litellm_provider": "openai", "mode": "chat"},
+            "dall-e-3": {"output_cost_per_image": 0.04},
+            "azure/gpt-4o-mini": {"input_cost_per_token": 1.65e-7, "output_cost_per_token": 6.6e-7}
+        });
+        let prices = litellm_prices(list.as_object().unwrap());
+        assert_eq!(prices.len(), 2);
+        let list = PriceList {
+            by_provider: HashMap::new(),
+            by_model: prices,
+        };
+        let openai = list.price("openai", "gpt-4o-mini").unwrap();
+        assert_eq!(openai.input, 1.5e-7);
+        // A provider/model entry wins over the bare model.
+        assert_eq!(list.price("azure", "gpt-4o-mini").unwrap().input, 1.65e-7);
+        assert!(list.price("openai", "o3").is_none());
+    }
+
+    #[test]
+    fn a_request_without_usage_is_priced_at_its_worst_case_and_incomplete() {
+        let price = Price {
+            input: 2.0e-6,
+            output: 10.0e-6,
+            currency: "USD".into(),
+        };
+        let reported = price.cost((Some(1000), Some(100)), (5000, 400));
+        assert!((reported.amount - 0.003).abs() < 1e-12, "{reported:?}");
+        assert!(reported.complete);
+        let worst = price.cost((None, None), (5000, 400));
+        assert!((worst.amount - 0.014).abs() < 1e-12, "{worst:?}");
+        assert!(!worst.complete);
+        let total = Cost::sum([&reported, &worst], false).unwrap();
+        assert!((total.amount - 0.017).abs() < 1e-12);
+        assert!(!total.complete);
+        assert!(
+            Cost::sum([&reported], true).is_some_and(|c| !c.complete),
+            "a request with no price"
+        );
+        let euro = Cost {
+            currency: "EUR".into(),
+            ..reported.clone()
+        };
+        assert!(
+            Cost::sum([&reported, &euro], false).is_none(),
+            "no sum across currencies"
+        );
+    }
+}
