@@ -112,7 +112,11 @@ impl TestServer {
     ) -> Self {
         // The test client speaks TLS through rustls, as the host does.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let config = Config::from_toml(toml).expect("a valid config");
+        let mut config = Config::from_toml(toml).expect("a valid config");
+        // No line per request from the servers of the tests, unless one asks.
+        if !toml.contains("[log]") {
+            config.log.format = callai_config::LogFormat::Off;
+        }
         let packs = packs_dir(&["trap", "loop_forever", "multi_call"]);
         let env: EnvSource = Arc::new(env);
         let token = (!config.server.token_env.is_empty())

@@ -54,6 +54,7 @@ mod serve_guard;
 mod serve_idempotency;
 mod serve_images;
 mod serve_load;
+mod serve_log;
 mod serve_ownership;
 mod serve_packs;
 mod serve_routes;

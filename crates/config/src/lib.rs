@@ -28,7 +28,7 @@ mod tenants;
 
 pub use locate::{located, located_in_file, position};
 pub use open_log::{OpenLog, open_runlog};
-pub use pricing::PricingConfig;
+pub use pricing::{LogConfig, LogFormat, PricingConfig};
 pub use resolved::ResolvedConfig;
 pub use serve::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
 pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name};
@@ -62,6 +62,8 @@ pub struct Config {
     pub tenants: TenantsConfig,
     /// `[pricing]`
     pub pricing: PricingConfig,
+    /// `[log]`
+    pub log: LogConfig,
 }
 
 impl Config {
@@ -117,7 +119,7 @@ impl Config {
 }
 
 /// The sections this crate's callers own, after the engine's.
-const OWN_SECTIONS: [&str; 7] = [
+const OWN_SECTIONS: [&str; 8] = [
     "providers",
     "telemetry",
     "server",
@@ -125,6 +127,7 @@ const OWN_SECTIONS: [&str; 7] = [
     "cache",
     "tenants",
     "pricing",
+    "log",
 ];
 
 /// Every section, in the order an unknown one's refusal lists them.
@@ -155,6 +158,7 @@ impl<'de> Deserialize<'de> for Config {
                     cache,
                     tenants,
                     pricing,
+                    log,
                 } = &mut config;
                 let sections: &'static [&'static str] = &SECTIONS;
                 read_sections(map, sections, host, |key, map| {
@@ -166,6 +170,7 @@ impl<'de> Deserialize<'de> for Config {
                         "cache" => *cache = map.next_value()?,
                         "tenants" => *tenants = map.next_value()?,
                         "pricing" => *pricing = map.next_value()?,
+                        "log" => *log = map.next_value()?,
                         other => unreachable!("{other} is in SECTIONS"),
                     }
                     Ok(())

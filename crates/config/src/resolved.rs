@@ -45,6 +45,8 @@ pub struct ResolvedConfig<'a> {
     pub tenants: &'a TenantsConfig,
     /// `[pricing]`
     pub pricing: &'a crate::PricingConfig,
+    /// `[log]`
+    pub log: &'a crate::LogConfig,
 }
 
 impl Config {
@@ -72,6 +74,7 @@ impl Config {
             cache: &self.cache,
             tenants: &self.tenants,
             pricing: &self.pricing,
+            log: &self.log,
         })
     }
 

@@ -175,9 +175,14 @@ pub async fn require_token(
             .or_else(|| api_key.and_then(|k| auth.tenants.resolve(k)))
     };
     if let Some(caller) = caller {
-        let caller = Caller(caller.clone());
-        request.extensions_mut().insert(caller);
-        return Ok(next.run(request).await);
+        let name = caller.name.clone();
+        request.extensions_mut().insert(Caller(caller.clone()));
+        let mut response = next.run(request).await;
+        // For the request's log line.
+        response
+            .extensions_mut()
+            .insert(crate::access_log::Answered(name));
+        return Ok(response);
     }
     let message = if header.is_some() || api_key.is_some() {
         "the bearer token is not this server's"

@@ -11,7 +11,7 @@ use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
 use callai_engine::observe::{Observers, SharedObserver};
-use callai_engine::wire::{CallError, CallResult};
+use callai_engine::wire::{CallError, CallResult, StructuredOutput};
 use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
 use std::sync::Arc;
 
@@ -32,6 +32,38 @@ pub fn add_cost(headers: &mut axum::http::HeaderMap, cost: Option<&Cost>) {
         headers.insert("x-callai-cost", amount);
         headers.insert("x-callai-cost-currency", currency);
     }
+}
+
+/// The `x-callai-*` headers of an answer.
+pub fn attempts_headers(result: &CallResult) -> axum::http::HeaderMap {
+    let mut headers = axum::http::HeaderMap::new();
+    if let Some(a) = &result.attempts {
+        headers.insert(
+            "x-callai-attempts-count",
+            axum::http::HeaderValue::from(a.count),
+        );
+        if let Some(t) = a.output_tokens {
+            headers.insert(
+                "x-callai-attempts-output-tokens",
+                axum::http::HeaderValue::from(t),
+            );
+        }
+        let complete = if a.usage_complete { "true" } else { "false" };
+        headers.insert(
+            "x-callai-usage-complete",
+            axum::http::HeaderValue::from_static(complete),
+        );
+        let mode = match a.structured_output {
+            Some(StructuredOutput::Native) => "native",
+            Some(StructuredOutput::Prompt) => "prompt",
+            None => "none",
+        };
+        headers.insert(
+            "x-callai-structured-output",
+            axum::http::HeaderValue::from_static(mode),
+        );
+    }
+    headers
 }
 
 /// Adds the call's id to `headers`.
@@ -81,6 +113,9 @@ pub async fn serve(
         }
     };
     let mut headers = settled.budget_headers();
+    if let Ok(result) = &settled.outcome {
+        headers.extend(attempts_headers(result));
+    }
     add_call_id(&mut headers, &id);
     add_cost(&mut headers, settled.cost.as_ref());
     let events = settled.events;

@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+mod access_log;
 mod admission;
 mod answer;
 mod auth;
@@ -292,6 +293,7 @@ impl Server {
             runs: RunTable::new(config.server.keep_runs as usize),
             calls: Arc::new(calls::CallStore::new(config.server.keep_calls as usize)),
             prices,
+            log: config.log.format,
             admission: Admission::new(
                 limits.max_concurrent_runs as usize,
                 config.server.max_queued_runs as usize,
@@ -349,7 +351,7 @@ impl Server {
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
         let grace = state.server.shutdown_grace();
-        let app = routes::router(state.clone(), self.auth);
+        let app = routes::router(state.clone(), self.auth, state.log);
         let limits = listen::ConnectionLimits::from_config(&state.server);
         let (stage_tx, stage_rx) = tokio::sync::watch::channel(listen::Stage::Serving);
         // Durable runs whose host died are resumed here.

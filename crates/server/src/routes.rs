@@ -29,7 +29,7 @@ type Shared = State<Arc<AppState>>;
 /// The router: liveness and discovery open to anyone, `/metrics` behind
 /// the admin's or the metrics token, every other route behind a caller's
 /// token; the drop-ins' routes answer their errors in their API's shape.
-pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
+pub fn router(state: Arc<AppState>, auth: Auth, log: callai_config::LogFormat) -> Router {
     let open = Router::new()
         .route("/healthz", get(healthz))
         .route("/.well-known/openwop", get(well_known));
@@ -47,6 +47,10 @@ pub fn router(state: Arc<AppState>, auth: Auth) -> Router {
         .merge(openai(&state, auth.clone()))
         .merge(anthropic(&state, auth))
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            log,
+            crate::access_log::log_request,
+        ))
 }
 
 /// A `POST` route of `handler` that reads a JSON body: bounded by

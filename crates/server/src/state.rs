@@ -32,6 +32,8 @@ pub struct AppState {
     pub calls: Arc<CallStore>,
     /// What requests cost.
     pub prices: Arc<PriceList>,
+    /// The line each request writes on stderr.
+    pub log: callai_config::LogFormat,
     /// The gate in front of runs and calls.
     pub admission: Admission,
     /// The counters of `/metrics`.

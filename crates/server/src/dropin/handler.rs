@@ -5,10 +5,10 @@
 //! API's shape, streamed or not.
 
 use super::api::{AnswerExtension, DropinApi, Mapped, Streaming};
-use super::outcome::{CallFailure, attempts_headers, run};
+use super::outcome::{CallFailure, run};
 use super::{sse, streaming};
 use crate::body::{self, CallBody, Naming};
-use crate::call::add_call_id;
+use crate::call::{add_call_id, attempts_headers};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::tenants::Caller;

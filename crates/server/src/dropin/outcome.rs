@@ -4,14 +4,15 @@
 
 use crate::body::CallBody;
 use crate::call::{self, Settled};
+
 use crate::calls::Cost;
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::tenants::Caller;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use callai_engine::DeltaSink;
-use callai_engine::wire::{CallResult, StructuredOutput};
+use callai_engine::wire::CallResult;
 
 /// A call that did not answer: the error, with the caller's budget
 /// headers when it has a budget.
@@ -60,27 +61,4 @@ pub async fn run(
             headers,
         }),
     }
-}
-
-/// The `x-callai-*` headers of an answer.
-pub fn attempts_headers(result: &CallResult) -> HeaderMap {
-    let mut headers = HeaderMap::new();
-    if let Some(a) = &result.attempts {
-        headers.insert("x-callai-attempts-count", HeaderValue::from(a.count));
-        if let Some(t) = a.output_tokens {
-            headers.insert("x-callai-attempts-output-tokens", HeaderValue::from(t));
-        }
-        let complete = if a.usage_complete { "true" } else { "false" };
-        headers.insert(
-            "x-callai-usage-complete",
-            HeaderValue::from_static(complete),
-        );
-        let mode = match a.structured_output {
-            Some(StructuredOutput::Native) => "native",
-            Some(StructuredOutput::Prompt) => "prompt",
-            None => "none",
-        };
-        headers.insert("x-callai-structured-output", HeaderValue::from_static(mode));
-    }
-    headers
 }
