@@ -157,3 +157,26 @@ fn a_price_list_that_cannot_be_read_or_prices_nothing_is_refused_naming_it() {
     let err = Config::from_toml(bad).unwrap_err();
     assert_eq!(err.key(), Some("providers.p.prices.input"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_read_from_a_prompt_cache_is_priced_at_its_own_price() {
+    let reply = callai_tests::fake_server::Reply::ok(json!({
+        "model": "m-1",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1000, "completion_tokens": 10,
+                  "prompt_tokens_details": {"cached_tokens": 800}}
+    }));
+    let prices = "prices = { input = 2.0, cachedInput = 0.5, output = 10.0 }";
+    let (server, _fake) = TestServer::before_fake("openai", prices, vec![reply]).await;
+    let request = json!({"request": {"messages": [{"role": "user", "content": "hi"}]}});
+    let (cost, _) = post(&server, "/v1/call", &request).await;
+    // 200 fresh at 2, 800 cached at 0.5, 10 out at 10, per million.
+    assert!(close(cost.unwrap().0, (400.0 + 400.0 + 100.0) / 1e6));
+    let traces = server.get("/v1/calls").await.body;
+    let first = &traces["data"][0]["requests"][0];
+    assert_eq!(
+        (&first["inputTokens"], &first["cachedInputTokens"]),
+        (&json!(1000), &json!(800))
+    );
+    server.shutdown().await;
+}

@@ -100,7 +100,11 @@ pub struct ProviderReply {
     /// Why generation stopped.
     pub stop: StopReason,
     /// Reported input tokens; `None` when the provider reported no usage.
+    /// Tokens read from the provider's prompt cache are included.
     pub input_tokens: Option<u32>,
+    /// Of `input_tokens`, those read from the provider's prompt cache
+    /// (priced lower); `None` when it said nothing of a cache.
+    pub cached_input_tokens: Option<u32>,
     /// Reported output tokens; `None` when the provider reported no usage.
     pub output_tokens: Option<u32>,
     /// The model that answered.

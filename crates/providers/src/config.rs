@@ -127,6 +127,10 @@ pub struct Prices {
     pub input: f64,
     /// Per million output tokens.
     pub output: f64,
+    /// Per million input tokens read from the prompt cache (`input`
+    /// unless said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_input: Option<f64>,
     /// The currency of both (`USD` unless said).
     #[serde(default = "usd")]
     pub currency: String,
@@ -259,7 +263,8 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
             ));
         }
         if let Some(prices) = &section.prices {
-            for (key, value) in [("input", prices.input), ("output", prices.output)] {
+            let cached = ("cachedInput", prices.cached_input.unwrap_or(0.0));
+            for (key, value) in [("input", prices.input), ("output", prices.output), cached] {
                 if !(value.is_finite() && value >= 0.0) {
                     return Err(invalid(
                         &format!("providers.{name}.prices.{key}"),

@@ -123,6 +123,7 @@ mod tests {
             tool_calls: Vec::new(),
             stop,
             input_tokens: None,
+            cached_input_tokens: None,
             output_tokens: None,
             model: None,
             status: None,

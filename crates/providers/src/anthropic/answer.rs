@@ -43,6 +43,27 @@ struct Usage {
     input_tokens: Tokens,
     #[serde(default)]
     output_tokens: Tokens,
+    /// Read from the prompt cache: beside `input_tokens`, not in it.
+    #[serde(default)]
+    cache_read_input_tokens: Tokens,
+    /// Written to the prompt cache: beside `input_tokens` too.
+    #[serde(default)]
+    cache_creation_input_tokens: Tokens,
+}
+
+impl Usage {
+    /// Every input token, cached or not (the Messages API counts the
+    /// cache's apart from `input_tokens`; the host counts them in, as
+    /// OpenAI does), and of them those read from the cache.
+    fn input(&self) -> (Option<u32>, Option<u32>) {
+        let cached = self.cache_read_input_tokens.0;
+        let written = self.cache_creation_input_tokens.0;
+        let all = self.input_tokens.0.map(|n| {
+            n.saturating_add(cached.unwrap_or(0))
+                .saturating_add(written.unwrap_or(0))
+        });
+        (all, cached)
+    }
 }
 
 /// One event of a stream.
@@ -80,6 +101,10 @@ struct PartialUsage {
     input_tokens: Option<Tokens>,
     #[serde(default)]
     output_tokens: Option<Tokens>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<Tokens>,
+    #[serde(default)]
+    cache_creation_input_tokens: Option<Tokens>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -135,7 +160,8 @@ fn reply(
         content,
         tool_calls,
         stop: stop(reason),
-        input_tokens: usage.input_tokens.0,
+        input_tokens: usage.input().0,
+        cached_input_tokens: usage.input().1,
         output_tokens: usage.output_tokens.0,
         model,
         status: None,
@@ -189,6 +215,12 @@ impl Folded {
         }
         if let Some(n) = usage.output_tokens {
             self.usage.output_tokens = n;
+        }
+        if let Some(n) = usage.cache_read_input_tokens {
+            self.usage.cache_read_input_tokens = n;
+        }
+        if let Some(n) = usage.cache_creation_input_tokens {
+            self.usage.cache_creation_input_tokens = n;
         }
     }
 
@@ -316,6 +348,27 @@ mod tests {
         assert_eq!(r.tool_calls[0].name, "respond");
         assert_eq!(r.tool_calls[0].arguments, r#"{"a": [1, 2]}"#);
         assert_eq!((r.input_tokens, r.output_tokens), (Some(9), None));
+    }
+
+    #[test]
+    fn cache_reads_and_writes_count_as_input_and_reads_as_cached() {
+        let m: Message = serde_json::from_str(
+            r#"{"model": "c", "stop_reason": "end_turn", "content": [{"type": "text", "text": "x"}],
+                "usage": {"input_tokens": 9, "output_tokens": 2,
+                          "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 50}}"#,
+        )
+        .unwrap();
+        let r = m.into_reply().unwrap();
+        assert_eq!(
+            (r.input_tokens, r.cached_input_tokens),
+            (Some(1059), Some(1000))
+        );
+        let plain: Message = serde_json::from_str(
+            r#"{"content": [], "usage": {"input_tokens": 9, "output_tokens": 2}}"#,
+        )
+        .unwrap();
+        let r = plain.into_reply().unwrap();
+        assert_eq!((r.input_tokens, r.cached_input_tokens), (Some(9), None));
     }
 
     #[test]

@@ -73,6 +73,15 @@ struct Usage {
     prompt_tokens: Tokens,
     #[serde(default)]
     completion_tokens: Tokens,
+    /// Of the prompt, what was read from OpenAI's prompt cache.
+    #[serde(default, deserialize_with = "crate::usage::nullable")]
+    prompt_tokens_details: PromptDetails,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Tokens,
 }
 
 /// One `chat.completion.chunk` of a stream, or an error event.
@@ -146,6 +155,7 @@ fn reply(
         content: refusal.unwrap_or(content),
         tool_calls,
         input_tokens: usage.prompt_tokens.0,
+        cached_input_tokens: usage.prompt_tokens_details.cached_tokens.0,
         output_tokens: usage.completion_tokens.0,
         model,
         status: None,
@@ -290,6 +300,27 @@ mod tests {
         assert_eq!((r.input_tokens, r.output_tokens), (Some(3), None));
         let none: Completion = serde_json::from_str(r#"{"choices": []}"#).unwrap();
         assert!(none.into_reply().is_err());
+    }
+
+    #[test]
+    fn cached_prompt_tokens_are_read_as_part_of_the_input() {
+        let c: Completion = serde_json::from_str(
+            r#"{"choices": [{"message": {"content": "hi"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 2006, "completion_tokens": 300,
+                          "prompt_tokens_details": {"cached_tokens": 1920, "audio_tokens": 0}}}"#,
+        )
+        .unwrap();
+        let r = c.into_reply().unwrap();
+        assert_eq!(
+            (r.input_tokens, r.cached_input_tokens),
+            (Some(2006), Some(1920))
+        );
+        let null: Completion = serde_json::from_str(
+            r#"{"choices": [{"message": {"content": "hi"}}],
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1, "prompt_tokens_details": null}}"#,
+        )
+        .unwrap();
+        assert_eq!(null.into_reply().unwrap().cached_input_tokens, None);
     }
 
     #[test]

@@ -13,8 +13,21 @@ use std::collections::HashMap;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Price {
     input: f64,
+    /// Per cached input token.
+    cached_input: f64,
     output: f64,
     currency: String,
+}
+
+/// The tokens a request reported.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Usage {
+    /// Input tokens, cached ones included.
+    pub input: Option<u32>,
+    /// Of them, read from the provider's prompt cache.
+    pub cached: Option<u32>,
+    /// Output tokens.
+    pub output: Option<u32>,
 }
 
 /// A cost: an amount, its currency, and whether every request it sums
@@ -30,14 +43,22 @@ pub struct Cost {
 }
 
 impl Price {
-    /// What a request cost: its reported tokens, or, missing a count, its
-    /// worst case (`input_bound` in, `max_tokens` out), marked incomplete.
-    pub fn cost(&self, usage: (Option<u32>, Option<u32>), bounds: (u64, u32)) -> Cost {
-        let (input, output) = usage;
+    /// What a request cost: its reported tokens (`usage`: input, of it
+    /// cached, output), or, missing a count, its worst case (`bounds`:
+    /// input bound, `max_tokens`), marked incomplete.
+    pub fn cost(&self, usage: Usage, bounds: (u64, u32)) -> Cost {
+        let Usage {
+            input,
+            cached,
+            output,
+        } = usage;
         let tokens_in = input.map_or(bounds.0 as f64, f64::from);
+        let cached = f64::from(cached.unwrap_or(0)).min(tokens_in);
         let tokens_out = f64::from(output.unwrap_or(bounds.1));
         Cost {
-            amount: tokens_in * self.input + tokens_out * self.output,
+            amount: (tokens_in - cached) * self.input
+                + cached * self.cached_input
+                + tokens_out * self.output,
             currency: self.currency.clone(),
             complete: input.is_some() && output.is_some(),
         }
@@ -87,6 +108,7 @@ impl PriceList {
                 let p = section.prices.as_ref()?;
                 let price = Price {
                     input: p.input * per_million,
+                    cached_input: p.cached_input.unwrap_or(p.input) * per_million,
                     output: p.output * per_million,
                     currency: p.currency.clone(),
                 };
@@ -138,8 +160,10 @@ fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
     };
     list.iter()
         .filter_map(|(model, entry)| {
+            let input = cost(entry, "input_cost_per_token")?;
             let price = Price {
-                input: cost(entry, "input_cost_per_token")?,
+                input,
+                cached_input: cost(entry, "cache_read_input_token_cost").unwrap_or(input),
                 output: cost(entry, "output_cost_per_token")?,
                 currency: "USD".into(),
             };
@@ -158,6 +182,7 @@ mod tests {
         let list = json!({
             "sample_spec": {"input_cost_per_token": "cost per token", "output_cost_per_token": 0},
             "gpt-4o-mini": {"input_cost_per_token": 1.5e-7, "output_cost_per_token": 6e-7,
+                            "cache_read_input_token_cost": 7.5e-8,
                             "litellm_provider": "openai", "mode": "chat"},
             "dall-e-3": {"output_cost_per_image": 0.04},
             "azure/gpt-4o-mini": {"input_cost_per_token": 1.65e-7, "output_cost_per_token": 6.6e-7}
@@ -169,7 +194,7 @@ mod tests {
             by_model: prices,
         };
         let openai = list.price("openai", "gpt-4o-mini").unwrap();
-        assert_eq!(openai.input, 1.5e-7);
+        assert_eq!((openai.input, openai.cached_input), (1.5e-7, 7.5e-8));
         // A provider/model entry wins over the bare model.
         assert_eq!(list.price("azure", "gpt-4o-mini").unwrap().input, 1.65e-7);
         assert!(list.price("openai", "o3").is_none());
@@ -179,13 +204,22 @@ mod tests {
     fn a_request_without_usage_is_priced_at_its_worst_case_and_incomplete() {
         let price = Price {
             input: 2.0e-6,
+            cached_input: 0.5e-6,
             output: 10.0e-6,
             currency: "USD".into(),
         };
-        let reported = price.cost((Some(1000), Some(100)), (5000, 400));
+        let usage = |input, cached, output| Usage {
+            input,
+            cached,
+            output,
+        };
+        let reported = price.cost(usage(Some(1000), None, Some(100)), (5000, 400));
         assert!((reported.amount - 0.003).abs() < 1e-12, "{reported:?}");
         assert!(reported.complete);
-        let worst = price.cost((None, None), (5000, 400));
+        // 800 of the 1000 from the cache, at a quarter of the price.
+        let cached = price.cost(usage(Some(1000), Some(800), Some(100)), (5000, 400));
+        assert!((cached.amount - (200.0 * 2e-6 + 800.0 * 0.5e-6 + 0.001)).abs() < 1e-12);
+        let worst = price.cost(usage(None, None, None), (5000, 400));
         assert!((worst.amount - 0.014).abs() < 1e-12, "{worst:?}");
         assert!(!worst.complete);
         let total = Cost::sum([&reported, &worst], false).unwrap();

@@ -4,7 +4,7 @@
 //! by an observer as the engine makes the call; no prompt or answer text.
 
 use super::CallStore;
-use super::pricing::{Cost, PriceList};
+use super::pricing::{Cost, PriceList, Usage};
 use crate::metrics::Metrics;
 use crate::runs::rfc3339;
 use callai_engine::RequestReason;
@@ -67,9 +67,12 @@ pub struct RequestTrace {
     /// The provider's HTTP status, when it answered over HTTP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
-    /// Input tokens, as reported.
+    /// Input tokens, as reported (those read from a prompt cache included).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub input_tokens: Option<u32>,
+    /// Of them, read from the provider's prompt cache, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u32>,
     /// Output tokens, as reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u32>,
@@ -233,14 +236,17 @@ impl CallWatch for TraceWatch {
         if end.is_err_and(|f| !f.was_sent()) {
             return;
         }
-        let (outcome, status, input_tokens, output_tokens) = match end {
+        let (outcome, status, usage) = match end {
             Ok(reply) => (
                 reply.stop.as_str(),
                 reply.status,
-                reply.input_tokens,
-                reply.output_tokens,
+                Usage {
+                    input: reply.input_tokens,
+                    cached: reply.cached_input_tokens,
+                    output: reply.output_tokens,
+                },
             ),
-            Err(failure) => ("error", failure.status, None, None),
+            Err(failure) => ("error", failure.status, Usage::default()),
         };
         let cost = self
             .pricing
@@ -248,7 +254,7 @@ impl CallWatch for TraceWatch {
             .price(request.provider, request.model)
             .map(|price| {
                 let bounds = (request.input_bound, request.max_tokens);
-                price.cost((input_tokens, output_tokens), bounds)
+                price.cost(usage, bounds)
             });
         match &cost {
             Some(c) => self.pricing.metrics.spent(
@@ -269,8 +275,9 @@ impl CallWatch for TraceWatch {
             max_tokens: request.max_tokens,
             outcome,
             status,
-            input_tokens,
-            output_tokens,
+            input_tokens: usage.input,
+            cached_input_tokens: usage.cached,
+            output_tokens: usage.output,
             latency_ms: u64::try_from(latency).unwrap_or(u64::MAX),
         });
     }

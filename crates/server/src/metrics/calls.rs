@@ -131,6 +131,7 @@ mod tests {
             tool_calls: Vec::new(),
             stop: StopReason::Length,
             input_tokens: None,
+            cached_input_tokens: None,
             output_tokens: Some(tokens),
             model: None,
             status: None,

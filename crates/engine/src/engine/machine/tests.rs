@@ -18,6 +18,7 @@ pub(super) fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> Pro
         tool_calls: Vec::new(),
         stop,
         input_tokens: None,
+        cached_input_tokens: None,
         output_tokens: tokens,
         model: None,
         status: None,
