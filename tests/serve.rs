@@ -24,6 +24,31 @@ pub struct TestServer {
     token: Option<String>,
 }
 
+/// An answer with the `x-callai-*` headers it carried.
+#[derive(Debug)]
+pub struct Exchange {
+    /// The HTTP status.
+    pub status: u16,
+    /// The body as JSON (a string when it is not JSON).
+    pub body: Value,
+    /// Its `x-callai-*` headers.
+    pub headers: CallaiHeaders,
+}
+
+/// The `x-callai-*` headers of an answer, in order.
+#[derive(Debug, Default)]
+pub struct CallaiHeaders(pub Vec<(String, String)>);
+
+impl CallaiHeaders {
+    /// The value of header `name`.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
 /// An answer: status, `Retry-After` when set, and the body as JSON (a
 /// string when it is not JSON).
 #[derive(Debug, Clone)]
@@ -220,6 +245,36 @@ impl TestServer {
     pub async fn post(&self, path: &str, body: &Value) -> Answer {
         self.send("POST", path, Some(body.to_string().into_bytes()))
             .await
+    }
+
+    /// `POST path` with the JSON `body`, as `token` (`None`: the server's
+    /// own, if it has one): the answer with its `x-callai-*` headers.
+    pub async fn exchange(&self, path: &str, body: &Value, token: Option<&str>) -> Exchange {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(t) = token.or(self.token.as_deref()) {
+            request = request.bearer_auth(t);
+        }
+        let response = request.send().await.expect("the server answers");
+        let status = response.status().as_u16();
+        let headers = CallaiHeaders(
+            response
+                .headers()
+                .iter()
+                .filter(|(k, _)| k.as_str().starts_with("x-callai-"))
+                .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_owned()))
+                .collect(),
+        );
+        let text = response.text().await.expect("a body");
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Exchange {
+            status,
+            body,
+            headers,
+        }
     }
 
     /// `/metrics`, as text.

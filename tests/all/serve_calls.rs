@@ -21,22 +21,13 @@ async fn server() -> TestServer {
 
 /// `POST path` as `token`: the status, the call id header and the body.
 async fn post(server: &TestServer, token: &str, path: &str, body: &Value) -> (u16, String, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", server.url))
-        .bearer_auth(token)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let id = response
-        .headers()
+    let answer = server.exchange(path, body, Some(token)).await;
+    let id = answer
+        .headers
         .get("x-callai-call-id")
-        .map(|v| v.to_str().unwrap().to_owned())
-        .unwrap_or_default();
-    let body = response.bytes().await.unwrap();
-    (status, id, serde_json::from_slice(&body).unwrap())
+        .unwrap_or_default()
+        .to_owned();
+    (answer.status, id, answer.body)
 }
 
 async fn get(server: &TestServer, token: &str, path: &str) -> (u16, Value) {

@@ -12,25 +12,12 @@ use serde_json::{Value, json};
 
 /// `POST path`: the cost headers and the body.
 async fn post(server: &TestServer, path: &str, body: &Value) -> (Option<(f64, String)>, Value) {
-    let response = reqwest::Client::new()
-        .post(format!("{}{path}", server.url))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let header = |name: &str| {
-        let value = response.headers().get(name)?;
-        Some(value.to_str().unwrap().to_owned())
-    };
-    let cost = header("x-callai-cost").map(|amount| {
-        (
-            amount.parse().unwrap(),
-            header("x-callai-cost-currency").unwrap(),
-        )
+    let answer = server.exchange(path, body, None).await;
+    let cost = answer.headers.get("x-callai-cost").map(|amount| {
+        let currency = answer.headers.get("x-callai-cost-currency").unwrap();
+        (amount.parse().unwrap(), currency.to_owned())
     });
-    let body = response.bytes().await.unwrap();
-    (cost, serde_json::from_slice(&body).unwrap())
+    (cost, answer.body)
 }
 
 /// A config of provider `p` at `url` answering as `model`, priced by `file`.

@@ -7,7 +7,7 @@
 //! checks what the fake received, not only what came back.
 
 use callai_tests::fake_server::{FakeServer, Received, Reply};
-use callai_tests::serve::TestServer;
+use callai_tests::serve::{CallaiHeaders, TestServer};
 use callai_tests::wire::Api;
 use serde_json::{Value, json};
 
@@ -16,35 +16,9 @@ async fn serve(api: Api, replies: Vec<Reply>) -> (TestServer, FakeServer) {
     TestServer::before_fake(api.name(), "model = \"m-1\"", replies).await
 }
 
-async fn post(
-    server: &TestServer,
-    path: &str,
-    body: &Value,
-) -> (u16, Value, Vec<(String, String)>) {
-    let r = reqwest::Client::new()
-        .post(format!("{}{path}", server.url))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status().as_u16();
-    let headers = r
-        .headers()
-        .iter()
-        .filter(|(k, _)| k.as_str().starts_with("x-callai-"))
-        .map(|(k, v)| (k.to_string(), v.to_str().unwrap().to_owned()))
-        .collect();
-    let text = r.text().await.unwrap();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    (status, body, headers)
-}
-
-fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
-    headers
-        .iter()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.as_str())
+async fn post(server: &TestServer, path: &str, body: &Value) -> (u16, Value, CallaiHeaders) {
+    let answer = server.exchange(path, body, None).await;
+    (answer.status, answer.body, answer.headers)
 }
 
 fn weather_schema() -> Value {
@@ -107,11 +81,8 @@ async fn an_openai_client_calls_tools_through_either_provider_kind() {
         let args: Value =
             serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
         assert_eq!(args, json!({"city": "Oslo"}));
-        assert_eq!(header(&headers, "x-callai-attempts-count"), Some("2"));
-        assert_eq!(
-            header(&headers, "x-callai-attempts-output-tokens"),
-            Some("16")
-        );
+        assert_eq!(headers.get("x-callai-attempts-count"), Some("2"));
+        assert_eq!(headers.get("x-callai-attempts-output-tokens"), Some("16"));
         assert_eq!(answer["callai"]["attempts"]["count"], 2);
         assert_eq!(
             answer["usage"]["completion_tokens"], 9,
@@ -159,12 +130,9 @@ async fn an_anthropic_client_calls_tools_through_either_provider_kind() {
         assert_eq!(blocks[0]["type"], "tool_use");
         assert_eq!(blocks[0]["name"], "weather");
         assert_eq!(blocks[0]["input"], json!({"city": "Oslo"}));
-        assert_eq!(header(&headers, "x-callai-attempts-count"), Some("2"));
+        assert_eq!(headers.get("x-callai-attempts-count"), Some("2"));
         // A forced call is native structured output (RFC 0248 §A.3).
-        assert_eq!(
-            header(&headers, "x-callai-structured-output"),
-            Some("native")
-        );
+        assert_eq!(headers.get("x-callai-structured-output"), Some("native"));
         let seen = fake.received();
         assert_eq!(seen.len(), 2);
         match kind {
@@ -281,7 +249,7 @@ async fn a_streamed_call_is_judged_then_sent_in_each_apis_deltas() {
     });
     let (status, answer, headers) = post(&server, "/v1/chat/completions", &body).await;
     assert_eq!(status, 200);
-    assert_eq!(header(&headers, "x-callai-attempts-count"), Some("2"));
+    assert_eq!(headers.get("x-callai-attempts-count"), Some("2"));
     let chunks = events(answer.as_str().unwrap());
     let calls: Vec<&Value> = chunks
         .iter()
