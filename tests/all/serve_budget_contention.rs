@@ -41,13 +41,26 @@ fn completion(output_tokens: u32) -> Value {
 }
 
 /// A host config: `[runlog]` on `runlog`, the fake provider at `port`, and
-/// a tenant `t` with a lifetime budget of `budget` (its keys), and `extra`.
+/// a tenant `t` with a lifetime budget of `budget` (its keys), and `extra`;
+/// a call's wall time is 2 s, so that a dead host's reservations lapse soon.
 fn config(
     dir: &std::path::Path,
     runlog: &str,
     port: u16,
     budget: &str,
     extra: &str,
+) -> std::path::PathBuf {
+    config_walled(dir, runlog, port, budget, extra, 2000)
+}
+
+/// [`config`] with a call's wall time of `wall_ms`.
+fn config_walled(
+    dir: &std::path::Path,
+    runlog: &str,
+    port: u16,
+    budget: &str,
+    extra: &str,
+    wall_ms: u64,
 ) -> std::path::PathBuf {
     let path = dir.join(format!("host-{port}.toml"));
     let toml = format!(
@@ -56,7 +69,7 @@ fn config(
 tokenEnv = "ADMIN_TOKEN"
 maxQueuedRuns = 10000
 [limits]
-wallMs = 2000
+wallMs = {wall_ms}
 [runlog]
 url = "{runlog}"
 leaseMs = 500
@@ -123,12 +136,16 @@ async fn contend(
         Box::new(Reply::ok(completion(3))),
     ))
     .await;
-    let config = config(
+    // The calls are held at the provider until the last of the 200 is
+    // in or refused: under a loaded machine that can pass 2 s, so their
+    // wall time here is ample (no host dies in this test).
+    let config = config_walled(
         dir,
         runlog,
         fake.port(),
         &format!("requests = {budget}"),
         "",
+        30_000,
     );
     let servers: Vec<Serve> = (0..hosts).map(|_| host(&config)).collect();
     let tasks: Vec<_> = (0..CALLS)
