@@ -10,7 +10,7 @@ use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
-use callai_engine::observe::{Observers, SharedObserver};
+use callai_engine::observe::SharedObserver;
 use callai_engine::wire::{CallError, CallResult, StructuredOutput};
 use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
 use std::sync::Arc;
@@ -156,16 +156,11 @@ fn observer(
         state.pricing(),
         Some(call.id.clone()),
     ));
-    let traced: SharedObserver = tracer.clone();
-    let observer: SharedObserver = match &state.telemetry {
-        Some(t) => Arc::new(state.observers().with(Arc::new(t.calls())).with(traced)),
-        None => Arc::new(
-            Observers::new()
-                .with(state.call_observer.clone())
-                .with(traced),
-        ),
-    };
-    (observer, tracer)
+    let mut observers = state.observers();
+    if let Some(t) = &state.telemetry {
+        observers = observers.with(Arc::new(t.calls()));
+    }
+    (Arc::new(observers.with(tracer.clone())), tracer)
 }
 
 /// Runs one call through the engine, as `/v1/call` and the drop-in

@@ -6,7 +6,7 @@
 use crate::admission::Admission;
 use crate::calls::{CallStore, PriceList, Pricing};
 use crate::error::ApiError;
-use crate::metrics::{Metrics, MetricsObserver};
+use crate::metrics::Metrics;
 use crate::packs::PackStore;
 use crate::runs::RunTable;
 use crate::tenants::{Tenant, Tenants};
@@ -52,7 +52,7 @@ pub struct AppState {
     pub runlog_config: RunLogConfig,
     /// The callers, by token, each with its allotment of its budget.
     pub tenants: Arc<Tenants>,
-    /// What observes a `/v1/call` when no traces are kept: the metrics.
+    /// The metrics' observer, made once: the first of every call's.
     pub call_observer: SharedObserver,
 }
 
@@ -86,7 +86,7 @@ impl AppState {
 
     /// The observers every call gets: metrics, and then whatever is passed.
     pub fn observers(&self) -> Observers {
-        Observers::new().with(Arc::new(MetricsObserver(self.metrics.clone())))
+        Observers::new().with(self.call_observer.clone())
     }
 
     /// Updates the load gauges.

@@ -259,12 +259,12 @@ fn prepare<A: DropinApi>(
     };
     // A provider the caller may not reach is the engine's to refuse
     // (`policy_denied`, naming it), before anything is said of a script.
-    let allowed = caller.0.host.allowed_providers();
-    let reached = route.providers(state);
+    let policy = caller.0.host.config();
     if script.is_some()
-        && let Some(other) = reached
-            .iter()
-            .find(|&&p| p != "mock" && allowed.contains(&p))
+        && let Some(other) = route
+            .providers(state)
+            .into_iter()
+            .find(|&p| p != "mock" && policy.provider_allowed(p))
     {
         return Err(ApiError::invalid(
             "callai.script",
