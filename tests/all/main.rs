@@ -63,3 +63,4 @@ mod serve_stream;
 mod serve_tools;
 mod serve_upstream;
 mod telemetry;
+mod ui_browser;

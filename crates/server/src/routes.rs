@@ -26,13 +26,14 @@ use std::sync::Arc;
 
 type Shared = State<Arc<AppState>>;
 
-/// The router: liveness and discovery open to anyone, `/metrics` behind
+/// The router: liveness, discovery and the viewer's assets open to anyone, `/metrics` behind
 /// the admin's or the metrics token, every other route behind a caller's
 /// token; the drop-ins' routes answer their errors in their API's shape.
 pub fn router(state: Arc<AppState>, auth: Auth, log: callai_config::LogFormat) -> Router {
     let open = Router::new()
         .route("/healthz", get(healthz))
-        .route("/.well-known/openwop", get(well_known));
+        .route("/.well-known/openwop", get(well_known))
+        .merge(callai_ui::router());
     let metrics =
         Router::new()
             .route("/metrics", get(metrics))
@@ -101,7 +102,9 @@ fn callai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/call", keyed_post(state, post_call, None))
         .route("/v1/calls", get(crate::calls::list_calls))
         .route("/v1/calls/{id}", get(crate::calls::get_call))
+        .route("/v1/usage", get(crate::calls::usage))
         .route("/v1/budget", get(budget))
+        .route("/v1/tenants", get(tenants))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(auth, require_token))
@@ -239,6 +242,26 @@ async fn budget(
 ) -> Result<Response, ApiError> {
     let answer = crate::tenants::budget_answer(state.runlog.as_ref(), &caller).await?;
     Ok(axum::Json(answer).into_response())
+}
+
+/// `GET /v1/tenants`: every tenant's budget in its current window, for
+/// the admin; a tenant's own, for a tenant.
+async fn tenants(
+    State(state): Shared,
+    Extension(caller): Extension<Caller>,
+) -> Result<Response, ApiError> {
+    let log = state.runlog.as_ref();
+    let mut answers = Vec::new();
+    if caller.is_admin() {
+        for name in state.tenants.names() {
+            if let Some(tenant) = state.tenants.by_name(name) {
+                answers.push(crate::tenants::budget_answer(log, &Caller(tenant.clone())).await?);
+            }
+        }
+    } else {
+        answers.push(crate::tenants::budget_answer(log, &caller).await?);
+    }
+    Ok(axum::Json(serde_json::json!({ "data": answers })).into_response())
 }
 
 /// The run `key` as this host holds it in memory, unless it handed the run

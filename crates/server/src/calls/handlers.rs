@@ -25,6 +25,7 @@ pub struct ListQuery {
     provider: Option<String>,
     model: Option<String>,
     endpoint: Option<String>,
+    run: Option<String>,
     outcome: Option<String>,
     /// `true`: only calls of more than one attempt.
     retried: Option<bool>,
@@ -42,7 +43,7 @@ pub struct OneQuery {
 
 /// The tenant whose calls `caller` reaches: its own; for the admin, the
 /// tenant it names or (`None`) every one.
-fn owner(caller: &Caller, named: Option<&str>) -> Result<Option<String>, ApiError> {
+pub(super) fn owner(caller: &Caller, named: Option<&str>) -> Result<Option<String>, ApiError> {
     if caller.is_admin() && named.is_none() {
         return Ok(None);
     }
@@ -72,7 +73,8 @@ struct Page<'a> {
 }
 
 /// `GET /v1/calls`: `?limit` (1..500, 50), `?before=ID`, and the filters
-/// `tenant`, `provider`, `model`, `endpoint`, `outcome`, `retried`, `since`.
+/// `tenant`, `provider`, `model`, `endpoint`, `run`, `outcome`, `retried`,
+/// `since`.
 pub async fn list_calls(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
@@ -91,6 +93,7 @@ pub async fn list_calls(
         provider: q.provider,
         model: q.model,
         endpoint: q.endpoint,
+        run: q.run,
         outcome: q.outcome,
         retried: q.retried.unwrap_or(false),
         since: q.since,

@@ -5,10 +5,12 @@
 mod handlers;
 mod pricing;
 mod trace;
+mod usage;
 
 pub use handlers::{get_call, list_calls};
 pub use pricing::{Cost, PriceList};
 pub use trace::{CallTrace, CallTracer, Origin, Pricing};
+pub use usage::usage;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -44,6 +46,8 @@ pub struct CallFilter {
     pub model: Option<String>,
     /// `call`, `chat_completions`, `messages` or `run`.
     pub endpoint: Option<String>,
+    /// The calls of this pack run.
+    pub run: Option<String>,
     /// `ok`, or an error code.
     pub outcome: Option<String>,
     /// Only calls of more than one attempt.
@@ -58,6 +62,7 @@ impl CallFilter {
         is(&self.tenant, &t.tenant)
             && is(&self.endpoint, t.endpoint)
             && is(&self.outcome, &t.outcome)
+            && self.run.as_deref().is_none_or(|r| t.run_id.as_deref() == Some(r))
             && self
                 .provider
                 .as_deref()
@@ -108,6 +113,27 @@ impl CallStore {
     pub fn get(&self, tenant: Option<&str>, id: &str) -> Option<Arc<CallTrace>> {
         let found = self.kept().by_id.get(id).cloned()?;
         tenant.is_none_or(|t| t == found.tenant).then_some(found)
+    }
+
+    /// Calls `each` with every kept trace `tenant` may see (`None`: the
+    /// admin, all) that started at or after `since_ms`, newest first.
+    pub fn each_since(
+        &self,
+        tenant: Option<&str>,
+        since_ms: u64,
+        mut each: impl FnMut(&CallTrace),
+    ) {
+        let kept = self.kept();
+        // Kept in the order they ended: past the first that ended before
+        // `since_ms`, every older one started before it too.
+        let recent = kept
+            .order
+            .iter()
+            .rev()
+            .take_while(|t| t.started_ms + t.duration_ms >= since_ms);
+        recent
+            .filter(|t| t.started_ms >= since_ms && tenant.is_none_or(|n| n == t.tenant))
+            .for_each(|t| each(t));
     }
 
     /// Up to `limit` traces `filter` admits, newest first, older than the

@@ -31,6 +31,9 @@ pub struct CallTrace {
     pub node_id: String,
     /// When it started (RFC 3339, UTC).
     pub created_at: String,
+    /// The same, in milliseconds since the Unix epoch (for the summaries).
+    #[serde(skip)]
+    pub started_ms: u64,
     /// The model name it routed (`[models.NAME]`), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
@@ -173,6 +176,7 @@ impl CallObserver for CallTracer {
             .expect("the id is only taken")
             .take()
             .unwrap_or_else(|| super::fresh_id("call_"));
+        let now_ms = callai_engine::events::now_ms();
         Box::new(TraceWatch {
             store: self.store.clone(),
             pricing: self.pricing.clone(),
@@ -184,7 +188,8 @@ impl CallObserver for CallTracer {
                 endpoint: self.origin.endpoint,
                 run_id: self.origin.run_id.clone(),
                 node_id: call.node_id.to_owned(),
-                created_at: rfc3339(callai_engine::events::now_ms()),
+                created_at: rfc3339(now_ms),
+                started_ms: now_ms,
                 route: call.route.map(str::to_owned),
                 outcome: String::new(),
                 attempts: NONE_SENT,

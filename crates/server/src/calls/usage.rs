@@ -1,0 +1,241 @@
+//! `GET /v1/usage`: the kept calls of the last minutes summed per minute,
+//! provider requests by provider and reason, and spend by tenant and
+//! currency; what the viewer's charts draw. Owner-scoped as the calls are.
+
+use super::CallTrace;
+use super::handlers::owner;
+use crate::error::ApiError;
+use crate::state::AppState;
+use crate::tenants::Caller;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Extension, Query, State};
+use axum::response::{IntoResponse, Response};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+const MINUTE_MS: u64 = 60_000;
+/// The longest span a summary covers: a day.
+const MAX_MINUTES: u64 = 24 * 60;
+
+/// `GET /v1/usage`'s query.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UsageQuery {
+    /// How many minutes back, to now (1..1440; 60).
+    minutes: Option<u64>,
+    /// For the admin: one tenant's calls only.
+    tenant: Option<String>,
+}
+
+/// The requests of one minute to one provider for one reason.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestCount {
+    minute_ms: u64,
+    provider: String,
+    reason: &'static str,
+    count: u64,
+}
+
+/// What one tenant's calls of one minute cost, in one currency.
+#[derive(Debug, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Spend {
+    minute_ms: u64,
+    tenant: String,
+    currency: String,
+    amount: f64,
+    /// False when some request of them was priced at its worst case.
+    complete: bool,
+}
+
+/// The answer.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    /// The first minute summed (its start, ms since the Unix epoch).
+    since_ms: u64,
+    /// The minutes summed.
+    minutes: u64,
+    /// The calls summed.
+    calls: u64,
+    /// Requests per minute, provider and reason; minutes with none left out.
+    requests: Vec<RequestCount>,
+    /// Spend per minute, tenant and currency; minutes with none left out.
+    spend: Vec<Spend>,
+}
+
+/// Sums `traces` (any order) into minutes from `since_ms`, a minute's start.
+/// Each request counts in the minute its call started.
+fn summarize<'a>(
+    since_ms: u64,
+    minutes: u64,
+    traces: impl Iterator<Item = &'a CallTrace>,
+) -> Usage {
+    let mut requests: BTreeMap<(u64, &str, &'static str), u64> = BTreeMap::new();
+    let mut spend: BTreeMap<(u64, &str, &str), (f64, bool)> = BTreeMap::new();
+    let mut calls = 0;
+    for t in traces {
+        calls += 1;
+        let minute = t.started_ms - (t.started_ms - since_ms) % MINUTE_MS;
+        for r in &t.requests {
+            *requests.entry((minute, &r.provider, r.reason)).or_default() += 1;
+        }
+        if let Some(cost) = &t.cost {
+            let e = spend
+                .entry((minute, &t.tenant, &cost.currency))
+                .or_insert((0.0, true));
+            e.0 += cost.amount;
+            e.1 &= cost.complete;
+        }
+    }
+    Usage {
+        since_ms,
+        minutes,
+        calls,
+        requests: requests
+            .into_iter()
+            .map(|((minute_ms, provider, reason), count)| RequestCount {
+                minute_ms,
+                provider: provider.to_owned(),
+                reason,
+                count,
+            })
+            .collect(),
+        spend: spend
+            .into_iter()
+            .map(
+                |((minute_ms, tenant, currency), (amount, complete))| Spend {
+                    minute_ms,
+                    tenant: tenant.to_owned(),
+                    currency: currency.to_owned(),
+                    amount,
+                    complete,
+                },
+            )
+            .collect(),
+    }
+}
+
+/// `GET /v1/usage`: `?minutes` (1..1440, 60) back from now, `?tenant=` for
+/// the admin; of the calls this host still keeps (`[server] keepCalls`).
+pub async fn usage(
+    State(state): State<Arc<AppState>>,
+    Extension(caller): Extension<Caller>,
+    query: Result<Query<UsageQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::invalid("query", e.body_text()))?;
+    let minutes = q.minutes.unwrap_or(60);
+    if !(1..=MAX_MINUTES).contains(&minutes) {
+        return Err(ApiError::invalid(
+            "minutes",
+            format!("must be 1..{MAX_MINUTES}, got {minutes}"),
+        ));
+    }
+    let tenant = owner(&caller, q.tenant.as_deref())?;
+    let now = callai_engine::events::now_ms();
+    let since_ms = (now - now % MINUTE_MS) - (minutes - 1) * MINUTE_MS;
+    let mut kept = Vec::new();
+    state
+        .calls
+        .each_since(tenant.as_deref(), since_ms, |t| kept.push(t.clone()));
+    Ok(axum::Json(summarize(since_ms, minutes, kept.iter())).into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::calls::Cost;
+    use crate::calls::trace::RequestTrace;
+    use callai_engine::wire::Attempts;
+
+    fn request(provider: &str, reason: &'static str) -> RequestTrace {
+        RequestTrace {
+            n: 1,
+            reason,
+            provider: provider.into(),
+            model: "m".into(),
+            max_tokens: 10,
+            outcome: "stop",
+            status: Some(200),
+            input_tokens: Some(1),
+            cached_input_tokens: None,
+            output_tokens: Some(1),
+            latency_ms: 1,
+            cost: None,
+        }
+    }
+
+    fn trace(
+        tenant: &str,
+        started_ms: u64,
+        requests: Vec<RequestTrace>,
+        cost: Option<f64>,
+    ) -> CallTrace {
+        CallTrace {
+            id: format!("call_{started_ms}"),
+            tenant: tenant.into(),
+            endpoint: "call",
+            run_id: None,
+            node_id: "n".into(),
+            created_at: String::new(),
+            started_ms,
+            route: None,
+            outcome: "ok".into(),
+            attempts: Attempts {
+                count: 1,
+                output_tokens: Some(1),
+                usage_complete: true,
+                structured_output: None,
+            },
+            cost: cost.map(|amount| Cost {
+                amount,
+                currency: "USD".into(),
+                complete: amount > 0.0,
+            }),
+            requests,
+            duration_ms: 5,
+        }
+    }
+
+    #[test]
+    fn sums_requests_by_minute_provider_and_reason_and_spend_by_tenant() {
+        let since = 600_000;
+        let traces = [
+            trace(
+                "a",
+                since + 1,
+                vec![request("p", "first"), request("p", "truncation")],
+                Some(0.5),
+            ),
+            trace("a", since + 59_999, vec![request("p", "first")], Some(0.25)),
+            trace("b", since + 60_000, vec![request("q", "first")], Some(0.0)),
+        ];
+        let usage = summarize(since, 2, traces.iter());
+        assert_eq!(usage.calls, 3);
+        let counts: Vec<_> = usage
+            .requests
+            .iter()
+            .map(|r| (r.minute_ms - since, r.provider.as_str(), r.reason, r.count))
+            .collect();
+        assert_eq!(
+            counts,
+            [
+                (0, "p", "first", 2),
+                (0, "p", "truncation", 1),
+                (60_000, "q", "first", 1)
+            ]
+        );
+        assert_eq!(usage.spend.len(), 2);
+        assert_eq!(
+            (usage.spend[0].tenant.as_str(), usage.spend[0].amount),
+            ("a", 0.75)
+        );
+        assert!(usage.spend[0].complete);
+        assert!(
+            !usage.spend[1].complete,
+            "b's zero-cost call was marked incomplete"
+        );
+    }
+}

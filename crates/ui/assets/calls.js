@@ -1,0 +1,126 @@
+// Calls: the list (with the filters of GET /v1/calls), and one call as a
+// timeline of its attempts.
+
+import { get } from "./api.js";
+import { h, bar, table, empty, money, ms, num, time, link } from "./dom.js";
+
+const FILTERS = ["tenant", "provider", "model", "endpoint", "run", "outcome", "since"];
+const ENDPOINTS = ["", "call", "chat_completions", "messages", "run"];
+
+/** The form of the list's filters, filled from `params`; submitting it
+ * puts them in the address, so a filtered list can be linked to. */
+export function filterForm(page, params, fields) {
+  const form = h("form", { class: "filters", "aria-label": "Filters" });
+  for (const name of fields) {
+    const value = params.get(name) || "";
+    const input = name === "endpoint"
+      ? h("select", { name }, ENDPOINTS.map((e) => h("option", { value: e, selected: e === value }, e || "any")))
+      : h("input", { name, value, size: 14, placeholder: name === "since" ? "2026-12-02T10:00:00Z" : "" });
+    form.append(h("label", {}, name, input));
+  }
+  if (fields.includes("outcome")) {
+    form.append(h("label", { class: "check" },
+      h("input", { type: "checkbox", name: "retried", checked: params.get("retried") === "true" }),
+      "more than one attempt"));
+  }
+  form.append(h("button", { type: "submit" }, "Show"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const chosen = new URLSearchParams();
+    for (const [k, v] of new FormData(form)) {
+      if (v) chosen.set(k, k === "retried" ? "true" : String(v));
+    }
+    location.hash = `#/${page}${chosen.size ? `?${chosen}` : ""}`;
+  });
+  return form;
+}
+
+/** The list of calls `params` filters, newest first, a page at a time. */
+export async function callsPage(params) {
+  const query = { limit: 50, before: params.get("before"), retried: params.get("retried") };
+  for (const f of FILTERS) query[f] = params.get(f);
+  const page = await get("/v1/calls", query);
+  const parts = [h("h1", {}, "Calls"), filterForm("calls", params, FILTERS)];
+  if (!page.data.length) {
+    const filtered = [...params.keys()].length > 0;
+    parts.push(empty(filtered
+      ? "No call matches these filters."
+      : "No calls yet. Calls made through /v1/call, the OpenAI and Anthropic endpoints and pack runs show here as they end."));
+  } else {
+    parts.push(callTable(page.data));
+  }
+  if (page.next) {
+    const older = new URLSearchParams(params);
+    older.set("before", page.next);
+    parts.push(h("p", {}, h("a", { href: `#/calls?${older}` }, "Older calls →")));
+  }
+  return h("section", {}, parts);
+}
+
+/** A table of call traces. */
+export function callTable(calls) {
+  return table([
+    ["Started", (c) => time(c.createdAt)],
+    ["Call", (c) => link(`calls/${encodeURIComponent(c.id)}`, c.id)],
+    ["Tenant", (c) => c.tenant],
+    ["Endpoint", (c) => c.endpoint],
+    ["Model", (c) => c.route || c.requests.at(-1)?.model || "—"],
+    ["Outcome", (c) => h("span", { class: c.outcome === "ok" ? "ok" : "error" }, c.outcome)],
+    ["Attempts", (c) => num(c.attempts.count), true],
+    ["Output tokens", (c) => num(c.attempts.outputTokens), true],
+    ["Cost", (c) => money(c.cost), true],
+    ["Duration", (c) => ms(c.durationMs), true],
+  ], calls, "Calls, newest first");
+}
+
+/** One call: what it was, then each attempt in order as a bar. */
+export async function callPage(id) {
+  const call = await get(`/v1/calls/${encodeURIComponent(id)}`);
+  const a = call.attempts;
+  const facts = [
+    ["Outcome", h("span", { class: call.outcome === "ok" ? "ok" : "error" }, call.outcome)],
+    ["Tenant", call.tenant],
+    ["Endpoint", call.endpoint],
+    call.runId ? ["Run", link(`runs/${encodeURIComponent(call.runId)}`, call.runId)] : null,
+    ["Node", call.nodeId],
+    call.route ? ["Model name", call.route] : null,
+    ["Started", time(call.createdAt)],
+    ["Duration", ms(call.durationMs)],
+    ["Attempts", `${a.count} request${a.count === 1 ? "" : "s"}, ${num(a.outputTokens)} output tokens` +
+      `${a.usageComplete ? "" : " (usage incomplete)"}${a.structuredOutput ? `, ${a.structuredOutput} structured output` : ""}`],
+    ["Cost", money(call.cost)],
+  ].filter(Boolean);
+  return h("section", {},
+    h("p", {}, link("calls", "← Calls")),
+    h("h1", {}, `Call ${call.id}`),
+    h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    h("h2", {}, "Attempts"),
+    call.requests.length ? timeline(call.requests) : empty("This call sent no request to a provider."));
+}
+
+/** Each request as a bar of its latency, and one of its token limit, to
+ * the call's longest: a doubled budget shows as a longer grey bar. */
+function timeline(requests) {
+  const slowest = Math.max(1, ...requests.map((r) => r.latencyMs));
+  const largest = Math.max(1, ...requests.map((r) => r.maxTokens));
+  const pct = (n, of) => `${Math.max(1, Math.round((100 * n) / of))}%`;
+  return h("ol", { class: "timeline", "aria-label": "Attempts in order" }, requests.map((r) =>
+    h("li", { class: "attempt", "data-reason": r.reason },
+      h("div", { class: "head" },
+        h("span", {}, `#${r.n}`),
+        h("span", { class: "reason" }, r.reason),
+        h("span", {}, `${r.provider} · ${r.model}`),
+        h("span", { class: r.outcome === "error" ? "error" : null },
+          `${r.outcome}${r.status ? ` (HTTP ${r.status})` : ""}`),
+        h("span", { class: "cost" }, money(r.cost))),
+      h("div", { class: "bar-track", title: `latency ${ms(r.latencyMs)}` },
+        bar(`bar reason-${r.reason}`, pct(r.latencyMs, slowest))),
+      h("div", { class: "bar-track", title: `token limit ${r.maxTokens}` },
+        bar("bar limit", pct(r.maxTokens, largest))),
+      h("div", { class: "legend" },
+        h("span", {}, `latency ${ms(r.latencyMs)}`),
+        h("span", {}, `token limit ${num(r.maxTokens)}`),
+        h("span", {}, `input ${num(r.inputTokens)}`),
+        h("span", {}, `cached ${num(r.cachedInputTokens)}`),
+        h("span", {}, `output ${num(r.outputTokens)}`)))));
+}

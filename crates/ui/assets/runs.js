@@ -1,0 +1,82 @@
+// Runs: the pack runs of the kept calls, any run by its id, and one run
+// with its calls and events.
+
+import { get, ApiError } from "./api.js";
+import { h, table, empty, num, time, link } from "./dom.js";
+import { callTable } from "./calls.js";
+
+/** The recent runs (those with calls still kept), and a form to open any. */
+export async function runsPage() {
+  const form = h("form", { class: "filters", "aria-label": "Open a run" },
+    h("label", {}, "Run id", h("input", { name: "run", size: 30, required: true })),
+    h("button", { type: "submit" }, "Open"));
+  form.addEventListener("submit", (e) => {
+    e.preventDefault();
+    const id = new FormData(form).get("run").trim();
+    if (id) location.hash = `#/runs/${encodeURIComponent(id)}`;
+  });
+  const calls = await get("/v1/calls", { endpoint: "run", limit: 500 });
+  const runs = new Map();
+  for (const c of calls.data) {
+    const run = runs.get(c.runId) || { id: c.runId, tenant: c.tenant, last: c.createdAt, calls: 0, attempts: 0 };
+    run.calls += 1;
+    run.attempts += c.attempts.count;
+    runs.set(c.runId, run);
+  }
+  return h("section", {},
+    h("h1", {}, "Runs"),
+    form,
+    runs.size
+      ? table([
+        ["Run", (r) => link(`runs/${encodeURIComponent(r.id)}`, r.id)],
+        ["Tenant", (r) => r.tenant],
+        ["Last call", (r) => time(r.last)],
+        ["Calls", (r) => num(r.calls), true],
+        ["Attempts", (r) => num(r.attempts), true],
+      ], [...runs.values()], "Recent runs")
+      : empty("No pack run has made a call yet. Start one with POST /v1/runs; its calls show here."));
+}
+
+/** One run: where it stands, its calls, its events. */
+export async function runPage(id) {
+  const path = `/v1/runs/${encodeURIComponent(id)}`;
+  const [run, calls, events] = await Promise.all([
+    get(path),
+    get("/v1/calls", { run: id, limit: 500 }),
+    get(`${path}/events`).catch((e) => (e instanceof ApiError ? { events: [], error: e.message } : Promise.reject(e))),
+  ]);
+  const facts = [
+    ["Status", h("span", { class: run.status === "failed" ? "error" : run.status === "ok" ? "ok" : null }, run.status)],
+    ["Calls", num(run.calls)],
+    ["Provider requests", num(run.attempts?.count)],
+    ["Output tokens", num(run.attempts?.outputTokens)],
+    run.error ? ["Error", h("span", { class: "error" }, run.error.message || JSON.stringify(run.error))] : null,
+  ].filter(Boolean);
+  return h("section", {},
+    h("p", {}, link("runs", "← Runs")),
+    h("h1", {}, `Run ${run.runId}`),
+    h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    h("h2", {}, "Calls"),
+    calls.data.length ? callTable(calls.data) : empty("This run has made no call this host still keeps."),
+    h("h2", {}, "Events"),
+    events.error ? h("p", { class: "error" }, events.error)
+      : events.events.length
+        ? table([
+          ["#", (e) => e.sequence, true],
+          ["Time", (e) => time(e.timestamp)],
+          ["Event", (e) => e.type],
+          ["Node", (e) => e.nodeId ?? "—"],
+          ["Detail", (e) => summary(e.payload)],
+        ], events.events, "Events in order")
+        : empty("No events yet."));
+}
+
+/** A payload's fields but the node id, briefly. */
+function summary(payload) {
+  if (!payload) return "";
+  const text = Object.entries(payload)
+    .filter(([k]) => k !== "nodeId")
+    .map(([k, v]) => `${k}=${typeof v === "object" ? JSON.stringify(v) : v}`)
+    .join(" ");
+  return text.length > 120 ? `${text.slice(0, 117)}…` : text;
+}
