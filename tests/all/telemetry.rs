@@ -115,7 +115,8 @@ async fn a_failed_request_carries_its_http_status() {
     let receiver = Receiver::start().await;
     let toml = format!(
         "[telemetry]\notlpEndpoint = \"{}\"\n[retry]\nbackoffBaseMs = 0\nbackoffMaxMs = 0\n\
-         [defaults]\nprovider = \"openai\"\n[providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"fake\"",
+         [defaults]\nprovider = \"openai\"\n[providers.openai]\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"fake\"\n\
+         prices = {{ input = 1.0, output = 2.0, currency = \"USD\" }}",
         receiver.endpoint,
         fake.url()
     );
@@ -144,4 +145,14 @@ async fn a_failed_request_carries_its_http_status() {
         "x-host-callai-transient"
     );
     assert_eq!(second.attr("gen_ai.usage.output_tokens"), &json!(5));
+    // Each attempt carries its cost (issue 35, item 5): the 503 at its
+    // worst case, marked incomplete; the reply at 3 and 5 tokens, per
+    // million at 1 and 2; the call their sum, incomplete as one was.
+    let amount = |s: &Span| s.attr("callai.cost.amount").as_f64().unwrap();
+    assert_eq!(first.attr("callai.cost.complete"), &json!(false));
+    assert!((amount(second) - 13e-6).abs() < 1e-15, "{}", amount(second));
+    assert_eq!(second.attr("callai.cost.complete"), &json!(true));
+    assert_eq!(second.attr("callai.cost.currency"), "USD");
+    assert!((amount(chat) - amount(first) - amount(second)).abs() < 1e-15);
+    assert_eq!(chat.attr("callai.cost.complete"), &json!(false));
 }

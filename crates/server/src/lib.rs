@@ -266,6 +266,7 @@ impl Server {
             .and_then(|builder| builder.mock(mock(&config)).build())
             .map_err(|e| setup(e.to_string()))?;
         let prices = Arc::new(calls::PriceList::load(&config).map_err(|e| setup(e.to_string()))?);
+        let telemetry = telemetry.map(|t| t.with_pricer(prices.clone()));
         let packs = open_packs(&config, &options).await?;
         let tenants = callers(
             &config,

@@ -7,6 +7,11 @@ use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::SdkTracer;
 use std::sync::Arc;
 
+use crate::cost::{AttemptPricer, CostSum};
+
+/// The pricer of a pipeline's request spans, when it has one.
+pub(crate) type Pricer = Option<Arc<dyn AttemptPricer>>;
+
 /// The span of one node run. Calls the run makes go under it through
 /// [`RunTrace::observer`]; [`RunTrace::end`] closes it.
 #[derive(Debug, Clone)]
@@ -18,6 +23,7 @@ pub struct RunTrace {
 impl RunTrace {
     pub(crate) fn start(
         tracer: Arc<SdkTracer>,
+        pricer: Pricer,
         node_id: &str,
         run_id: Option<&str>,
         pack: &str,
@@ -38,6 +44,7 @@ impl RunTrace {
         Self {
             observer: Arc::new(SpanObserver {
                 tracer,
+                pricer,
                 parent: cx.clone(),
             }),
             cx,
@@ -65,13 +72,15 @@ impl RunTrace {
 #[derive(Debug, Clone)]
 pub struct SpanObserver {
     tracer: Arc<SdkTracer>,
+    pricer: Pricer,
     parent: Context,
 }
 
 impl SpanObserver {
-    pub(crate) fn root(tracer: Arc<SdkTracer>) -> Self {
+    pub(crate) fn root(tracer: Arc<SdkTracer>, pricer: Pricer) -> Self {
         Self {
             tracer,
+            pricer,
             parent: Context::new(),
         }
     }
@@ -106,6 +115,8 @@ impl CallObserver for SpanObserver {
             request: None,
             input_tokens: None,
             output_tokens: None,
+            pricer: self.pricer.clone(),
+            cost: CostSum::default(),
         })
     }
 
@@ -135,6 +146,9 @@ struct CallTrace {
     /// Usage summed over the call's requests that reported it.
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    /// What prices its requests, and what they cost so far.
+    pricer: Pricer,
+    cost: CostSum,
 }
 
 impl CallWatch for CallTrace {
@@ -159,10 +173,20 @@ impl CallWatch for CallTrace {
         self.request = Some(span);
     }
 
-    fn request_finished(&mut self, _request: &RequestStart<'_>, end: RequestEnd<'_>) {
+    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
         let Some(mut span) = self.request.take() else {
             return;
         };
+        // A request that reached a provider costs what it cost; one that
+        // did not is no attempt and costs nothing.
+        let sent = end.as_ref().map_or_else(|f| f.was_sent(), |_| true);
+        if let Some(pricer) = self.pricer.as_ref().filter(|_| sent) {
+            let cost = pricer.cost(request, &end);
+            if let Some(cost) = &cost {
+                span.set_attributes(cost.attributes());
+            }
+            self.cost.add(cost.as_ref());
+        }
         match end {
             Ok(reply) => {
                 if let Some(status) = reply.status {
@@ -201,6 +225,9 @@ impl CallWatch for CallTrace {
 
     fn call_finished(self: Box<Self>, result: Result<&CallResult, &CallError>) {
         let span = self.cx.span();
+        if let Some(cost) = self.cost.total() {
+            span.set_attributes(cost.attributes());
+        }
         if let Some(n) = self.input_tokens {
             span.set_attribute(KeyValue::new("gen_ai.usage.input_tokens", n as i64));
         }

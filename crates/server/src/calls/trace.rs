@@ -241,6 +241,7 @@ impl CallWatch for TraceWatch {
         if end.is_err_and(|f| !f.was_sent()) {
             return;
         }
+        let cost = self.pricing.prices.request_cost(request, &end);
         let (outcome, status, usage) = match end {
             Ok(reply) => (
                 reply.stop.as_str(),
@@ -253,14 +254,6 @@ impl CallWatch for TraceWatch {
             ),
             Err(failure) => ("error", failure.status, Usage::default()),
         };
-        let cost = self
-            .pricing
-            .prices
-            .price(request.provider, request.model)
-            .map(|price| {
-                let bounds = (request.input_bound, request.max_tokens);
-                price.cost(usage, bounds)
-            });
         match &cost {
             Some(c) => self.pricing.metrics.spent(
                 &self.trace.tenant,
