@@ -174,6 +174,34 @@ fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
         .collect()
 }
 
+impl PriceList {
+    /// What `request`, ending as `end`, cost at its provider's and model's
+    /// price (a failed one at its worst case); `None` without a price.
+    pub fn request_cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<Cost> {
+        let usage = match end {
+            Ok(reply) => Usage {
+                input: reply.input_tokens,
+                cached: reply.cached_input_tokens,
+                output: reply.output_tokens,
+            },
+            Err(_) => Usage::default(),
+        };
+        let price = self.price(request.provider, request.model)?;
+        Some(price.cost(usage, (request.input_bound, request.max_tokens)))
+    }
+}
+
+/// The request spans of `[telemetry]` carry what `/v1/calls` shows.
+impl AttemptPricer for PriceList {
+    fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<SpanCost> {
+        self.request_cost(request, end).map(|c| SpanCost {
+            amount: c.amount,
+            currency: c.currency,
+            complete: c.complete,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,33 +267,5 @@ mod tests {
             Cost::sum([&reported, &euro], false).is_none(),
             "no sum across currencies"
         );
-    }
-}
-
-impl PriceList {
-    /// What `request`, ending as `end`, cost at its provider's and model's
-    /// price (a failed one at its worst case); `None` without a price.
-    pub fn request_cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<Cost> {
-        let usage = match end {
-            Ok(reply) => Usage {
-                input: reply.input_tokens,
-                cached: reply.cached_input_tokens,
-                output: reply.output_tokens,
-            },
-            Err(_) => Usage::default(),
-        };
-        let price = self.price(request.provider, request.model)?;
-        Some(price.cost(usage, (request.input_bound, request.max_tokens)))
-    }
-}
-
-/// The request spans of `[telemetry]` carry what `/v1/calls` shows.
-impl AttemptPricer for PriceList {
-    fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<SpanCost> {
-        self.request_cost(request, end).map(|c| SpanCost {
-            amount: c.amount,
-            currency: c.currency,
-            complete: c.complete,
-        })
     }
 }
