@@ -28,6 +28,9 @@ after 2 s, each contender fresh). Contenders:
   `/v1/call`;
 - serve call, mimalloc: the same binary built with `--features mimalloc`;
 - serve call, 1 worker: the default binary with `TOKIO_WORKER_THREADS=1`;
+- serve call (no traces): the default binary keeping no call traces
+  (`[server] keepCalls = 0`) and writing no line per request (`[log]
+  format = "off"`), beside "serve call" with both on, as by default;
 - Portkey and LiteLLM, pinned and started as `bench/peers/gateways.py` does
   (Portkey held to 127.0.0.1).
 
@@ -160,12 +163,12 @@ http {{
     return proc, port
 
 
-def start_serve(name, binary, fake_port, env=None, extra=()):
+def start_serve(name, binary, fake_port, env=None, extra=(), toml=""):
     port = gateways.free_port()
     cfg = WORK / f"{name}.toml"
     cfg.write_text(f'[providers.fake]\nkind = "openai"\nbaseUrl = "http://127.0.0.1:{fake_port}/v1"\n'
                    f'apiKeyEnv = "FAKE_KEY"\nmodel = "fake"\n[defaults]\nprovider = "fake"\n'
-                   f'[limits]\nmaxConcurrentRuns = 1000\n')
+                   f'[limits]\nmaxConcurrentRuns = 1000\n{toml}')
     proc = spawn(name, [str(binary), "serve", "--config", str(cfg), "--listen", f"127.0.0.1:{port}", *extra],
                  env={"FAKE_KEY": "sk-fake", **(env or {})}, ready=f"http://127.0.0.1:{port}/healthz")
     return proc, port
@@ -210,6 +213,12 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
         proc, port = start_serve("serve-mimalloc", WORK / "callai-mimalloc", fake_port)
         procs.append(proc)
         out["serve call, mimalloc"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    if wanted("serve call (no traces)"):
+        # Call traces kept for none, and no line per request on stderr.
+        proc, port = start_serve("serve-notraces", RELEASE / "callai", fake_port,
+                                 toml='[server]\nkeepCalls = 0\n[log]\nformat = "off"\n')
+        procs.append(proc)
+        out["serve call (no traces)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     if wanted("serve call, 1 worker"):
         proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
         procs.append(proc)
