@@ -31,6 +31,7 @@ after 2 s, each contender fresh). Contenders:
 - serve call (no traces): the default binary keeping no call traces
   (`[server] keepCalls = 0`) and writing no line per request (`[log]
   format = "off"`), beside "serve call" with both on, as by default;
+- serve call (no log line): traces kept, no line per request;
 - Portkey and LiteLLM, pinned and started as `bench/peers/gateways.py` does
   (Portkey held to 127.0.0.1).
 
@@ -219,6 +220,12 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
                                  toml='[server]\nkeepCalls = 0\n[log]\nformat = "off"\n')
         procs.append(proc)
         out["serve call (no traces)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    if wanted("serve call (no log line)"):
+        # Call traces kept as by default; no line per request.
+        proc, port = start_serve("serve-nolog", RELEASE / "callai", fake_port,
+                                 toml='[log]\nformat = "off"\n')
+        procs.append(proc)
+        out["serve call (no log line)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     if wanted("serve call, 1 worker"):
         proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
         procs.append(proc)

@@ -172,3 +172,65 @@ async fn each_call_of_a_pack_run_is_traced_with_its_run() {
     assert_eq!(traces[0]["requests"].as_array().unwrap().len(), 3);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn usage_sums_the_owners_calls_per_minute_and_tenants_lists_budgets() {
+    let server = server().await;
+    let (request, script) = truncating(2);
+    let body = json!({"request": request, "script": script});
+    assert_eq!(post(&server, "tok-a", "/v1/call", &body).await.0, 200);
+    let (request, script) = truncating(1);
+    let body = json!({"request": request, "script": script});
+    assert_eq!(post(&server, "tok-b", "/v1/call", &body).await.0, 200);
+    // A run's calls can be listed alone.
+    let run = json!({"pack": "echo-attempts", "input": request, "script": script, "runId": "r-u"});
+    assert_eq!(post(&server, "tok-a", "/v1/runs", &run).await.0, 200);
+    let (_, runs) = get(&server, "tok-a", "/v1/calls?run=r-u").await;
+    assert_eq!(runs["data"].as_array().unwrap().len(), 1, "{runs}");
+    assert_eq!(runs["data"][0]["runId"], "r-u");
+
+    let reasons = |usage: &Value| -> Vec<(String, u64)> {
+        let mut seen: Vec<(String, u64)> = Vec::new();
+        for r in usage["requests"].as_array().unwrap() {
+            let reason = r["reason"].as_str().unwrap().to_owned();
+            match seen.iter_mut().find(|(k, _)| *k == reason) {
+                Some((_, n)) => *n += r["count"].as_u64().unwrap(),
+                None => seen.push((reason, r["count"].as_u64().unwrap())),
+            }
+        }
+        seen.sort();
+        seen
+    };
+    // Tenant a: its call (first, truncation) and its run's call (first).
+    let (status, usage) = get(&server, "tok-a", "/v1/usage?minutes=5").await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["calls"], 2, "{usage}");
+    assert_eq!(
+        reasons(&usage),
+        [("first".into(), 2), ("truncation".into(), 1)]
+    );
+    // The admin: everyone's, or one tenant's.
+    let (_, all) = get(&server, "tok-admin", "/v1/usage").await;
+    assert_eq!(all["calls"], 3, "{all}");
+    assert_eq!(all["minutes"], 60);
+    let (_, b) = get(&server, "tok-admin", "/v1/usage?tenant=b").await;
+    assert_eq!(reasons(&b), [("first".into(), 1)]);
+    // A tenant naming another is refused; a span out of range is named.
+    assert_eq!(get(&server, "tok-a", "/v1/usage?tenant=b").await.0, 403);
+    let (status, refused) = get(&server, "tok-a", "/v1/usage?minutes=0").await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused.to_string().contains("minutes"), "{refused}");
+
+    let (_, tenants) = get(&server, "tok-admin", "/v1/tenants").await;
+    let names: Vec<&str> = tenants["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["tenant"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["admin", "a", "b"], "{tenants}");
+    let (_, own) = get(&server, "tok-b", "/v1/tenants").await;
+    assert_eq!(own["data"].as_array().unwrap().len(), 1, "{own}");
+    assert_eq!(own["data"][0]["tenant"], "b");
+    server.shutdown().await;
+}
