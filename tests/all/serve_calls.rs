@@ -188,6 +188,11 @@ async fn usage_sums_the_owners_calls_per_minute_and_tenants_lists_budgets() {
     let (_, runs) = get(&server, "tok-a", "/v1/calls?run=r-u").await;
     assert_eq!(runs["data"].as_array().unwrap().len(), 1, "{runs}");
     assert_eq!(runs["data"][0]["runId"], "r-u");
+    let (status, refused) = get(&server, "tok-a", "/v1/calls?since=yesterday").await;
+    assert_eq!(status, 400, "{refused}");
+    assert!(refused.to_string().contains("since"), "{refused}");
+    let (_, none) = get(&server, "tok-a", "/v1/calls?since=2999-01-01T00:00:00Z").await;
+    assert_eq!(none["data"], json!([]), "{none}");
 
     let reasons = |usage: &Value| -> Vec<(String, u64)> {
         let mut seen: Vec<(String, u64)> = Vec::new();

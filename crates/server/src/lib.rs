@@ -149,6 +149,7 @@ pub struct Server {
     auth: Auth,
     addr: SocketAddr,
     banner: String,
+    log: access_log::AccessLog,
 }
 
 /// After the grace period, how long stopped runs' answers have to be
@@ -322,12 +323,15 @@ impl Server {
             bundled: options.bundled.len(),
             packs_dir: options.packs_dir.as_deref(),
         });
+        let log = access_log::AccessLog::start(state.log)
+            .map_err(|e| setup(format!("the log's writer thread: {e}")))?;
         Ok(Self {
             state,
             listener,
             auth,
             addr,
             banner,
+            log,
         })
     }
 
@@ -352,7 +356,8 @@ impl Server {
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
         let grace = state.server.shutdown_grace();
-        let app = routes::router(state.clone(), self.auth, state.log);
+        let log = self.log;
+        let app = routes::router(state.clone(), self.auth, log.clone());
         let limits = listen::ConnectionLimits::from_config(&state.server);
         let (stage_tx, stage_rx) = tokio::sync::watch::channel(listen::Stage::Serving);
         // Durable runs whose host died are resumed here.
@@ -401,6 +406,8 @@ impl Server {
             // The exporter's shutdown blocks on its thread.
             let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
         }
+        // Every request's line is out before the server is gone.
+        log.flush();
         Ok(())
     }
 }

@@ -29,7 +29,7 @@ type Shared = State<Arc<AppState>>;
 /// The router: liveness, discovery and the viewer's assets open to anyone, `/metrics` behind
 /// the admin's or the metrics token, every other route behind a caller's
 /// token; the drop-ins' routes answer their errors in their API's shape.
-pub fn router(state: Arc<AppState>, auth: Auth, log: callai_config::LogFormat) -> Router {
+pub fn router(state: Arc<AppState>, auth: Auth, log: crate::access_log::AccessLog) -> Router {
     let open = Router::new()
         .route("/healthz", get(healthz))
         .route("/.well-known/openwop", get(well_known))
@@ -41,17 +41,21 @@ pub fn router(state: Arc<AppState>, auth: Auth, log: callai_config::LogFormat) -
                 auth.clone(),
                 require_metrics_token,
             ));
-    Router::new()
+    let router = Router::new()
         .merge(open)
         .merge(metrics)
         .merge(callai(&state, auth.clone()))
         .merge(openai(&state, auth.clone()))
         .merge(anthropic(&state, auth))
-        .with_state(state)
-        .layer(axum::middleware::from_fn_with_state(
-            log,
-            crate::access_log::log_request,
-        ))
+        .with_state(state);
+    // `[log] format = "off"`: not even the layer.
+    if log.is_off() {
+        return router;
+    }
+    router.layer(axum::middleware::from_fn_with_state(
+        log,
+        crate::access_log::log_request,
+    ))
 }
 
 /// A `POST` route of `handler` that reads a JSON body: bounded by

@@ -65,6 +65,14 @@ pub async fn get_call(
     }
 }
 
+/// `?since=`, an RFC 3339 time, in ms since the Unix epoch.
+fn since_ms(text: &str) -> Result<u64, ApiError> {
+    let at: jiff::Timestamp = text
+        .parse()
+        .map_err(|e| ApiError::invalid("since", format!("not an RFC 3339 time ({e}): {text:?}")))?;
+    Ok(u64::try_from(at.as_millisecond()).unwrap_or(0))
+}
+
 /// A page of calls, newest first; `next` is the `?before=` of the next.
 #[derive(Serialize)]
 struct Page<'a> {
@@ -96,12 +104,12 @@ pub async fn list_calls(
         run: q.run,
         outcome: q.outcome,
         retried: q.retried.unwrap_or(false),
-        since: q.since,
+        since_ms: q.since.as_deref().map(since_ms).transpose()?,
     };
     let (page, more) = state.calls.list(&filter, q.before.as_deref(), limit);
     let body = Page {
         data: page.iter().map(|t| &**t).collect(),
-        next: more.then(|| page.last().map(|t| t.id.as_str())).flatten(),
+        next: more.then(|| page.last().map(|t| &*t.id)).flatten(),
     };
     Ok(axum::Json(body).into_response())
 }

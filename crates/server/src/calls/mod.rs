@@ -32,7 +32,7 @@ pub struct CallStore {
 #[derive(Debug, Default)]
 struct Kept {
     order: VecDeque<Arc<CallTrace>>,
-    by_id: HashMap<String, Arc<CallTrace>>,
+    by_id: HashMap<Arc<str>, Arc<CallTrace>>,
 }
 
 /// What `GET /v1/calls` keeps to.
@@ -52,8 +52,8 @@ pub struct CallFilter {
     pub outcome: Option<String>,
     /// Only calls of more than one attempt.
     pub retried: bool,
-    /// Only calls started at or after this RFC 3339 time.
-    pub since: Option<String>,
+    /// Only calls started at or after this time (ms since the Unix epoch).
+    pub since_ms: Option<u64>,
 }
 
 impl CallFilter {
@@ -61,8 +61,11 @@ impl CallFilter {
         let is = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
         is(&self.tenant, &t.tenant)
             && is(&self.endpoint, t.endpoint)
-            && is(&self.outcome, &t.outcome)
-            && self.run.as_deref().is_none_or(|r| t.run_id.as_deref() == Some(r))
+            && is(&self.outcome, t.outcome)
+            && self
+                .run
+                .as_deref()
+                .is_none_or(|r| t.run_id.as_deref() == Some(r))
             && self
                 .provider
                 .as_deref()
@@ -71,8 +74,7 @@ impl CallFilter {
                 t.route.as_deref() == Some(m) || t.requests.iter().any(|r| r.model == m)
             })
             && (!self.retried || t.attempts.count > 1)
-            // RFC 3339 UTC times of one format order as their text does.
-            && self.since.as_deref().is_none_or(|s| t.created_at.as_str() >= s)
+            && self.since_ms.is_none_or(|s| t.started_ms >= s)
     }
 }
 
@@ -148,7 +150,7 @@ impl CallStore {
         let mut newest_first = kept.order.iter().rev();
         if let Some(before) = before {
             // Skip to the call named, then past it.
-            if !newest_first.by_ref().any(|t| t.id == before) {
+            if !newest_first.by_ref().any(|t| &*t.id == before) {
                 return (Vec::new(), false);
             }
         }

@@ -18,7 +18,7 @@ pub struct Price {
     /// Per cached input token.
     cached_input: f64,
     output: f64,
-    currency: String,
+    currency: std::sync::Arc<str>,
 }
 
 /// The tokens a request reported.
@@ -39,7 +39,7 @@ pub struct Cost {
     /// The amount.
     pub amount: f64,
     /// Its currency (`USD`).
-    pub currency: String,
+    pub currency: std::sync::Arc<str>,
     /// False when a request reported no usage, or had no price.
     pub complete: bool,
 }
@@ -112,7 +112,7 @@ impl PriceList {
                     input: p.input * per_million,
                     cached_input: p.cached_input.unwrap_or(p.input) * per_million,
                     output: p.output * per_million,
-                    currency: p.currency.clone(),
+                    currency: p.currency.clone().into(),
                 };
                 Some((name.clone(), price))
             })
@@ -196,7 +196,7 @@ impl AttemptPricer for PriceList {
     fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<SpanCost> {
         self.request_cost(request, end).map(|c| SpanCost {
             amount: c.amount,
-            currency: c.currency,
+            currency: c.currency.to_string(),
             complete: c.complete,
         })
     }

@@ -18,8 +18,9 @@ use std::time::Instant;
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallTrace {
-    /// Its id: the `x-callai-call-id` header, and a drop-in answer's `id`.
-    pub id: String,
+    /// Its id: the `x-callai-call-id` header, and a drop-in answer's `id`
+    /// (shared with the store's index of them).
+    pub id: Arc<str>,
     /// The tenant that made it.
     pub tenant: String,
     /// `call`, `chat_completions`, `messages`, or `run` (a pack's call).
@@ -29,16 +30,15 @@ pub struct CallTrace {
     pub run_id: Option<String>,
     /// The node that made it.
     pub node_id: String,
-    /// When it started (RFC 3339, UTC).
-    pub created_at: String,
-    /// The same, in milliseconds since the Unix epoch (for the summaries).
-    #[serde(skip)]
+    /// When it started, in milliseconds since the Unix epoch; answered as
+    /// `createdAt`, RFC 3339 (UTC), made when it is read.
+    #[serde(rename = "createdAt", serialize_with = "as_rfc3339")]
     pub started_ms: u64,
     /// The model name it routed (`[models.NAME]`), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<String>,
     /// `ok`, or the error code it failed with.
-    pub outcome: String,
+    pub outcome: &'static str,
     /// The RFC 0248 record: of the result, or of what a failed call sent.
     pub attempts: Attempts,
     /// What its requests cost, summed; absent when no price is known.
@@ -85,6 +85,10 @@ pub struct RequestTrace {
     /// neither has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+}
+
+fn as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*ms))
 }
 
 /// The record of a call that sent nothing.
@@ -183,15 +187,14 @@ impl CallObserver for CallTracer {
             last_cost: self.last_cost.clone(),
             unpriced: false,
             trace: CallTrace {
-                id,
+                id: id.into(),
                 tenant: self.origin.tenant.clone(),
                 endpoint: self.origin.endpoint,
                 run_id: self.origin.run_id.clone(),
                 node_id: call.node_id.to_owned(),
-                created_at: rfc3339(now_ms),
                 started_ms: now_ms,
                 route: call.route.map(str::to_owned),
-                outcome: String::new(),
+                outcome: "",
                 attempts: NONE_SENT,
                 cost: None,
                 requests: Vec::new(),
@@ -293,8 +296,8 @@ impl CallWatch for TraceWatch {
             structured_output: None,
         };
         let (outcome, attempts) = match result {
-            Ok(r) => ("ok".to_owned(), r.attempts.unwrap_or(summed)),
-            Err(e) => (e.code.as_str().to_owned(), summed),
+            Ok(r) => ("ok", r.attempts.unwrap_or(summed)),
+            Err(e) => (e.code.as_str(), summed),
         };
         self.trace.outcome = outcome;
         self.trace.attempts = attempts;

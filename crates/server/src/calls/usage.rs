@@ -174,15 +174,14 @@ mod tests {
         cost: Option<f64>,
     ) -> CallTrace {
         CallTrace {
-            id: format!("call_{started_ms}"),
+            id: format!("call_{started_ms}").into(),
             tenant: tenant.into(),
             endpoint: "call",
             run_id: None,
             node_id: "n".into(),
-            created_at: String::new(),
             started_ms,
             route: None,
-            outcome: "ok".into(),
+            outcome: "ok",
             attempts: Attempts {
                 count: 1,
                 output_tokens: Some(1),

@@ -386,7 +386,7 @@ impl Metrics {
                 provider: provider.to_owned(),
                 model: model.to_owned(),
                 reason,
-                currency: cost.currency.clone(),
+                currency: cost.currency.to_string(),
             })
             .inc_by(cost.amount);
     }

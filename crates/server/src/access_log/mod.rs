@@ -11,20 +11,50 @@ use axum::response::Response;
 use callai_config::LogFormat;
 use std::fmt::Write;
 use std::time::Instant;
+use writer::LineWriter;
+
+mod writer;
+
+/// The line each request writes: its format, and the writer that takes
+/// the lines (none when the format is `off`).
+#[derive(Debug, Clone)]
+pub struct AccessLog {
+    format: LogFormat,
+    writer: Option<LineWriter>,
+}
+
+impl AccessLog {
+    /// The log `format` asks for, its writer's thread started.
+    pub fn start(format: LogFormat) -> std::io::Result<Self> {
+        let writer = match format {
+            LogFormat::Off => None,
+            LogFormat::Text | LogFormat::Json => Some(LineWriter::spawn()?),
+        };
+        Ok(Self { format, writer })
+    }
+
+    /// Whether no line is written.
+    pub fn is_off(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    /// Writes every line so far.
+    pub fn flush(&self) {
+        if let Some(w) = &self.writer {
+            w.flush();
+        }
+    }
+}
 
 /// The name of the caller a response answered, as the auth layer found it.
 #[derive(Debug, Clone)]
 pub struct Answered(pub String);
 
 /// The middleware: runs the request, then writes its line.
-pub async fn log_request(
-    State(format): State<LogFormat>,
-    request: Request,
-    next: Next,
-) -> Response {
-    if format == LogFormat::Off {
+pub async fn log_request(State(log): State<AccessLog>, request: Request, next: Next) -> Response {
+    let Some(writer) = &log.writer else {
         return next.run(request).await;
-    }
+    };
     let started = Instant::now();
     let method = request.method().clone();
     let path = request.uri().path().to_owned();
@@ -41,7 +71,7 @@ pub async fn log_request(
             .map(|a| a.0.as_str()),
         headers: &response,
     };
-    eprintln!("{}", line.render(format));
+    writer.append(&line.render(log.format));
     response
 }
 
