@@ -123,7 +123,7 @@ impl CallStore {
         &self,
         tenant: Option<&str>,
         since_ms: u64,
-        mut each: impl FnMut(&CallTrace),
+        mut each: impl FnMut(&Arc<CallTrace>),
     ) {
         let kept = self.kept();
         // Kept in the order they ended: past the first that ended before
@@ -135,7 +135,7 @@ impl CallStore {
             .take_while(|t| t.started_ms + t.duration_ms >= since_ms);
         recent
             .filter(|t| t.started_ms >= since_ms && tenant.is_none_or(|n| n == t.tenant))
-            .for_each(|t| each(t));
+            .for_each(&mut each);
     }
 
     /// Up to `limit` traces `filter` admits, newest first, older than the

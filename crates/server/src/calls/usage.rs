@@ -136,11 +136,13 @@ pub async fn usage(
     let tenant = owner(&caller, q.tenant.as_deref())?;
     let now = callai_engine::events::now_ms();
     let since_ms = (now - now % MINUTE_MS) - (minutes - 1) * MINUTE_MS;
+    // The traces are shared, not copied: the store's lock is held only to
+    // count them out.
     let mut kept = Vec::new();
     state
         .calls
         .each_since(tenant.as_deref(), since_ms, |t| kept.push(t.clone()));
-    Ok(axum::Json(summarize(since_ms, minutes, kept.iter())).into_response())
+    Ok(axum::Json(summarize(since_ms, minutes, kept.iter().map(|t| &**t))).into_response())
 }
 
 #[cfg(test)]
