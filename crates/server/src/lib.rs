@@ -149,7 +149,6 @@ pub struct Server {
     auth: Auth,
     addr: SocketAddr,
     banner: String,
-    log: access_log::AccessLog,
 }
 
 /// After the grace period, how long stopped runs' answers have to be
@@ -234,11 +233,9 @@ impl Server {
     /// `--packs` folder, opens the run log, and binds the socket.
     pub async fn bind(config: Config, options: ServerOptions) -> Result<Self, ServeError> {
         let setup = ServeError::Setup;
-        let addr = match options.listen {
-            Some(addr) => addr,
-            None => parse_listen(&config.server.listen)
-                .map_err(|m| setup(format!("server.listen: {m}")))?,
-        };
+        let listen = || parse_listen(&config.server.listen);
+        let addr = options.listen.map_or_else(listen, Ok);
+        let addr = addr.map_err(|m| setup(format!("server.listen: {m}")))?;
         let env = options.env.clone();
         let admin_token = auth::admin_token(
             &config.server.token_env,
@@ -323,15 +320,12 @@ impl Server {
             bundled: options.bundled.len(),
             packs_dir: options.packs_dir.as_deref(),
         });
-        let log = access_log::AccessLog::start(state.log)
-            .map_err(|e| setup(format!("the log's writer thread: {e}")))?;
         Ok(Self {
             state,
             listener,
             auth,
             addr,
             banner,
-            log,
         })
     }
 
@@ -356,7 +350,8 @@ impl Server {
     ) -> Result<(), ServeError> {
         let state = self.state.clone();
         let grace = state.server.shutdown_grace();
-        let log = self.log;
+        // The log lines' writer thread, until the server stops.
+        let log = access_log::AccessLog::start(state.log)?;
         let app = routes::router(state.clone(), self.auth, log.clone());
         let limits = listen::ConnectionLimits::from_config(&state.server);
         let (stage_tx, stage_rx) = tokio::sync::watch::channel(listen::Stage::Serving);
@@ -407,7 +402,7 @@ impl Server {
             let _ = tokio::task::spawn_blocking(move || t.shutdown()).await;
         }
         // Every request's line is out before the server is gone.
-        log.flush();
+        log.close();
         Ok(())
     }
 }

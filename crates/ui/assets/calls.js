@@ -2,7 +2,7 @@
 // timeline of its attempts.
 
 import { get } from "./api.js";
-import { h, bar, table, empty, money, ms, num, time, link } from "./dom.js";
+import { h, factList, bar, table, empty, money, ms, num, time, link } from "./dom.js";
 
 const FILTERS = ["tenant", "provider", "model", "endpoint", "run", "outcome", "since"];
 const ENDPOINTS = ["", "call", "chat_completions", "messages", "run"];
@@ -89,11 +89,11 @@ export async function callPage(id) {
     ["Attempts", `${a.count} request${a.count === 1 ? "" : "s"}, ${num(a.outputTokens)} output tokens` +
       `${a.usageComplete ? "" : " (usage incomplete)"}${a.structuredOutput ? `, ${a.structuredOutput} structured output` : ""}`],
     ["Cost", money(call.cost)],
-  ].filter(Boolean);
+  ];
   return h("section", {},
     h("p", {}, link("calls", "← Calls")),
     h("h1", {}, `Call ${call.id}`),
-    h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    factList(facts),
     h("h2", {}, "Attempts"),
     call.requests.length ? timeline(call.requests) : empty("This call sent no request to a provider."));
 }

@@ -48,6 +48,10 @@ export function table(columns, rows, caption) {
         h("td", { class: num ? "num" : null }, cell(row))))))));
 }
 
+/** A description list of `[term, value]` pairs (null ones left out). */
+export const factList = (facts) => h("dl", { class: "facts" },
+  facts.filter(Boolean).map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)]));
+
 /** The plain sentence a page shows when it has nothing to show. */
 export const empty = (text) => h("p", { class: "empty", role: "status" }, text);
 

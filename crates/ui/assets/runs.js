@@ -2,7 +2,7 @@
 // with its calls and events.
 
 import { get, ApiError } from "./api.js";
-import { h, table, empty, num, time, link } from "./dom.js";
+import { h, factList, table, empty, num, time, link } from "./dom.js";
 import { callTable } from "./calls.js";
 
 /** The recent runs (those with calls still kept), and a form to open any. */
@@ -51,11 +51,11 @@ export async function runPage(id) {
     ["Provider requests", num(run.attempts?.count)],
     ["Output tokens", num(run.attempts?.outputTokens)],
     run.error ? ["Error", h("span", { class: "error" }, run.error.message || JSON.stringify(run.error))] : null,
-  ].filter(Boolean);
+  ];
   return h("section", {},
     h("p", {}, link("runs", "← Runs")),
     h("h1", {}, `Run ${run.runId}`),
-    h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])),
+    factList(facts),
     h("h2", {}, "Calls"),
     calls.data.length ? callTable(calls.data) : empty("This run has made no call this host still keeps."),
     h("h2", {}, "Events"),

@@ -38,10 +38,10 @@ impl AccessLog {
         self.writer.is_none()
     }
 
-    /// Writes every line so far.
-    pub fn flush(&self) {
+    /// Writes every line so far and ends the writer's thread.
+    pub fn close(&self) {
         if let Some(w) = &self.writer {
-            w.flush();
+            w.close();
         }
     }
 }

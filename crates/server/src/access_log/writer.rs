@@ -1,14 +1,15 @@
 //! Where the log lines go: appended to a buffer in memory, written to
-//! stderr in batches by a thread of its own. A request never waits on a
-//! write (one `write` per line on a worker was a tenth of a call's CPU,
-//! `docs/src/performance.md`), and an idle server wakes nothing: the thread
-//! sleeps until a line comes, then gathers for [`BATCH`] and writes them
-//! at once. Nothing is dropped: past [`MAX_PENDING`] bytes the request that
-//! overflows writes the batch itself, and [`LineWriter::flush`] writes
-//! what is left at shutdown. (tracing-appender's non-blocking writer does
-//! this for `tracing`; this server writes its lines without `tracing`.)
+//! stderr in batches by a thread of their own, so a slow stderr (a pipe to
+//! a busy journal) does not hold a request on a worker, and an idle server
+//! wakes nothing: the thread sleeps until a line comes, then gathers for
+//! [`BATCH`] and writes them at once. Nothing is dropped: past
+//! [`MAX_PENDING`] bytes the request that overflows writes the batch
+//! itself, and [`LineWriter::flush`] writes what is left at shutdown.
+//! (tracing-appender's non-blocking writer does this for `tracing`; this
+//! server writes its lines without `tracing`.)
 
 use std::io::Write;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -21,12 +22,20 @@ const MAX_PENDING: usize = 1 << 20;
 #[derive(Debug, Clone)]
 pub struct LineWriter(Arc<Shared>);
 
-#[derive(Debug, Default)]
 struct Shared {
     pending: Mutex<String>,
-    /// Held while a batch is taken and written, so batches keep their order.
-    out: Mutex<()>,
+    /// Where batches go; held while one is taken and written, so batches
+    /// keep their order.
+    out: Mutex<Box<dyn Write + Send>>,
     ready: Condvar,
+    /// Set by [`LineWriter::close`]: the thread ends, lines are written at once.
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -35,9 +44,19 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LineWriter {
-    /// A writer and its thread, which lives as long as the process.
+    /// A writer to stderr and its thread, which lives as long as the process.
     pub fn spawn() -> std::io::Result<Self> {
-        let shared = Arc::new(Shared::default());
+        Self::spawn_to(Box::new(std::io::stderr()))
+    }
+
+    /// A writer to `out`.
+    fn spawn_to(out: Box<dyn Write + Send>) -> std::io::Result<Self> {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(String::new()),
+            out: Mutex::new(out),
+            ready: Condvar::new(),
+            closed: AtomicBool::new(false),
+        });
         let thread = shared.clone();
         std::thread::Builder::new()
             .name("callai-log".into())
@@ -51,7 +70,7 @@ impl LineWriter {
         let was_empty = pending.is_empty();
         pending.push_str(line);
         pending.push('\n');
-        if pending.len() > MAX_PENDING {
+        if pending.len() > MAX_PENDING || self.0.closed.load(Ordering::Acquire) {
             drop(pending);
             self.flush();
             return;
@@ -66,6 +85,16 @@ impl LineWriter {
     pub fn flush(&self) {
         self.0.write_batch();
     }
+
+    /// Writes every line queued so far and ends the thread; a line
+    /// appended later is written at once.
+    pub fn close(&self) {
+        self.0.closed.store(true, Ordering::Release);
+        self.flush();
+        // Under the lock, so the thread is either waiting or will see it.
+        let _pending = lock(&self.0.pending);
+        self.0.ready.notify_all();
+    }
 }
 
 impl Shared {
@@ -73,6 +102,9 @@ impl Shared {
         loop {
             let mut pending = lock(&self.pending);
             while pending.is_empty() {
+                if self.closed.load(Ordering::Acquire) {
+                    return;
+                }
                 pending = self
                     .ready
                     .wait(pending)
@@ -85,15 +117,92 @@ impl Shared {
     }
 
     fn write_batch(&self) {
-        let _order = lock(&self.out);
+        let mut out = lock(&self.out);
         let batch = std::mem::take(&mut *lock(&self.pending));
         if !batch.is_empty() {
-            write_out(&batch);
+            // A closed stderr loses the lines, never the request.
+            let _ = out.write_all(batch.as_bytes());
+            let _ = out.flush();
         }
     }
 }
 
-fn write_out(text: &str) {
-    // A closed or full stderr loses the lines, never the request.
-    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A sink the test reads back.
+    #[derive(Clone, Default)]
+    struct Sink(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Sink {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Sink {
+        fn text(&self) -> String {
+            String::from_utf8(lock(&self.0).clone()).unwrap()
+        }
+    }
+
+    #[test]
+    fn every_line_comes_out_whole_and_in_each_appenders_order() {
+        let sink = Sink::default();
+        let writer = LineWriter::spawn_to(Box::new(sink.clone())).unwrap();
+        let appenders: Vec<_> = (0..4)
+            .map(|t| {
+                let writer = writer.clone();
+                std::thread::spawn(move || {
+                    for i in 0..500 {
+                        writer.append(&format!("t{t} line {i}"));
+                    }
+                })
+            })
+            .collect();
+        appenders.into_iter().for_each(|a| a.join().unwrap());
+        writer.flush();
+        let text = sink.text();
+        assert_eq!(text.lines().count(), 2000);
+        for t in 0..4 {
+            let mine: Vec<&str> = text
+                .lines()
+                .filter(|l| l.starts_with(&format!("t{t} ")))
+                .collect();
+            let want: Vec<String> = (0..500).map(|i| format!("t{t} line {i}")).collect();
+            assert_eq!(mine, want, "appender {t}'s lines, in order");
+        }
+    }
+
+    #[test]
+    fn the_thread_writes_without_a_flush_and_an_overflow_is_written_at_once() {
+        let sink = Sink::default();
+        let writer = LineWriter::spawn_to(Box::new(sink.clone())).unwrap();
+        writer.append("one");
+        // The thread's batch: polled for at most 5 s (it takes ~20 ms).
+        for _ in 0..500 {
+            if sink.text() == "one\n" {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(sink.text(), "one\n");
+        // Past a megabyte waiting, the appender writes it itself.
+        let long = "x".repeat(MAX_PENDING + 1);
+        writer.append(&long);
+        assert_eq!(
+            sink.text().len(),
+            4 + MAX_PENDING + 2,
+            "written before append returned"
+        );
+        // Closed: the thread ends, and a later line is written at once.
+        writer.close();
+        writer.append("late");
+        assert!(sink.text().ends_with("\nlate\n"));
+    }
 }
