@@ -257,10 +257,8 @@ async fn tenants(
     let log = state.runlog.as_ref();
     let mut answers = Vec::new();
     if caller.is_admin() {
-        for name in state.tenants.names() {
-            if let Some(tenant) = state.tenants.by_name(name) {
-                answers.push(crate::tenants::budget_answer(log, &Caller(tenant.clone())).await?);
-            }
+        for tenant in state.tenants.all() {
+            answers.push(crate::tenants::budget_answer(log, &Caller(tenant.clone())).await?);
         }
     } else {
         answers.push(crate::tenants::budget_answer(log, &caller).await?);

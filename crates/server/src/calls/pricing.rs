@@ -174,18 +174,25 @@ fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
         .collect()
 }
 
-impl PriceList {
-    /// What `request`, ending as `end`, cost at its provider's and model's
-    /// price (a failed one at its worst case); `None` without a price.
-    pub fn request_cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<Cost> {
-        let usage = match end {
-            Ok(reply) => Usage {
+impl Usage {
+    /// What `end` reported: nothing for a failed request.
+    pub fn of(end: &RequestEnd<'_>) -> Self {
+        match end {
+            Ok(reply) => Self {
                 input: reply.input_tokens,
                 cached: reply.cached_input_tokens,
                 output: reply.output_tokens,
             },
-            Err(_) => Usage::default(),
-        };
+            Err(_) => Self::default(),
+        }
+    }
+}
+
+impl PriceList {
+    /// What `request`, reporting `usage`, cost at its provider's and
+    /// model's price (missing a count, at its worst case); `None` without
+    /// a price.
+    pub fn request_cost(&self, request: &RequestStart<'_>, usage: Usage) -> Option<Cost> {
         let price = self.price(request.provider, request.model)?;
         Some(price.cost(usage, (request.input_bound, request.max_tokens)))
     }
@@ -194,11 +201,12 @@ impl PriceList {
 /// The request spans of `[telemetry]` carry what `/v1/calls` shows.
 impl AttemptPricer for PriceList {
     fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<SpanCost> {
-        self.request_cost(request, end).map(|c| SpanCost {
-            amount: c.amount,
-            currency: c.currency.to_string(),
-            complete: c.complete,
-        })
+        self.request_cost(request, Usage::of(end))
+            .map(|c| SpanCost {
+                amount: c.amount,
+                currency: c.currency.to_string(),
+                complete: c.complete,
+            })
     }
 }
 

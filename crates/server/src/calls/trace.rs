@@ -244,18 +244,11 @@ impl CallWatch for TraceWatch {
         if end.is_err_and(|f| !f.was_sent()) {
             return;
         }
-        let cost = self.pricing.prices.request_cost(request, &end);
-        let (outcome, status, usage) = match end {
-            Ok(reply) => (
-                reply.stop.as_str(),
-                reply.status,
-                Usage {
-                    input: reply.input_tokens,
-                    cached: reply.cached_input_tokens,
-                    output: reply.output_tokens,
-                },
-            ),
-            Err(failure) => ("error", failure.status, Usage::default()),
+        let usage = Usage::of(&end);
+        let cost = self.pricing.prices.request_cost(request, usage);
+        let (outcome, status) = match end {
+            Ok(reply) => (reply.stop.as_str(), reply.status),
+            Err(failure) => ("error", failure.status),
         };
         match &cost {
             Some(c) => self.pricing.metrics.spent(

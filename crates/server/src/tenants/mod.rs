@@ -209,9 +209,14 @@ impl Tenants {
         self.tenants.iter().filter_map(|(_, t)| t.allotment.get())
     }
 
+    /// Every tenant, the admin first.
+    pub fn all(&self) -> impl Iterator<Item = &Arc<Tenant>> {
+        std::iter::once(&self.admin).chain(self.tenants.iter().map(|(_, t)| t))
+    }
+
     /// Every tenant's name, the admin's first.
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        std::iter::once(ADMIN).chain(self.tenants.iter().map(|(_, t)| t.name.as_str()))
+        self.all().map(|t| t.name.as_str())
     }
 
     /// The admin.
