@@ -142,22 +142,21 @@ fn main() {
             ),
             Language::TypeScript => {
                 let Some(node) = &node else { continue };
-                let wasm = out_dir.join(format!("{}.wasm", e.name));
-                node.build(&e.entry, &wasm)
-                    .unwrap_or_else(|why| panic!("{why}"));
+                let deflated = foreign(e, &work, &out_dir, node.fingerprint(), |wasm| {
+                    node.build(&e.entry, wasm)
+                });
                 (
-                    format!("Component::Deflated(include_bytes!({:?}))", deflate(&wasm)),
+                    format!("Component::Deflated(include_bytes!({deflated:?}))"),
                     "TypeScript",
                 )
             }
             Language::Python => {
                 let Some(python) = &python else { continue };
-                let wasm = out_dir.join(format!("{}.wasm", e.name));
-                python
-                    .build(&e.entry, &wasm)
-                    .unwrap_or_else(|why| panic!("{why}"));
+                let deflated = foreign(e, &work, &out_dir, python.fingerprint(), |wasm| {
+                    python.build(&e.entry, wasm)
+                });
                 (
-                    format!("Component::Deflated(include_bytes!({:?}))", deflate(&wasm)),
+                    format!("Component::Deflated(include_bytes!({deflated:?}))"),
                     "Python",
                 )
             }
@@ -218,14 +217,42 @@ fn wanted(examples: &[Example], language: Language) -> bool {
     examples.iter().any(|e| e.language == language)
 }
 
-/// `wasm`, deflated (best compression) beside it; the compressed file's path.
-fn deflate(wasm: &Path) -> PathBuf {
-    let bytes = fs::read(wasm).unwrap();
-    let out = wasm.with_extension("wasm.deflate");
+/// A TypeScript or Python pack, built by `build` (into the path it is given)
+/// and deflated; the deflated file's path. Kept under `work/packs` by the
+/// fingerprint of the pack's folder and of its toolchain (`tool`), so that
+/// the test build after a release build (the README's two commands) does
+/// not run componentize-js or componentize-py again for the same sources.
+fn foreign(
+    e: &Example,
+    work: &Path,
+    out_dir: &Path,
+    tool: Result<String, String>,
+    build: impl FnOnce(&Path) -> Result<(), String>,
+) -> PathBuf {
+    println!("cargo:rerun-if-changed={}", e.dir.display());
+    let key = tool
+        .and_then(|tool| callai_guest_build::fingerprint(&[&e.dir], &tool))
+        .unwrap_or_else(|why| panic!("{why}"));
+    let made = callai_guest_build::cached(
+        &work.join("packs").join(&e.name),
+        &key,
+        "wasm.deflate",
+        |deflated| {
+            let wasm = out_dir.join(format!("{}.wasm", e.name));
+            build(&wasm)?;
+            deflate(&wasm, deflated)
+        },
+    );
+    made.unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// `wasm`, deflated (best compression) into `out`.
+fn deflate(wasm: &Path, out: &Path) -> Result<(), String> {
+    let bytes = fs::read(wasm).map_err(|e| format!("{}: {e}", wasm.display()))?;
     let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
-    encoder.write_all(&bytes).unwrap();
-    fs::write(&out, encoder.finish().unwrap()).unwrap();
-    out
+    encoder.write_all(&bytes).map_err(|e| e.to_string())?;
+    let deflated = encoder.finish().map_err(|e| e.to_string())?;
+    fs::write(out, deflated).map_err(|e| format!("{}: {e}", out.display()))
 }
 
 fn required(path: &Path) -> PathBuf {

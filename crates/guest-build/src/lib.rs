@@ -180,10 +180,87 @@ fn tool_version(tool: &str, args: &[&str]) -> Result<String, String> {
 /// that a lockfile changed.
 fn hash_file(path: &Path) -> Result<String, String> {
     let bytes = fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+    Ok(format!("{:016x}", fnv1a(FNV_OFFSET, &bytes)))
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// FNV-1a, continued from `hash` over `bytes`. A build script's cache key
+/// needs no more (nothing here is adversarial), and it keeps this crate
+/// free of dependencies that every build script would compile first.
+fn fnv1a(hash: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(hash, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3)
-    });
+    })
+}
+
+/// Folders a fingerprint skips: installed dependencies and build output,
+/// which are made from what is fingerprinted.
+const NOT_SOURCES: &[&str] = &["node_modules", "__pycache__", "target", "dist", ".venv"];
+
+/// A fingerprint of the files under `paths` (each a file or a folder),
+/// their names relative to it and their bytes, in a fixed order, and of
+/// `extra` (a tool's version, say): the key under which [`cached`] keeps
+/// what was built from them.
+pub fn fingerprint(paths: &[&Path], extra: &str) -> Result<String, String> {
+    let mut hash = fnv1a(FNV_OFFSET, extra.as_bytes());
+    for path in paths {
+        let mut files = Vec::new();
+        list_files(path, &mut files).map_err(|e| format!("{}: {e}", path.display()))?;
+        files.sort();
+        for file in files {
+            let bytes = fs::read(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let name = file.strip_prefix(path).unwrap_or(&file);
+            hash = fnv1a(hash, name.to_string_lossy().as_bytes());
+            hash = fnv1a(hash, &(bytes.len() as u64).to_le_bytes());
+            hash = fnv1a(hash, &bytes);
+        }
+    }
     Ok(format!("{hash:016x}"))
+}
+
+fn list_files(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if !path.is_dir() {
+        files.push(path.to_path_buf());
+        return Ok(());
+    }
+    for entry in fs::read_dir(path)? {
+        let entry = entry?;
+        let skipped = NOT_SOURCES.iter().any(|n| entry.file_name() == **n);
+        if !skipped {
+            list_files(&entry.path(), files)?;
+        }
+    }
+    Ok(())
+}
+
+/// `dir/key.suffix`, made by `make` (given a temporary path to write) when
+/// it is not there yet; its path. The one file kept in `dir`: an older key's
+/// is removed. A release build and a test build of the workspace build the
+/// same pack from the same sources, and the second finds the first's.
+pub fn cached(
+    dir: &Path,
+    key: &str,
+    suffix: &str,
+    make: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<PathBuf, String> {
+    let done = dir.join(format!("{key}.{suffix}"));
+    if done.exists() {
+        return Ok(done);
+    }
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let partial = dir.join(format!("{key}.partial-{}", std::process::id()));
+    make(&partial)?;
+    // A rename, so that a build beside this one never reads half a file.
+    fs::rename(&partial, &done).map_err(|e| format!("{}: {e}", done.display()))?;
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        let older = !name.to_string_lossy().starts_with(key);
+        if older {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    Ok(done)
 }
 
 /// Copies the files of `from` into `to`, recursively, replacing what is

@@ -12,13 +12,14 @@ use std::process::Command;
 #[derive(Debug)]
 pub struct Node {
     sdk: PathBuf,
+    version: String,
 }
 
 impl Node {
     /// Finds node and npm, and installs the SDK (from `root/guest-sdk-ts`)
     /// under `work`; `Err` says what is missing.
     pub fn install(root: &Path, work: &Path) -> Result<Self, String> {
-        tool_version("node", &["--version"])?;
+        let version = tool_version("node", &["--version"])?;
         tool_version("npm", &["--version"])?;
         let source = root.join("guest-sdk-ts");
         for dir in ["src", "bin", "wit"] {
@@ -63,7 +64,7 @@ impl Node {
         if !status.success() {
             return Err("tsc found type errors in guest-sdk-ts or the TypeScript examples".into());
         }
-        Ok(Self { sdk })
+        Ok(Self { sdk, version })
     }
 
     /// The SDK as an npm tarball in `out_dir` (what `callai new --lang ts`
@@ -83,6 +84,12 @@ impl Node {
             ));
         }
         Ok(out_dir.join(name))
+    }
+
+    /// A fingerprint of what builds a pack besides the pack's own files:
+    /// the SDK with its lockfile, and node's version.
+    pub fn fingerprint(&self) -> Result<String, String> {
+        crate::fingerprint(&[&self.sdk], &format!("node {}", self.version))
     }
 
     /// Builds the pack whose entry is `entry` into `out`.

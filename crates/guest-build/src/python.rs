@@ -12,14 +12,15 @@ use std::process::Command;
 #[derive(Debug)]
 pub struct Python {
     venv: PathBuf,
-    build: PathBuf,
+    sdk: PathBuf,
+    version: String,
 }
 
 impl Python {
     /// Finds python3, and makes the environment under `work`; `Err` says
     /// what is missing.
     pub fn install(root: &Path, work: &Path) -> Result<Self, String> {
-        tool_version("python3", &["--version"])?;
+        let version = tool_version("python3", &["--version"])?;
         let sdk = root.join("guest-sdk-py");
         let requirements = sdk.join("requirements-build.txt");
         println!("cargo:rerun-if-changed={}", requirements.display());
@@ -59,10 +60,7 @@ impl Python {
             }
             fs::write(&stamp, want).map_err(|e| e.to_string())?;
         }
-        Ok(Self {
-            venv,
-            build: sdk.join("src/callai_sdk/build.py"),
-        })
+        Ok(Self { venv, sdk, version })
     }
 
     /// The SDK (`root/guest-sdk-py`) as a wheel in `out_dir` (what `callai
@@ -103,6 +101,19 @@ impl Python {
         self.venv.join("bin/python")
     }
 
+    /// A fingerprint of what builds a pack besides the pack's own files:
+    /// the SDK's sources, the pinned build requirements, and python's
+    /// version.
+    pub fn fingerprint(&self) -> Result<String, String> {
+        crate::fingerprint(
+            &[
+                &self.sdk.join("src"),
+                &self.sdk.join("requirements-build.txt"),
+            ],
+            &self.version,
+        )
+    }
+
     /// Builds the pack whose module is `app` into `out`.
     pub fn build(&self, app: &Path, out: &Path) -> Result<(), String> {
         println!(
@@ -110,7 +121,7 @@ impl Python {
             app.parent().unwrap_or(app).display()
         );
         let status = Command::new(self.venv.join("bin/python"))
-            .arg(&self.build)
+            .arg(self.sdk.join("src/callai_sdk/build.py"))
             .arg("build")
             .arg(app)
             .arg("-o")
