@@ -56,13 +56,51 @@ pub fn target_tmp(name: &str) -> std::path::PathBuf {
         .join(name)
 }
 
+/// The tests' `CALLAI_CACHE_DIR`: a folder under the target directory that
+/// outlives a run. The runtime in this process and every `callai` the tests
+/// start compile into its `components` (so a component, and each function
+/// of one, compiles once for them all, and a rerun loads them), and none
+/// writes to the user's own cache.
+pub fn cache_dir() -> std::path::PathBuf {
+    target_tmp("callai-cache")
+}
+
+/// A compiled-component cache of its own, `parent/cache` (what
+/// `CALLAI_CACHE_DIR` would name), whose function cache is the tests'
+/// shared one: a `callai` given it writes the component it compiles there
+/// alone, and the functions that component shares with the repository's
+/// packs (a JavaScript or Python engine) are not compiled again, as on a
+/// machine where `callai` already compiled a pack.
+pub fn cache_sharing_functions(parent: &std::path::Path) -> std::path::PathBuf {
+    let cache = parent.join("cache");
+    let own = cache.join("components");
+    std::fs::create_dir_all(&own).expect("a cache folder");
+    let shared = cache_dir().join("components");
+    // The shared cache's key signs its functions; without one yet (nothing
+    // compiled), this cache starts empty.
+    if std::fs::copy(shared.join("cache.key"), own.join("cache.key")).is_ok() {
+        std::fs::create_dir_all(shared.join("functions")).expect("the shared function cache");
+        std::os::unix::fs::symlink(shared.join("functions"), own.join("functions"))
+            .expect("a link to the shared function cache");
+    }
+    cache
+}
+
+/// The `callai` binary at `exe`, as a command whose compiled-component
+/// cache is the tests' own ([`cache_dir`]).
+pub fn callai_command(exe: &str) -> std::process::Command {
+    let mut command = std::process::Command::new(exe);
+    command.env("CALLAI_CACHE_DIR", cache_dir());
+    command
+}
+
 /// One runtime for the whole test binary, as a host would have, with a
 /// compiled-component cache that outlives the run: a rerun after a change
 /// that leaves the packs as they were loads them instead of compiling.
 pub fn runtime() -> &'static PackRuntime {
     static RUNTIME: OnceLock<PackRuntime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
-        let options = RuntimeOptions::default().cache_dir(target_tmp("pack-cache"));
+        let options = RuntimeOptions::default().cache_dir(cache_dir().join("components"));
         PackRuntime::with_options(&options).expect("wasmtime starts")
     })
 }

@@ -69,7 +69,7 @@ pub fn spawn_serve(
     args: &[&str],
     envs: &[(&str, &str)],
 ) -> (std::process::Child, String) {
-    let mut command = std::process::Command::new(bin);
+    let mut command = crate::callai_command(bin);
     command.arg("serve").args(args).envs(envs.iter().copied());
     let (child, addr, before) = spawn_serve_command(command);
     assert!(before.is_empty(), "printed before listening: {before:?}");

@@ -2,10 +2,10 @@
 
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 pub(crate) fn callai(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_callai"))
+    crate::callai_command()
         .args(args)
         .output()
         .expect("callai runs")
@@ -252,17 +252,26 @@ fn conformance_passes_on_this_host_as_a_table_and_as_json() {
     assert_eq!(v["failed"], 0);
     assert_eq!(v["legs"].as_array().unwrap().len(), 8);
     if callai_examples::example("echo-attempts-ts").is_some() {
-        let ts = stdout_json(&callai(&[
-            "conformance",
-            "--json",
-            "--fixture",
-            "echo-attempts-ts",
-        ]));
+        // Compiled into the cache `callai run` uses, so it compiles once.
+        let parent = tempfile::tempdir().unwrap();
+        let cache = callai_tests::cache_sharing_functions(parent.path());
+        let run = crate::callai_command()
+            .args(["conformance", "--json", "--fixture", "echo-attempts-ts"])
+            .env("CALLAI_CACHE_DIR", &cache)
+            .output()
+            .unwrap();
+        let ts = stdout_json(&run);
         assert_eq!(
             (ts["failed"].as_u64(), ts["skipped"].as_u64()),
             (Some(0), Some(0)),
             "{ts}"
         );
+        let compiled = std::fs::read_dir(cache.join("components"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .count();
+        assert_eq!(compiled, 1, "the fixture's compiled component is cached");
     }
     let out = callai(&["conformance", "--fixture", "bookai-scene"]);
     assert_eq!(out.status.code(), Some(2), "not a conformance fixture");
@@ -278,7 +287,7 @@ fn conformance_passes_on_this_host_as_a_table_and_as_json() {
 #[test]
 fn a_reader_that_goes_away_is_no_panic() {
     for args in [&["run", "echo-attempts"][..], &["examples"], &["facet"]] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
+        let mut child = crate::callai_command()
             .args(args)
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())

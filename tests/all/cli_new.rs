@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 
 fn callai() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_callai"))
+    crate::callai_command()
 }
 
 /// Runs `command`, failing the test with its output when it fails.
@@ -129,7 +129,7 @@ fn a_typescript_pack_builds_outside_the_repository() {
         "npm",
         "ci --offline --no-audit --no-fund --loglevel=error",
     ));
-    let cache = parent.path().join("cache");
+    let cache = callai_tests::cache_sharing_functions(parent.path());
     let built = ok(in_dir(&dir, "npm", "run --silent build")
         .env("CALLAI", env!("CARGO_BIN_EXE_callai"))
         .env("CALLAI_CACHE_DIR", &cache));
@@ -181,7 +181,7 @@ fn a_python_pack_builds_outside_the_repository() {
         .arg(&site)
         .arg(wheel));
     let build = "-m callai_sdk.build build app.py -o pack.wasm";
-    let cache = parent.path().join("cache");
+    let cache = callai_tests::cache_sharing_functions(parent.path());
     let built = ok(in_dir(&dir, python, build)
         .env("PYTHONPATH", &site)
         .env("CALLAI", env!("CARGO_BIN_EXE_callai"))

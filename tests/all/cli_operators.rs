@@ -20,7 +20,7 @@ fn config_check_prints_every_setting_with_its_default() {
          [tenants.acme]\ntokenEnv = \"ACME_TOKEN\"\n[tenants.acme.budget]\nrequests = 100\n",
     );
     // As on a machine where the provider's key is not set.
-    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let out = crate::callai_command()
         .args(["config", "check", &file])
         .env_remove("OPENAI_API_KEY")
         .output()
@@ -169,7 +169,7 @@ fn version_names_the_commit_and_the_features() {
 
 #[test]
 fn serve_says_what_it_serves_when_it_starts() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let mut child = crate::callai_command()
         .args(["serve", "--listen", "127.0.0.1:0"])
         .stderr(Stdio::piped())
         .stdout(Stdio::null())
@@ -202,7 +202,7 @@ fn compile_fills_the_cache_that_run_loads_from() {
     let cache = tempfile::tempdir().unwrap();
     let pack = Path::new(callai_test_programs_artifacts::path("multi_call").unwrap());
     let compile = |pack: &Path| {
-        Command::new(env!("CARGO_BIN_EXE_callai"))
+        crate::callai_command()
             .arg("compile")
             .arg(pack)
             .env("CALLAI_CACHE_DIR", cache.path())

@@ -8,11 +8,11 @@ use callai_test_programs_artifacts as test_programs;
 use callai_tests::fake_server::{FakeServer, Reply};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn callai(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_callai"))
+    crate::callai_command()
         .args(args)
         .output()
         .expect("callai runs")
@@ -308,7 +308,7 @@ fn a_foreign_or_corrupt_log_is_a_clear_error_and_left_untouched() {
 /// Starts `callai run multi_call` recording into `log` under `run_id`, as a
 /// child process this test can kill.
 fn spawn_recording(input: &str, script: &str, config: &str, log: &Path, run_id: &str) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_callai"))
+    crate::callai_command()
         .args([
             "run",
             test_programs::MULTI_CALL,

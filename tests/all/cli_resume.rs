@@ -9,11 +9,11 @@ use callai_test_programs_artifacts as test_programs;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::pg::PgCluster;
 use serde_json::{Value, json};
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
 fn callai(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_callai"))
+    crate::callai_command()
         .args(args)
         .output()
         .expect("callai runs")
@@ -58,7 +58,7 @@ fn logs(dir: &std::path::Path) -> Vec<(String, Option<std::sync::Arc<PgCluster>>
 
 /// Starts `callai` with `args` in the background, for a test to kill.
 fn spawn(args: &[&str]) -> std::process::Child {
-    Command::new(env!("CARGO_BIN_EXE_callai"))
+    crate::callai_command()
         .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())

@@ -79,7 +79,7 @@ fn sigterm_lets_the_run_in_flight_finish_then_exits_cleanly() {
 
 #[test]
 fn without_a_token_serve_refuses_to_listen_beyond_loopback() {
-    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let out = crate::callai_command()
         .args(["serve", "--listen", "0.0.0.0:0"])
         .output()
         .unwrap();
@@ -87,7 +87,7 @@ fn without_a_token_serve_refuses_to_listen_beyond_loopback() {
     let error: Value = serde_json::from_slice(&out.stderr).expect("a JSON error");
     let message = error["error"]["message"].as_str().unwrap();
     assert!(message.contains("server.tokenEnv"), "{message}");
-    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let out = crate::callai_command()
         .args(["serve", "--listen", "localhost"])
         .output()
         .unwrap();
@@ -99,7 +99,7 @@ fn without_a_token_serve_refuses_to_listen_beyond_loopback() {
 fn callai_run_exports_traces_when_the_variable_is_set() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let receiver = rt.block_on(callai_tests::otlp::Receiver::start());
-    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let out = crate::callai_command()
         .args(["run", "echo-attempts", "--run-id", "cli-run"])
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
         .output()
@@ -230,7 +230,7 @@ fn uninterrupted(rt: &tokio::runtime::Runtime, config: &std::path::Path) -> Valu
         callai_tests::fake_server::bookai_replies(),
     ));
     std::fs::write(config, local_provider(whole.url())).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let out = crate::callai_command()
         .args(["run", "bookai-scene", "--config", config.to_str().unwrap()])
         .output()
         .unwrap();
@@ -327,7 +327,8 @@ fn idle_connections_under_a_low_file_limit_do_not_lock_a_client_out() {
         .arg(env!("CARGO_BIN_EXE_callai"))
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&config)
-        .env("CALLAI_FILE_LIMIT_TOKEN", "t-file-limit-0248");
+        .env("CALLAI_FILE_LIMIT_TOKEN", "t-file-limit-0248")
+        .env("CALLAI_CACHE_DIR", callai_tests::cache_dir());
     let (mut child, addr, _) = callai_tests::serve::spawn_serve_command(command);
     let idle: Vec<TcpStream> = (0..300)
         .map(|_| TcpStream::connect(&addr).expect("a connection"))

@@ -63,7 +63,7 @@ fn every_example_config_checks() {
         if path.extension().is_none_or(|e| e != "toml") {
             continue;
         }
-        let out = Command::new(env!("CARGO_BIN_EXE_callai"))
+        let out = crate::callai_command()
             .args(["config", "check"])
             .arg(&path)
             .output()

@@ -3,6 +3,12 @@
 //! shared helpers are the `callai-tests` library beside this folder; the
 //! `callai` binary these tests run is the one this package builds.
 
+/// The `callai` this package builds, with the tests' compiled-component
+/// cache (`callai_tests::cache_dir`).
+fn callai_command() -> std::process::Command {
+    callai_tests::callai_command(env!("CARGO_BIN_EXE_callai"))
+}
+
 mod bookai;
 mod bookai_research;
 mod cache;

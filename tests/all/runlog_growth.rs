@@ -146,12 +146,7 @@ fn a_run_past_max_run_bytes_fails_naming_it_and_prune_empties_the_log() {
         "messages": [{"role": "user", "content": "hi"}],
         "responseSchema": {"type": "object", "description": "x".repeat(20_000)}
     });
-    let callai = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_callai"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let callai = |args: &[&str]| crate::callai_command().args(args).output().unwrap();
     let (log_arg, config_arg) = (log.to_str().unwrap(), config.to_str().unwrap());
     let input = big.to_string();
     let out = callai(&[

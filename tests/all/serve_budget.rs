@@ -388,7 +388,7 @@ fn a_bad_tenant_section_stops_start_up_naming_the_key() {
     for (i, (toml, key)) in cases.iter().enumerate() {
         let path = dir.path().join(format!("bad{i}.toml"));
         std::fs::write(&path, toml).unwrap();
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_callai"))
+        let mut child = crate::callai_command()
             .args(["serve", "--listen", "127.0.0.1:0", "--config"])
             .arg(&path)
             .env("T", "tok")

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -15,7 +15,7 @@ fn serve(config: &str) -> (Child, String, mpsc::Receiver<String>, tempfile::Temp
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("host.toml");
     std::fs::write(&path, config).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_callai"))
+    let mut child = crate::callai_command()
         .args(["serve", "--listen", "127.0.0.1:0", "--config"])
         .arg(&path)
         .env("ADMIN_TOKEN", "tok-admin")

@@ -357,7 +357,8 @@ pub fn facet(config: Option<&Path>) -> Result<ExitCode, CliError> {
 
 /// `callai conformance`.
 pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<ExitCode, CliError> {
-    let host = host(&load_config(config)?)?;
+    let config = load_config(config)?;
+    let host = host(&config)?;
     let found = callai_examples::example(fixture)
         .filter(|e| e.node_id == callai_conformance::NODE_ID)
         .ok_or_else(|| {
@@ -367,8 +368,9 @@ pub fn conformance(json: bool, config: Option<&Path>, fixture: &str) -> Result<E
             ))
         })?;
     let fixture = found;
-    let runtime =
-        PackRuntime::new().map_err(|e| CliError::Usage(format!("cannot start wasmtime: {e:#}")))?;
+    // The config's limits and the compiled-component cache, as `callai run`
+    // has them: a TypeScript or Python fixture compiles once, not per run.
+    let runtime = runtime(&config)?;
     let pack = runtime
         .load(&fixture.component())
         .map_err(|source| CliError::Load {
