@@ -86,6 +86,16 @@ pub fn cache_sharing_functions(parent: &std::path::Path) -> std::path::PathBuf {
     cache
 }
 
+/// How many compiled components the cache `CALLAI_CACHE_DIR` = `cache`
+/// holds.
+pub fn compiled_components(cache: &std::path::Path) -> usize {
+    std::fs::read_dir(cache.join("components"))
+        .expect("the cache's components folder")
+        .filter_map(Result::ok)
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .count()
+}
+
 /// The `callai` binary at `exe`, as a command whose compiled-component
 /// cache is the tests' own ([`cache_dir`]).
 pub fn callai_command(exe: &str) -> std::process::Command {

@@ -266,12 +266,11 @@ fn conformance_passes_on_this_host_as_a_table_and_as_json() {
             (Some(0), Some(0)),
             "{ts}"
         );
-        let compiled = std::fs::read_dir(cache.join("components"))
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-            .count();
-        assert_eq!(compiled, 1, "the fixture's compiled component is cached");
+        assert_eq!(
+            callai_tests::compiled_components(&cache),
+            1,
+            "the fixture's compiled component is cached"
+        );
     }
     let out = callai(&["conformance", "--fixture", "bookai-scene"]);
     assert_eq!(out.status.code(), Some(2), "not a conformance fixture");

@@ -45,12 +45,11 @@ fn new_pack(lang: &str, parent: &Path) -> std::path::PathBuf {
 fn was_precompiled(built: &std::process::Output, cache: &Path) {
     let said = String::from_utf8_lossy(&built.stdout);
     assert!(said.contains("pack.wasm: compiled in"), "{said}");
-    let entries = std::fs::read_dir(cache.join("components")).unwrap();
-    let compiled = entries
-        .filter_map(Result::ok)
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
-        .count();
-    assert_eq!(compiled, 1, "the build compiled the pack into the cache");
+    assert_eq!(
+        callai_tests::compiled_components(cache),
+        1,
+        "the build compiled the pack into the cache"
+    );
 }
 
 /// Runs the built component on the pack's own mock script and input: the

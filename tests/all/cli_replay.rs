@@ -1,6 +1,7 @@
 //! Record and replay through the `callai` command: attempts replay exactly,
 //! divergence is caught, and nothing is lost when a run is killed.
 
+use crate::cli::callai;
 use callai_engine::runlog::{RecordedRun, RunStatus};
 use callai_engine::{RunLog, RunLogError};
 use callai_runlog_sqlite::SqliteRunLog;
@@ -8,15 +9,8 @@ use callai_test_programs_artifacts as test_programs;
 use callai_tests::fake_server::{FakeServer, Reply};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Output, Stdio};
+use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-fn callai(args: &[&str]) -> Output {
-    crate::callai_command()
-        .args(args)
-        .output()
-        .expect("callai runs")
-}
 
 struct Dir(tempfile::TempDir);
 

@@ -5,19 +5,13 @@
 //! output, and the Book AI pack's `spent`, equal an uninterrupted run's.
 //! On SQLite and on PostgreSQL.
 
+use crate::cli::callai;
 use callai_test_programs_artifacts as test_programs;
 use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::pg::PgCluster;
 use serde_json::{Value, json};
 use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
-
-fn callai(args: &[&str]) -> Output {
-    crate::callai_command()
-        .args(args)
-        .output()
-        .expect("callai runs")
-}
 
 fn ok_json(out: &Output) -> Value {
     assert!(

@@ -4,7 +4,7 @@
 //! wakes nothing: the thread sleeps until a line comes, then gathers for
 //! [`BATCH`] and writes them at once. Nothing is dropped: past
 //! [`MAX_PENDING`] bytes the request that overflows writes the batch
-//! itself, and [`LineWriter::flush`] writes what is left at shutdown.
+//! itself, and [`LineWriter::close`] writes what is left at shutdown.
 //! (tracing-appender's non-blocking writer does this for `tracing`; this
 //! server writes its lines without `tracing`.)
 
@@ -44,7 +44,8 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl LineWriter {
-    /// A writer to stderr and its thread, which lives as long as the process.
+    /// A writer to stderr and its thread, which lives until
+    /// [`close`](Self::close).
     pub fn spawn() -> std::io::Result<Self> {
         Self::spawn_to(Box::new(std::io::stderr()))
     }
