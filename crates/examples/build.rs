@@ -12,10 +12,11 @@ use callai_guest_build::{
     Node, Python, build, ensure_target, shared_target_dir, toolchain_missing, workspace_root,
 };
 use serde::Deserialize;
+use sha2::Digest as _;
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 #[derive(Deserialize)]
@@ -132,14 +133,16 @@ fn main() {
         "/// The example packs this build bundles (a static, so that each component is in\n/// the binary once).\npub static EXAMPLES: &[Example] = &[\n",
     );
     for e in &examples {
-        let (component, language) = match e.language {
-            Language::Rust => (
-                format!(
-                    "Component::Raw(include_bytes!({:?}))",
-                    built.component(&e.name)
-                ),
-                "Rust",
-            ),
+        let (component, language, sha256) = match e.language {
+            Language::Rust => {
+                let wasm = built.component(&e.name);
+                let bytes = fs::read(&wasm).unwrap_or_else(|e| panic!("{}: {e}", wasm.display()));
+                (
+                    format!("Component::Raw(include_bytes!({wasm:?}))"),
+                    "Rust",
+                    sha256_hex(&bytes),
+                )
+            }
             Language::TypeScript => {
                 let Some(node) = &node else { continue };
                 let deflated = foreign(e, &work, &out_dir, node.fingerprint(), |wasm| {
@@ -148,6 +151,7 @@ fn main() {
                 (
                     format!("Component::Deflated(include_bytes!({deflated:?}))"),
                     "TypeScript",
+                    inflated_sha256(&deflated),
                 )
             }
             Language::Python => {
@@ -158,6 +162,7 @@ fn main() {
                 (
                     format!("Component::Deflated(include_bytes!({deflated:?}))"),
                     "Python",
+                    inflated_sha256(&deflated),
                 )
             }
         };
@@ -165,7 +170,7 @@ fn main() {
         let input = required(&e.dir.join("input.json"));
         writeln!(
             code,
-            "    Example {{ name: {:?}, node_id: {:?}, description: {:?}, language: {language:?}, component: {component}, default_script: include_str!({:?}), default_input: include_str!({:?}) }},",
+            "    Example {{ name: {:?}, node_id: {:?}, description: {:?}, language: {language:?}, component: {component}, sha256: {sha256:?}, default_script: include_str!({:?}), default_input: include_str!({:?}) }},",
             e.name, e.node_id, e.description, script, input
         )
         .unwrap();
@@ -253,6 +258,22 @@ fn deflate(wasm: &Path, out: &Path) -> Result<(), String> {
     encoder.write_all(&bytes).map_err(|e| e.to_string())?;
     let deflated = encoder.finish().map_err(|e| e.to_string())?;
     fs::write(out, deflated).map_err(|e| format!("{}: {e}", out.display()))
+}
+
+/// The SHA-256 of `bytes`, in lowercase hex (what `callai_host::sha256_hex`
+/// gives), so that a server names a bundled pack without inflating it.
+fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(sha2::Sha256::digest(bytes))
+}
+
+/// [`sha256_hex`] of the component deflated in `deflated`.
+fn inflated_sha256(deflated: &Path) -> String {
+    let file = fs::File::open(deflated).unwrap_or_else(|e| panic!("{}: {e}", deflated.display()));
+    let mut bytes = Vec::new();
+    flate2::read::DeflateDecoder::new(file)
+        .read_to_end(&mut bytes)
+        .unwrap_or_else(|e| panic!("{}: {e}", deflated.display()));
+    sha256_hex(&bytes)
 }
 
 fn required(path: &Path) -> PathBuf {

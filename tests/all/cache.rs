@@ -303,3 +303,17 @@ fn every_bundled_pack_fits_the_default_function_limit() {
         }
     }
 }
+
+/// The hash each bundled pack carries from the examples' build (what a
+/// server lists it by, without inflating it) is its bytes' own.
+#[test]
+fn every_bundled_pack_carries_its_own_sha256() {
+    for example in callai_examples::EXAMPLES {
+        assert_eq!(
+            example.sha256,
+            callai_host::sha256_hex(&example.component()),
+            "{}",
+            example.name
+        );
+    }
+}

@@ -7,7 +7,7 @@
 //! behind.
 
 use callai_tests::components::{component_with_function, pack_with_function, with_custom_section};
-use callai_tests::serve::{TestServer, metric_in};
+use callai_tests::serve::{PackCache, TestServer, metric_in};
 use serde_json::json;
 use std::time::Duration;
 
@@ -64,7 +64,9 @@ async fn compile_bombs_are_refused_before_compiling_while_victims_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compilations_take_turns() {
     let toml = "[server]\nmaxCompiles = 1\n";
-    let server = std::sync::Arc::new(TestServer::start(toml).await);
+    // No compiled-component cache: these compile on every run.
+    let server = TestServer::start_cached(toml, None, |_| None, PackCache::Off).await;
+    let server = std::sync::Arc::new(server);
     // Packs that compile for a while: three at once.
     let uploads: Vec<_> = (0..3)
         .map(|i| {
@@ -138,7 +140,8 @@ async fn a_tenants_uploads_queue_behind_each_other_and_no_pack_waits_for_none() 
         "B_TOKEN" => Some("tok-b".to_owned()),
         _ => None,
     };
-    let server = std::sync::Arc::new(TestServer::start_with(toml, None, env).await);
+    let server = TestServer::start_cached(toml, None, env, PackCache::Off).await;
+    let server = std::sync::Arc::new(server);
     let upload = |token: &'static str, name: String, bytes: Vec<u8>| {
         let server = server.clone();
         tokio::spawn(async move {
@@ -158,11 +161,16 @@ async fn a_tenants_uploads_queue_behind_each_other_and_no_pack_waits_for_none() 
         .collect();
     // Once a's first compile runs, b uploads one pack and one component
     // that cannot be a pack.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
         let metrics = server.metrics().await;
         if metric_in(&metrics, "callai_pack_compiles_running") >= 1.0 {
             break;
         }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no compile of a's was seen running within a minute"
+        );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     let b = upload("tok-b", "b0".into(), pack_with_function(900_000, "b0"));

@@ -37,7 +37,10 @@ pub fn serve(args: ServeArgs) -> Result<ExitCode, CliError> {
         runlog: args.runlog,
         bundled: callai_examples::EXAMPLES
             .iter()
-            .map(|e| BundledPack::new(e.name, e.node_id, Some(e.default_script.into()), e.loader()))
+            .map(|e| {
+                BundledPack::new(e.name, e.node_id, Some(e.default_script.into()), e.loader())
+                    .with_sha256(e.sha256)
+            })
             .collect(),
         runtime: crate::run::runtime_options(&config),
         open: if args.allow_open {

@@ -37,6 +37,10 @@ pub struct Example {
     pub language: &'static str,
     /// The component, as stored.
     pub component: Component,
+    /// The SHA-256 of the component's bytes (inflated), in lowercase hex,
+    /// computed when this crate was built: a server names a bundled pack by
+    /// it without inflating the pack.
+    pub sha256: &'static str,
     /// The mock script `run` uses when given none.
     pub default_script: &'static str,
     /// The input `run` uses when given none.

@@ -77,6 +77,10 @@ pub struct BundledPack {
     pub default_script: Option<String>,
     /// Produces the component's bytes.
     pub bytes: Arc<dyn Fn() -> Vec<u8> + Send + Sync>,
+    /// The SHA-256 of those bytes (lowercase hex) when the binary knows it
+    /// ([`BundledPack::with_sha256`]); when not, the server produces the
+    /// bytes at start-up to hash them.
+    pub sha256: Option<String>,
 }
 
 impl BundledPack {
@@ -93,7 +97,17 @@ impl BundledPack {
             node_id: node_id.into(),
             default_script,
             bytes: Arc::new(bytes),
+            sha256: None,
         }
+    }
+
+    /// The same pack, whose bytes hash to `sha256` (lowercase hex, as the
+    /// examples' build computes it): the server lists it without producing
+    /// its bytes (inflating 12 to 18 MB per TypeScript or Python pack at
+    /// every start), and checks the hash when a run first loads them.
+    pub fn with_sha256(mut self, sha256: impl Into<String>) -> Self {
+        self.sha256 = Some(sha256.into());
+        self
     }
 }
 
@@ -188,12 +202,14 @@ impl PackStore {
         let by_name = bundled
             .into_iter()
             .map(|b| {
-                let bytes = (b.bytes)();
+                let sha256 = b
+                    .sha256
+                    .unwrap_or_else(|| callai_host::sha256_hex(&(b.bytes)()));
                 let info = PackInfo {
                     name: b.name.clone(),
                     tenant: None,
                     node_id: b.node_id,
-                    sha256: callai_host::sha256_hex(&bytes),
+                    sha256,
                     default_script: b.default_script,
                     source: PackSource::Bundled(b.bytes),
                 };
@@ -314,6 +330,16 @@ impl PackStore {
         let cell = self.cell(&info.sha256);
         cell.get_or_try_init(|| async {
             let bytes = source.bytes().map_err(ApiError::internal)?;
+            // A bundled pack's hash came with it (`with_sha256`): the
+            // table's key for it must be its bytes' own.
+            if matches!(source, PackSource::Bundled(_))
+                && callai_host::sha256_hex(&bytes) != info.sha256
+            {
+                return Err(ApiError::internal(format!(
+                    "the bundled pack {} does not hash to the sha256 it was given ({})",
+                    info.name, info.sha256
+                )));
+            }
             self.compile_now(bytes, Precheck::Needed).await
         })
         .await
@@ -329,6 +355,46 @@ impl PackStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    /// A bundled pack of `bytes` that counts how often they were produced.
+    fn counted(bytes: &'static [u8], loads: &Arc<AtomicUsize>) -> BundledPack {
+        let loads = loads.clone();
+        BundledPack::new("b", "b.node", None, move || {
+            loads.fetch_add(1, Ordering::Relaxed);
+            bytes.to_vec()
+        })
+    }
+
+    #[tokio::test]
+    async fn a_bundled_pack_with_its_hash_is_listed_without_its_bytes_and_checked_on_load() {
+        let bytes: &[u8] = b"\0asm not really";
+        let loads = Arc::new(AtomicUsize::new(0));
+        let runtime = || PackRuntime::new().unwrap();
+        // Without a hash: produced at start to hash them.
+        let store = PackStore::new(runtime(), vec![counted(bytes, &loads)], 1);
+        assert_eq!(loads.load(Ordering::Relaxed), 1);
+        assert_eq!(store.list(None)[0].sha256, callai_host::sha256_hex(bytes));
+        // With one: listed as given, nothing produced till a run loads it.
+        let wrong = "0".repeat(64);
+        let declared = counted(bytes, &loads).with_sha256(wrong.clone());
+        let store = PackStore::new(runtime(), vec![declared], 1);
+        assert_eq!(loads.load(Ordering::Relaxed), 1, "listed without its bytes");
+        let info = store.list(None).remove(0);
+        assert_eq!(info.sha256, wrong);
+        // A hash that is not the bytes' own is refused, named, before any
+        // compile could file the pack under it.
+        let Err(err) = store.pack(&info).await else {
+            panic!("a pack whose hash is not its bytes' own was loaded");
+        };
+        assert!(
+            err.message
+                .contains("does not hash to the sha256 it was given"),
+            "{}",
+            err.message
+        );
+        assert_eq!(loads.load(Ordering::Relaxed), 2);
+    }
 
     #[test]
     fn names_are_plain() {
