@@ -99,8 +99,20 @@ fn without_a_token_serve_refuses_to_listen_beyond_loopback() {
 fn callai_run_exports_traces_when_the_variable_is_set() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let receiver = rt.block_on(callai_tests::otlp::Receiver::start());
+    // The mock's model priced by a LiteLLM-format list, as `serve` would.
+    let dir = tempfile::tempdir().unwrap();
+    let prices = dir.path().join("prices.json");
+    let list = json!({"mock-1": {"input_cost_per_token": 1e-6, "output_cost_per_token": 2e-6}});
+    std::fs::write(&prices, list.to_string()).unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(
+        &config,
+        format!("[pricing]\nfile = {:?}\n", prices.display().to_string()),
+    )
+    .unwrap();
     let out = crate::callai_command()
-        .args(["run", "echo-attempts", "--run-id", "cli-run"])
+        .args(["run", "echo-attempts", "--run-id", "cli-run", "--config"])
+        .arg(&config)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint)
         .output()
         .unwrap();
@@ -122,6 +134,19 @@ fn callai_run_exports_traces_when_the_variable_is_set() {
     let run = spans.iter().find(|s| s.name.starts_with("run ")).unwrap();
     assert_eq!(run.attr("callai.run.id"), "cli-run");
     assert_eq!(chat.parent_span_id, run.span_id);
+    // Each attempt priced at the list's price, the call at their sum.
+    let attempt = spans.iter().find(|s| s.name == "attempt 1").unwrap();
+    let tokens = |s: &callai_tests::otlp::Span, key: &str| s.attr(key).as_f64().unwrap();
+    let expected = tokens(attempt, "gen_ai.usage.input_tokens") * 1e-6
+        + tokens(attempt, "gen_ai.usage.output_tokens") * 2e-6;
+    let amount = attempt.attr("callai.cost.amount").as_f64().unwrap();
+    assert!(
+        expected > 0.0 && (amount - expected).abs() < 1e-15,
+        "{amount} vs {expected}"
+    );
+    assert_eq!(attempt.attr("callai.cost.currency"), "USD");
+    assert_eq!(chat.attr("callai.cost.amount").as_f64(), Some(amount));
+    assert_eq!(chat.attr("callai.cost.complete"), &json!(true));
 }
 
 #[test]

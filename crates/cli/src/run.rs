@@ -197,6 +197,15 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let telemetry =
         callai_telemetry::Telemetry::from_config(&config.telemetry, |k| std::env::var(k).ok())
             .map_err(|e| CliError::Usage(e.to_string()))?;
+    // Each attempt's span carries its cost, priced as `serve` prices it.
+    let telemetry = match telemetry {
+        Some(t) => {
+            let prices = callai_server::PriceList::load(&config)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            Some(t.with_pricer(Arc::new(prices)))
+        }
+        None => None,
+    };
     let trace = telemetry
         .as_ref()
         .map(|t| t.run(&plan.node_id, args.run_id.as_deref(), &args.pack));

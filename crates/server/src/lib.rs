@@ -54,6 +54,9 @@ mod state;
 mod tenants;
 
 pub use auth::OpenListen;
+/// The host's prices (`[providers.NAME.prices]`, `[pricing] file`): what
+/// `serve` prices each attempt by, and `callai run` its spans.
+pub use calls::PriceList;
 pub use check::check_config;
 pub use error::ApiError;
 pub use packs::{BundledPack, MAX_UPLOADS};
@@ -263,7 +266,7 @@ impl Server {
             .host_builder(&|k| env(k))
             .and_then(|builder| builder.mock(mock(&config)).build())
             .map_err(|e| setup(e.to_string()))?;
-        let prices = Arc::new(calls::PriceList::load(&config).map_err(|e| setup(e.to_string()))?);
+        let prices = Arc::new(PriceList::load(&config).map_err(|e| setup(e.to_string()))?);
         let telemetry = telemetry.map(|t| t.with_pricer(prices.clone()));
         let packs = open_packs(&config, &options).await?;
         let tenants = callers(

@@ -34,32 +34,39 @@ impl SpanCost {
     }
 }
 
-/// A call's requests' costs, summed as they end.
+/// A call's requests' costs, summed as they end, by the rule `serve`'s
+/// call traces sum them by: in one currency; incomplete when a request had
+/// no price or was priced at its worst case; no total at all when they were
+/// priced in more than one currency (an amount in one of them would read
+/// as the call's bill).
 #[derive(Debug, Default)]
 pub(crate) struct CostSum {
     sum: Option<SpanCost>,
-    /// A request had no price, or one in another currency.
-    partial: bool,
+    /// A request had no price.
+    unpriced: bool,
+    /// Requests were priced in more than one currency.
+    mixed: bool,
 }
 
 impl CostSum {
     /// Adds a request's cost (`None`: it had no price).
     pub(crate) fn add(&mut self, cost: Option<&SpanCost>) {
         match (cost, &mut self.sum) {
-            (None, _) => self.partial = true,
+            (None, _) => self.unpriced = true,
             (Some(c), None) => self.sum = Some(c.clone()),
             (Some(c), Some(sum)) if sum.currency == c.currency => {
                 sum.amount += c.amount;
                 sum.complete &= c.complete;
             }
-            (Some(_), Some(_)) => self.partial = true,
+            (Some(_), Some(_)) => self.mixed = true,
         }
     }
 
-    /// The call's cost: incomplete when a request's was missing.
+    /// The call's cost: incomplete when a request's was missing; none when
+    /// the requests' were in several currencies.
     pub(crate) fn total(self) -> Option<SpanCost> {
-        let mut sum = self.sum?;
-        sum.complete &= !self.partial;
+        let mut sum = self.sum.filter(|_| !self.mixed)?;
+        sum.complete &= !self.unpriced;
         Some(sum)
     }
 }
@@ -92,7 +99,7 @@ mod tests {
             currency: "EUR".into(),
             ..usd(1.0, true)
         }));
-        assert_eq!(sum.total(), Some(usd(0.5, false)));
+        assert_eq!(sum.total(), None, "no total across currencies, as a trace");
         assert_eq!(CostSum::default().total(), None);
     }
 }

@@ -94,7 +94,13 @@ impl Cost {
 #[derive(Debug, Default)]
 pub struct PriceList {
     by_provider: HashMap<String, Price>,
+    /// The list's entries by their whole name (`gpt-4o-mini`,
+    /// `azure/gpt-4o-mini`).
     by_model: HashMap<String, Price>,
+    /// Its entries named `PROVIDER/MODEL`, by provider then model, split at
+    /// each `/` (so `a/b/m` is under `a` as `b/m` and under `a/b` as `m`):
+    /// the lookup of a request's `provider/model` builds no string.
+    by_provider_model: HashMap<String, HashMap<String, Price>>,
 }
 
 impl PriceList {
@@ -134,10 +140,26 @@ impl PriceList {
                 prices
             }
         };
-        Ok(Self {
+        Ok(Self::of(by_provider, by_model))
+    }
+
+    /// The list of the providers' own prices and the price list's entries.
+    fn of(by_provider: HashMap<String, Price>, by_model: HashMap<String, Price>) -> Self {
+        let mut by_provider_model: HashMap<String, HashMap<String, Price>> = HashMap::new();
+        for (name, price) in &by_model {
+            for (at, _) in name.match_indices('/') {
+                let (provider, model) = (&name[..at], &name[at + 1..]);
+                by_provider_model
+                    .entry(provider.to_owned())
+                    .or_default()
+                    .insert(model.to_owned(), price.clone());
+            }
+        }
+        Self {
             by_provider,
             by_model,
-        })
+            by_provider_model,
+        }
     }
 
     /// The price of a request to `model` of `provider`: the provider's own,
@@ -145,7 +167,7 @@ impl PriceList {
     pub fn price(&self, provider: &str, model: &str) -> Option<&Price> {
         self.by_provider
             .get(provider)
-            .or_else(|| self.by_model.get(&format!("{provider}/{model}")))
+            .or_else(|| self.by_provider_model.get(provider)?.get(model))
             .or_else(|| self.by_model.get(model))
     }
 }
@@ -227,15 +249,19 @@ mod tests {
         });
         let prices = litellm_prices(list.as_object().unwrap());
         assert_eq!(prices.len(), 2);
-        let list = PriceList {
-            by_provider: HashMap::new(),
-            by_model: prices,
-        };
+        let list = PriceList::of(HashMap::new(), prices);
         let openai = list.price("openai", "gpt-4o-mini").unwrap();
         assert_eq!((openai.input, openai.cached_input), (1.5e-7, 7.5e-8));
         // A provider/model entry wins over the bare model.
         assert_eq!(list.price("azure", "gpt-4o-mini").unwrap().input, 1.65e-7);
         assert!(list.price("openai", "o3").is_none());
+        // A provider or model name with a slash of its own.
+        let slashed = json!({"openrouter/meta-llama/llama-3": {"input_cost_per_token": 1e-7,
+                                                               "output_cost_per_token": 2e-7}});
+        let list = PriceList::of(HashMap::new(), litellm_prices(slashed.as_object().unwrap()));
+        assert!(list.price("openrouter", "meta-llama/llama-3").is_some());
+        assert!(list.price("openrouter/meta-llama", "llama-3").is_some());
+        assert!(list.price("openrouter", "llama-3").is_none());
     }
 
     #[test]
