@@ -1,7 +1,8 @@
 //! A trace per call (issue 35, item 1): every answer of `/v1/call`, the
 //! drop-ins and a pack run's calls has a call id; `GET /v1/calls/{id}`
 //! gives each attempt in order, owner-scoped; `GET /v1/calls` pages them,
-//! newest first, with filters. No prompt or answer text in a trace.
+//! newest first, with filters. No prompt or answer text in a trace, only
+//! their hashes, unless `[runlog] keepText = true`.
 
 use callai_tests::serve::{TestServer, truncating};
 use serde_json::{Value, json};
@@ -85,6 +86,13 @@ async fn a_call_is_traced_attempt_by_attempt_under_the_id_its_answer_names() {
         !trace.to_string().contains("\"hi\""),
         "no prompt text: {trace}"
     );
+    // Only hashes: of the prompt, and of each answer; the two answers
+    // differ, so do their hashes.
+    let sha = |v: &Value| v["sha256"].as_str().map(str::len);
+    assert_eq!(sha(&trace["prompt"]), Some(64), "{trace}");
+    assert!(trace["prompt"].get("text").is_none());
+    assert_eq!(sha(&requests[1]["answer"]), Some(64));
+    assert_ne!(requests[0]["answer"], requests[1]["answer"]);
 
     // Another tenant's call is no call; the admin sees it, and may name a
     // tenant; a tenant may not name another.
@@ -238,4 +246,42 @@ async fn usage_sums_the_owners_calls_per_minute_and_tenants_lists_budgets() {
     assert_eq!(own["data"].as_array().unwrap().len(), 1, "{own}");
     assert_eq!(own["data"][0]["tenant"], "b");
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_keep_text_a_trace_keeps_the_prompt_and_each_answer_under_the_same_hashes() {
+    let (request, script) = truncating(2);
+    let body = json!({"request": request, "script": script});
+    let hashed = TestServer::start("").await;
+    let kept = TestServer::start("[runlog]\nkeepText = true\n").await;
+    let mut traces = Vec::new();
+    for server in [&hashed, &kept] {
+        let answer = server.exchange("/v1/call", &body, None).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        let id = answer.headers.get("x-callai-call-id").unwrap().to_owned();
+        traces.push(server.get(&format!("/v1/calls/{id}")).await.body);
+    }
+    let (hashed, kept) = (&traces[0], &traces[1]);
+    let prompt: Value = serde_json::from_str(kept["prompt"]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        prompt,
+        json!({"messages": [{"role": "user", "content": "hi"}]})
+    );
+    assert_eq!(kept["prompt"]["sha256"], hashed["prompt"]["sha256"]);
+    let answers: Vec<&str> = kept["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["answer"]["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        answers,
+        [r#"{"content":"{\"x\": "}"#, r#"{"content":"{\"x\": 1}"}"#]
+    );
+    for n in 0..2 {
+        assert_eq!(
+            kept["requests"][n]["answer"]["sha256"],
+            hashed["requests"][n]["answer"]["sha256"]
+        );
+    }
 }

@@ -259,6 +259,10 @@ async fn each_page_shows_the_call_its_attempts_the_budget_and_the_providers_requ
         "{second}"
     );
     assert!(one.contains("0.001244 USD"), "{one}");
+    // Without `[runlog] keepText`, the prompt and each answer show as their
+    // hashes, saying why there is no text.
+    assert!(one.contains("the prompt's text is not kept"), "{one}");
+    assert!(second.contains("the answer's text is not kept"), "{second}");
 
     // The budget after it: 2 of 10 requests spent.
     let tenants = open(&client, url, "tenants", "Window: 1d").await;

@@ -215,6 +215,9 @@ pub struct RunLogConfig {
     pub max_run_bytes: u64,
     /// How long a settled `Idempotency-Key` answers its repeats.
     pub idempotency_hours: u32,
+    /// Whether a call's trace keeps its prompt and answers as text (else
+    /// only their SHA-256).
+    pub keep_text: bool,
 }
 
 impl Default for RunLogConfig {
@@ -225,6 +228,7 @@ impl Default for RunLogConfig {
             keep_days: 30,
             max_run_bytes: 64 << 20,
             idempotency_hours: 24,
+            keep_text: false,
         }
     }
 }

@@ -317,6 +317,7 @@ impl Host {
                     .unwrap_or(self.config.retry.default_max_tokens)
                     .min(self.config.retry.provider_max_tokens),
                 structured: request.response_schema.as_ref().map(|_| structured),
+                request,
             })
         });
         let (schema, tools) = match self.compile(request) {

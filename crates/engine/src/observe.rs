@@ -8,7 +8,7 @@
 
 use crate::engine::RequestReason;
 use crate::provider::{ProviderFailure, ProviderReply};
-use callai_wire::{CallError, CallResult, StructuredOutput};
+use callai_wire::{CallError, CallRequest, CallResult, StructuredOutput};
 use std::fmt;
 
 /// What is known of a call when it starts, before any request.
@@ -27,6 +27,8 @@ pub struct CallStart<'a> {
     pub max_tokens: u32,
     /// `Some` for a structured call: how the first request asks for JSON.
     pub structured: Option<StructuredOutput>,
+    /// The call as its caller made it (its messages, schema and tools).
+    pub request: &'a CallRequest,
 }
 
 /// One provider request, as it is about to be sent.

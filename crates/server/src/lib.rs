@@ -293,7 +293,7 @@ impl Server {
             host,
             packs,
             runs: RunTable::new(config.server.keep_runs as usize),
-            calls: Arc::new(calls::CallStore::new(config.server.keep_calls as usize)),
+            calls: Arc::new(calls::CallStore::of(&config)),
             prices,
             log: config.log.format,
             admission: Admission::new(

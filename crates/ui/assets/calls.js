@@ -89,6 +89,7 @@ export async function callPage(id) {
     ["Attempts", `${a.count} request${a.count === 1 ? "" : "s"}, ${num(a.outputTokens)} output tokens` +
       `${a.usageComplete ? "" : " (usage incomplete)"}${a.structuredOutput ? `, ${a.structuredOutput} structured output` : ""}`],
     ["Cost", money(call.cost)],
+    call.prompt ? ["Prompt", kept(call.prompt, "prompt")] : null,
   ];
   return h("section", {},
     h("p", {}, link("calls", "← Calls")),
@@ -122,5 +123,18 @@ function timeline(requests) {
         h("span", {}, `token limit ${num(r.maxTokens)}`),
         h("span", {}, `input ${num(r.inputTokens)}`),
         h("span", {}, `cached ${num(r.cachedInputTokens)}`),
-        h("span", {}, `output ${num(r.outputTokens)}`)))));
+        h("span", {}, `output ${num(r.outputTokens)}`)),
+      r.answer ? h("div", { class: "answer" }, kept(r.answer, "answer")) : null)));
+}
+
+/** A prompt or an answer as the trace keeps it: its text, folded, when
+ * `[runlog] keepText` is on; else its hash, and why there is no text. */
+function kept(text, what) {
+  const sha = h("code", { title: `SHA-256 of the ${what}` }, text.sha256.slice(0, 16));
+  if (text.text === undefined) {
+    return h("span", {}, sha, ` (the ${what}'s text is not kept: [runlog] keepText)`);
+  }
+  return h("details", {},
+    h("summary", {}, `${what} `, sha, text.cut ? " (cut at 64 KiB)" : ""),
+    h("pre", { class: "kept-text" }, text.text));
 }

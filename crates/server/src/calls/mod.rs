@@ -4,11 +4,13 @@
 
 mod handlers;
 mod pricing;
+mod text;
 mod trace;
 mod usage;
 
 pub use handlers::{get_call, list_calls};
 pub use pricing::{Cost, PriceList};
+pub use text::TraceText;
 pub use trace::{CallTrace, CallTracer, Origin, Pricing};
 pub use usage::usage;
 
@@ -26,6 +28,8 @@ pub fn fresh_id(prefix: &str) -> String {
 #[derive(Debug)]
 pub struct CallStore {
     keep: usize,
+    /// What its traces keep of their calls' text.
+    text: TraceText,
     inner: Mutex<Kept>,
 }
 
@@ -79,12 +83,27 @@ impl CallFilter {
 }
 
 impl CallStore {
-    /// A store of the newest `keep` traces.
-    pub fn new(keep: usize) -> Self {
+    /// A store of the newest `keep` traces, keeping `text` of each call.
+    pub fn new(keep: usize, text: TraceText) -> Self {
         Self {
             keep,
+            text,
             inner: Mutex::new(Kept::default()),
         }
+    }
+
+    /// The store `config` asks for: `[server] keepCalls` traces, keeping
+    /// text as `[runlog] keepText` says.
+    pub fn of(config: &callai_config::Config) -> Self {
+        Self::new(
+            config.server.keep_calls as usize,
+            TraceText::of(config.runlog.keep_text),
+        )
+    }
+
+    /// What its traces keep of their calls' text.
+    pub fn text(&self) -> TraceText {
+        self.text
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {

@@ -5,11 +5,12 @@
 
 use super::CallStore;
 use super::pricing::{Cost, PriceList, Usage};
+use super::text::TracedText;
 use crate::metrics::Metrics;
 use crate::runs::rfc3339;
 use callai_engine::RequestReason;
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
-use callai_engine::wire::{Attempts, CallError, CallResult};
+use callai_engine::wire::{Attempts, CallError, CallRequest, CallResult};
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -30,6 +31,11 @@ pub struct CallTrace {
     pub run_id: Option<String>,
     /// The node that made it.
     pub node_id: String,
+    /// Its prompt (system instruction and messages): the SHA-256, and the
+    /// text with `[runlog] keepText`; absent for a call refused before it
+    /// started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<TracedText>,
     /// When it started, in milliseconds since the Unix epoch; answered as
     /// `createdAt`, RFC 3339 (UTC), made when it is read.
     #[serde(rename = "createdAt", serialize_with = "as_rfc3339")]
@@ -85,6 +91,10 @@ pub struct RequestTrace {
     /// neither has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
+    /// Its reply's answer (text and tool calls): the SHA-256, and the text
+    /// with `[runlog] keepText`; absent for a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<TracedText>,
 }
 
 fn as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
@@ -170,10 +180,9 @@ impl CallTracer {
     pub fn last_cost(&self) -> Option<Cost> {
         self.last_cost.lock().ok()?.clone()
     }
-}
 
-impl CallObserver for CallTracer {
-    fn call_started(&self, call: &CallStart<'_>) -> Box<dyn CallWatch> {
+    /// The watch of `call`, whose prompt is `prompt`.
+    fn watch(&self, call: &CallStart<'_>, prompt: Option<TracedText>) -> Box<TraceWatch> {
         let id = self
             .next_id
             .lock()
@@ -192,6 +201,7 @@ impl CallObserver for CallTracer {
                 endpoint: self.origin.endpoint,
                 run_id: self.origin.run_id.clone(),
                 node_id: call.node_id.to_owned(),
+                prompt,
                 started_ms: now_ms,
                 route: call.route.map(str::to_owned),
                 outcome: "",
@@ -204,19 +214,26 @@ impl CallObserver for CallTracer {
             sent: None,
         })
     }
+}
+
+impl CallObserver for CallTracer {
+    fn call_started(&self, call: &CallStart<'_>) -> Box<dyn CallWatch> {
+        self.watch(call, Some(self.store.text().prompt(call.request)))
+    }
 
     fn call_refused(&self, node_id: &str, error: &CallError) {
         // Refused before any request (a provider the policy denies): a
         // trace of no requests says so.
-        let watch = self.call_started(&CallStart {
+        let start = CallStart {
             node_id,
             route: None,
             provider: "",
             model: "",
             max_tokens: 0,
             structured: None,
-        });
-        watch.call_finished(Err(error));
+            request: &CallRequest::default(),
+        };
+        self.watch(&start, None).call_finished(Err(error));
     }
 }
 
@@ -246,9 +263,13 @@ impl CallWatch for TraceWatch {
         }
         let usage = Usage::of(&end);
         let cost = self.pricing.prices.request_cost(request, usage);
-        let (outcome, status) = match end {
-            Ok(reply) => (reply.stop.as_str(), reply.status),
-            Err(failure) => ("error", failure.status),
+        let (outcome, status, answer) = match end {
+            Ok(reply) => (
+                reply.stop.as_str(),
+                reply.status,
+                Some(self.store.text().answer(reply)),
+            ),
+            Err(failure) => ("error", failure.status, None),
         };
         match &cost {
             Some(c) => self.pricing.metrics.spent(
@@ -273,6 +294,7 @@ impl CallWatch for TraceWatch {
             cached_input_tokens: usage.cached,
             output_tokens: usage.output,
             latency_ms: u64::try_from(latency).unwrap_or(u64::MAX),
+            answer,
         });
     }
 

@@ -166,6 +166,7 @@ mod tests {
             output_tokens: Some(1),
             latency_ms: 1,
             cost: None,
+            answer: None,
         }
     }
 
@@ -181,6 +182,7 @@ mod tests {
             endpoint: "call",
             run_id: None,
             node_id: "n".into(),
+            prompt: None,
             started_ms,
             route: None,
             outcome: "ok",

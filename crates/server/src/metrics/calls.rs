@@ -146,8 +146,12 @@ mod tests {
             model: "m",
             max_tokens: 10,
             structured: None,
+            request: &REQUEST,
         }
     }
+
+    static REQUEST: std::sync::LazyLock<callai_engine::wire::CallRequest> =
+        std::sync::LazyLock::new(Default::default);
 
     #[test]
     fn requests_tokens_calls_and_runs_are_counted() {
