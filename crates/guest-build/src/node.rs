@@ -87,9 +87,12 @@ impl Node {
     }
 
     /// A fingerprint of what builds a pack besides the pack's own files:
-    /// the SDK with its lockfile, and node's version.
+    /// the SDK with its lockfile, node's version, and this file's recipe.
     pub fn fingerprint(&self) -> Result<String, String> {
-        crate::fingerprint(&[&self.sdk], &format!("node {}", self.version))
+        // This file is how a pack is built (the flags `build` passes): a
+        // change to it is a change of what a cached pack was built by.
+        let recipe = include_str!("node.rs");
+        crate::fingerprint(&[&self.sdk], &format!("node {}\n{recipe}", self.version))
     }
 
     /// Builds the pack whose entry is `entry` into `out`.
@@ -112,5 +115,22 @@ impl Node {
             .success()
             .then_some(())
             .ok_or_else(|| format!("building {} failed", entry.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pack cached by an older recipe (say, other flags to the SDK's
+    /// build) is not taken for one this recipe builds.
+    #[test]
+    fn the_build_recipe_is_part_of_the_fingerprint() {
+        let node = Node {
+            sdk: Path::new(env!("CARGO_MANIFEST_DIR")).join("src"),
+            version: "v20.0.0".into(),
+        };
+        let sdk_and_node_only = crate::fingerprint(&[&node.sdk], "node v20.0.0").unwrap();
+        assert_ne!(node.fingerprint().unwrap(), sdk_and_node_only);
     }
 }

@@ -102,15 +102,17 @@ impl Python {
     }
 
     /// A fingerprint of what builds a pack besides the pack's own files:
-    /// the SDK's sources, the pinned build requirements, and python's
-    /// version.
+    /// the SDK's sources, the pinned build requirements, python's
+    /// version, and this file's recipe.
     pub fn fingerprint(&self) -> Result<String, String> {
         crate::fingerprint(
             &[
                 &self.sdk.join("src"),
                 &self.sdk.join("requirements-build.txt"),
             ],
-            &self.version,
+            // This file is how a pack is built: a change to it is a
+            // change of what a cached pack was built by.
+            &format!("{}\n{}", self.version, include_str!("python.rs")),
         )
     }
 
