@@ -83,11 +83,12 @@ impl CallFilter {
 }
 
 impl CallStore {
-    /// A store of the newest `keep` traces, keeping `text` of each call.
+    /// A store of the newest `keep` traces, keeping `text` of each call
+    /// (none at all when it keeps no trace).
     pub fn new(keep: usize, text: TraceText) -> Self {
         Self {
             keep,
-            text,
+            text: if keep == 0 { TraceText::Unkept } else { text },
             inner: Mutex::new(Kept::default()),
         }
     }

@@ -22,6 +22,9 @@ pub enum TraceText {
     Hashed,
     /// The text too (`[runlog] keepText = true`).
     Kept,
+    /// Nothing, not even the hash: no trace is kept (`[server] keepCalls =
+    /// 0`), so nothing is serialized or hashed for one.
+    Unkept,
 }
 
 /// A prompt or an answer, as a trace keeps it.
@@ -64,7 +67,7 @@ impl TraceText {
     }
 
     /// The call's prompt: its system instruction and messages.
-    pub fn prompt(self, request: &CallRequest) -> TracedText {
+    pub fn prompt(self, request: &CallRequest) -> Option<TracedText> {
         self.trace(&Prompt {
             system: request.system_prompt.as_deref(),
             messages: &request.messages,
@@ -72,15 +75,16 @@ impl TraceText {
     }
 
     /// A reply's answer: its text and tool calls.
-    pub fn answer(self, reply: &ProviderReply) -> TracedText {
+    pub fn answer(self, reply: &ProviderReply) -> Option<TracedText> {
         self.trace(&Answer {
             content: &reply.content,
             tool_calls: &reply.tool_calls,
         })
     }
 
-    fn trace(self, value: &impl Serialize) -> TracedText {
-        match self {
+    fn trace(self, value: &impl Serialize) -> Option<TracedText> {
+        Some(match self {
+            Self::Unkept => return None,
             Self::Hashed => {
                 // Hashed as it is written, with no text in between: sha2's
                 // hashers are no `io::Write` of their own.
@@ -106,7 +110,7 @@ impl TraceText {
                     cut,
                 }
             }
-        }
+        })
     }
 }
 
@@ -151,9 +155,9 @@ mod tests {
 
     #[test]
     fn by_default_only_the_hash_is_kept_and_it_is_the_kept_texts_own() {
-        let hashed = TraceText::Hashed.prompt(&request("a scene"));
+        let hashed = TraceText::Hashed.prompt(&request("a scene")).unwrap();
         assert!(hashed.text.is_none());
-        let kept = TraceText::Kept.prompt(&request("a scene"));
+        let kept = TraceText::Kept.prompt(&request("a scene")).unwrap();
         assert_eq!(kept.sha256, hashed.sha256, "one hash, kept or not");
         let text = kept.text.unwrap();
         assert_eq!(
@@ -165,22 +169,39 @@ mod tests {
             kept.sha256
         );
         assert_ne!(
-            TraceText::Hashed.prompt(&request("another")).sha256,
+            TraceText::Hashed
+                .prompt(&request("another"))
+                .unwrap()
+                .sha256,
             hashed.sha256
         );
-        let answer = TraceText::Kept.answer(&reply("ok"));
+        let answer = TraceText::Kept.answer(&reply("ok")).unwrap();
         assert_eq!(answer.text.as_deref(), Some(r#"{"content":"ok"}"#));
-        let shown = serde_json::to_value(TraceText::Hashed.answer(&reply("ok"))).unwrap();
+        let shown = serde_json::to_value(TraceText::Hashed.answer(&reply("ok")).unwrap()).unwrap();
         assert_eq!(shown, json!({"sha256": hex::encode(answer.sha256)}));
     }
 
     #[test]
     fn a_long_text_is_cut_at_a_character_and_marked_and_hashed_whole() {
         let long = "é".repeat(MAX_KEPT_BYTES);
-        let kept = TraceText::Kept.answer(&reply(&long));
+        let kept = TraceText::Kept.answer(&reply(&long)).unwrap();
         let text = kept.text.as_deref().unwrap();
         assert!(kept.cut && text.len() <= MAX_KEPT_BYTES && text.len() > MAX_KEPT_BYTES - 4);
-        assert_eq!(kept.sha256, TraceText::Hashed.answer(&reply(&long)).sha256);
-        assert!(!TraceText::Kept.answer(&reply("short")).cut);
+        assert_eq!(
+            kept.sha256,
+            TraceText::Hashed.answer(&reply(&long)).unwrap().sha256
+        );
+        assert!(!TraceText::Kept.answer(&reply("short")).unwrap().cut);
+    }
+
+    #[test]
+    fn a_store_that_keeps_no_trace_hashes_nothing_for_one() {
+        assert!(TraceText::Unkept.answer(&reply("short")).is_none());
+        let unkept = crate::calls::CallStore::new(0, TraceText::Kept);
+        assert_eq!(unkept.text(), TraceText::Unkept);
+        assert_eq!(
+            crate::calls::CallStore::new(1, TraceText::Kept).text(),
+            TraceText::Kept
+        );
     }
 }

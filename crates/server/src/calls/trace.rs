@@ -218,7 +218,7 @@ impl CallTracer {
 
 impl CallObserver for CallTracer {
     fn call_started(&self, call: &CallStart<'_>) -> Box<dyn CallWatch> {
-        self.watch(call, Some(self.store.text().prompt(call.request)))
+        self.watch(call, self.store.text().prompt(call.request))
     }
 
     fn call_refused(&self, node_id: &str, error: &CallError) {
@@ -267,7 +267,7 @@ impl CallWatch for TraceWatch {
             Ok(reply) => (
                 reply.stop.as_str(),
                 reply.status,
-                Some(self.store.text().answer(reply)),
+                self.store.text().answer(reply),
             ),
             Err(failure) => ("error", failure.status, None),
         };
