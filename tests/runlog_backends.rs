@@ -63,7 +63,8 @@ impl Backend {
     }
 
     /// The one number `sql` selects (tables named as in SQLite; `callai_`
-    /// is put before `runs`, `calls`, `events` on PostgreSQL, and
+    /// is put before `runs`, `calls`, `events`, the budget and the call
+    /// trace tables on PostgreSQL, and
     /// `schemas` is its `callai_response_schemas`).
     pub fn number(&self, sql: &str) -> i64 {
         match self {
@@ -77,14 +78,15 @@ impl Backend {
                     .replace(" runs", " callai_runs")
                     .replace(" calls", " callai_calls")
                     .replace(" events", " callai_events")
-                    .replace(" budget_", " callai_budget_");
+                    .replace(" budget_", " callai_budget_")
+                    .replace(" call_trace", " callai_call_trace");
                 cluster.psql(url, &sql).trim().parse().unwrap()
             }
         }
     }
 
     /// Runs `sql` (tables named as in SQLite; `callai_` is put before the
-    /// budget tables on PostgreSQL).
+    /// budget and call trace tables on PostgreSQL).
     pub fn execute(&self, sql: &str) {
         match self {
             Self::Sqlite(dir) => {
@@ -92,7 +94,10 @@ impl Backend {
                 conn.execute_batch(sql).unwrap();
             }
             Self::Postgres(cluster, url) => {
-                cluster.psql(url, &sql.replace(" budget_", " callai_budget_"));
+                let sql = sql
+                    .replace(" budget_", " callai_budget_")
+                    .replace(" call_trace", " callai_call_trace");
+                cluster.psql(url, &sql);
             }
         }
     }

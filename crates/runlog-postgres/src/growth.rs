@@ -108,7 +108,12 @@ impl PostgresRunLog {
         )
         .await
         .map_err(self.storage())?;
+        let traces = crate::traces::prune(self, &tx, before_ms).await?;
         tx.commit().await.map_err(self.storage())?;
-        Ok(Pruned { runs, schemas })
+        Ok(Pruned {
+            runs,
+            schemas,
+            traces,
+        })
     }
 }

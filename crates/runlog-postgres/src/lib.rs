@@ -33,6 +33,7 @@ mod pool;
 mod schema;
 mod store;
 mod takeover;
+mod traces;
 
 use callai_engine::RunLogError;
 use pool::Pool;

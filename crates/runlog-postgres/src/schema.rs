@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 5] = [
+pub(crate) const MIGRATIONS: [&str; 6] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -149,6 +149,25 @@ pub(crate) const MIGRATIONS: [&str; 5] = [
     CREATE INDEX callai_budget_reservations_window
         ON callai_budget_reservations (tenant, window_ms) WHERE calls > 1 AND NOT lapsed;
 ",
+    // Call traces (`GET /v1/calls`): each call's trace, numbered in the
+    // order kept, and the tags a listing filters on, keyed for a range
+    // read of one tag from the newest down.
+    "
+    CREATE TABLE callai_call_traces (
+        seq        BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id         TEXT NOT NULL UNIQUE,
+        tenant     TEXT NOT NULL,
+        started_ms BIGINT NOT NULL,
+        ended_ms   BIGINT NOT NULL,
+        attempts   BIGINT NOT NULL,
+        trace      TEXT NOT NULL
+    );
+    CREATE TABLE callai_call_trace_tags (
+        tag TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        PRIMARY KEY (tag, seq)
+    );
+",
 ];
 
 /// The version this build writes.
@@ -160,7 +179,9 @@ const LOCK: i64 = 0x4341_6c30;
 /// Brings the database to [`VERSION`], or says why it will not: a newer
 /// schema, or `callai_` tables without the version table (someone else's).
 pub(crate) async fn migrate(client: &mut Client, shown: &str) -> Result<(), RunLogError> {
-    let storage = |e: tokio_postgres::Error| RunLogError::Storage(format!("{shown}: {e}"));
+    let storage = |e: tokio_postgres::Error| {
+        RunLogError::Storage(format!("{shown}: {}", crate::store::said(&e)))
+    };
     let tx = client.transaction().await.map_err(storage)?;
     tx.execute("SELECT pg_advisory_xact_lock($1)", &[&LOCK])
         .await

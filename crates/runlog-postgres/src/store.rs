@@ -16,7 +16,7 @@ use tokio_postgres::GenericClient;
 
 impl PostgresRunLog {
     pub(crate) fn storage(&self) -> impl Fn(tokio_postgres::Error) -> RunLogError + '_ {
-        move |e| RunLogError::Storage(format!("{}: {e}", self.shown))
+        move |e| RunLogError::Storage(format!("{}: {}", self.shown, said(&e)))
     }
 
     pub(crate) async fn conn(&self) -> Result<Conn, RunLogError> {
@@ -467,5 +467,18 @@ impl RunLog for PostgresRunLog {
 
     fn ledger(&self) -> Option<&dyn callai_engine::budget::Ledger> {
         Some(self)
+    }
+
+    fn traces(&self) -> Option<&dyn callai_engine::runlog::TraceLog> {
+        Some(self)
+    }
+}
+
+/// What `e` says, with the server's own message when it sent one
+/// (`tokio_postgres` shows a server's error as only "db error").
+pub(crate) fn said(e: &tokio_postgres::Error) -> String {
+    match e.as_db_error() {
+        Some(db) => format!("{e}: {} ({})", db.message(), db.code().code()),
+        None => e.to_string(),
     }
 }

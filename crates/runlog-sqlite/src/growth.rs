@@ -96,9 +96,11 @@ pub(crate) fn prune(conn: &mut Connection, before_ms: u64) -> Result<Pruned, Run
         [before],
     )
     .map_err(storage)?;
+    let traces = super::traces::prune(&tx, before_ms)?;
     tx.commit().map_err(storage)?;
     Ok(Pruned {
         runs: runs as u64,
         schemas: schemas as u64,
+        traces,
     })
 }

@@ -19,7 +19,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 9] = [
+const MIGRATIONS: [&str; 10] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -187,6 +187,23 @@ const MIGRATIONS: [&str; 9] = [
      ALTER TABLE budget_reservations ADD COLUMN lapsed INTEGER NOT NULL DEFAULT 0;
      CREATE INDEX budget_reservations_window ON budget_reservations (tenant, window_ms)
          WHERE calls > 1 AND lapsed = 0;",
+    // Call traces (`GET /v1/calls`): each call's trace, numbered in the
+    // order kept, and the tags a listing filters on, keyed for a range
+    // read of one tag from the newest down.
+    "CREATE TABLE call_traces (
+         seq        INTEGER PRIMARY KEY,
+         id         TEXT NOT NULL UNIQUE,
+         tenant     TEXT NOT NULL,
+         started_ms INTEGER NOT NULL,
+         ended_ms   INTEGER NOT NULL,
+         attempts   INTEGER NOT NULL,
+         trace      TEXT NOT NULL
+     );
+     CREATE TABLE call_trace_tags (
+         tag TEXT NOT NULL,
+         seq INTEGER NOT NULL,
+         PRIMARY KEY (tag, seq)
+     ) WITHOUT ROWID;",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 
@@ -452,6 +469,7 @@ fn read_header(path: &Path, shown: &str) -> Result<Header, RunLogError> {
 mod growth;
 mod ledger;
 mod store;
+mod traces;
 
 #[cfg(test)]
 mod tests;

@@ -483,4 +483,8 @@ impl RunLog for SqliteRunLog {
     fn ledger(&self) -> Option<&dyn callai_engine::budget::Ledger> {
         Some(self)
     }
+
+    fn traces(&self) -> Option<&dyn callai_engine::runlog::TraceLog> {
+        Some(self)
+    }
 }

@@ -293,7 +293,7 @@ impl Server {
             host,
             packs,
             runs: RunTable::new(config.server.keep_runs as usize),
-            calls: Arc::new(calls::CallStore::of(&config)),
+            calls: Arc::new(calls::CallStore::of(&config, runlog.as_ref())),
             prices,
             log: config.log.format,
             admission: Admission::new(
@@ -396,6 +396,10 @@ impl Server {
             () = tokio::time::sleep_until(deadline) => state.admission.stop_all(),
         }
         state.tasks.wait().await;
+        // The traces of the calls that ended reach the run log.
+        if let Err(e) = state.calls.flush().await {
+            eprintln!("callai serve: at shutdown, {e}");
+        }
         // What this host's calls spent reaches the database before it goes.
         for allotment in state.tenants.allotments() {
             allotment.flush().await;

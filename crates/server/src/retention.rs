@@ -20,9 +20,9 @@ pub(crate) async fn prune_periodically(state: Arc<AppState>) {
     loop {
         if let Some(before) = state.runlog_config.prune_before(now_ms()) {
             match log.prune(before).await {
-                Ok(pruned) if pruned.runs > 0 => eprintln!(
-                    "callai serve: pruned {} runs older than runlog.keepDays ({} days)",
-                    pruned.runs, state.runlog_config.keep_days
+                Ok(pruned) if pruned.runs > 0 || pruned.traces > 0 => eprintln!(
+                    "callai serve: pruned {} runs and {} call traces older than runlog.keepDays ({} days)",
+                    pruned.runs, pruned.traces, state.runlog_config.keep_days
                 ),
                 Ok(_) => {}
                 Err(e) => eprintln!("callai serve: cannot prune the run log: {e}"),

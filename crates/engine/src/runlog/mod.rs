@@ -8,10 +8,12 @@
 
 pub mod decode;
 mod records;
+mod traces;
 
 pub use records::{
     ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus, fresh_id,
 };
+pub use traces::{SqlParam, TraceLog, TracePage, TraceQuery, TraceRow, TraceTag};
 
 use crate::events::Event;
 use crate::provider::BoxFuture;
@@ -219,13 +221,19 @@ pub trait RunLog: Send + Sync {
     ) -> BoxFuture<'a, Result<Option<Vec<u8>>, RunLogError>>;
 
     /// Deletes every finished run that ended before `before_ms` (ms since
-    /// the Unix epoch), with its calls and events, and every schema no call
-    /// names any more. A run still running is never deleted.
+    /// the Unix epoch), with its calls and events, every schema no call
+    /// names any more, and the call traces that ended before it. A run
+    /// still running is never deleted.
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>>;
 
     /// The budgets and idempotency keys kept in the same database, when
     /// this log keeps them.
     fn ledger(&self) -> Option<&dyn crate::budget::Ledger> {
+        None
+    }
+
+    /// The call traces kept in the same database, when this log keeps them.
+    fn traces(&self) -> Option<&dyn TraceLog> {
         None
     }
 }
@@ -237,6 +245,8 @@ pub struct Pruned {
     pub runs: u64,
     /// Schemas no call named any more.
     pub schemas: u64,
+    /// Call traces.
+    pub traces: u64,
 }
 
 /// The output a run log gives a lapsed durable run it cannot resume because

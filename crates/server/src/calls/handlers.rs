@@ -2,7 +2,7 @@
 //! the admin sees every tenant's (`?tenant=NAME` to keep to one). Another
 //! owner's call is `404`, exactly as an id nobody holds.
 
-use super::{CallFilter, CallTrace};
+use super::{CallFilter, CallTrace, Found, Listed};
 use crate::error::ApiError;
 use crate::scope::Scope;
 use crate::state::AppState;
@@ -11,6 +11,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Path, Query, State};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use std::sync::Arc;
 
 /// The most calls one page holds, and what `?limit` defaults to.
@@ -59,10 +60,22 @@ pub async fn get_call(
 ) -> Result<Response, ApiError> {
     let Query(query) = query.map_err(|e| ApiError::invalid("query", e.body_text()))?;
     let tenant = owner(&caller, query.tenant.as_deref())?;
-    match state.calls.get(tenant.as_deref(), &id) {
-        Some(trace) => Ok(axum::Json(&*trace).into_response()),
+    let found = state.calls.find(tenant.as_deref(), &id).await;
+    match found.map_err(|e| ApiError::internal(e.to_string()))? {
+        Some(Found::Kept(trace)) => Ok(axum::Json(&*trace).into_response()),
+        Some(Found::Logged(json)) => Ok(axum::Json(logged(&id, &json)?).into_response()),
         None => Err(ApiError::not_found(format!("no call {id:?}"))),
     }
+}
+
+/// A trace read back from the run log, as the JSON it was written as; a
+/// damaged one is an error that names it.
+fn logged<'a>(id: &str, json: &'a str) -> Result<&'a RawValue, ApiError> {
+    serde_json::from_str(json).map_err(|e| {
+        ApiError::internal(format!(
+            "run log: the trace of call {id:?} does not read back: {e}"
+        ))
+    })
 }
 
 /// `?since=`, an RFC 3339 time, in ms since the Unix epoch.
@@ -75,8 +88,8 @@ fn since_ms(text: &str) -> Result<u64, ApiError> {
 
 /// A page of calls, newest first; `next` is the `?before=` of the next.
 #[derive(Serialize)]
-struct Page<'a> {
-    data: Vec<&'a CallTrace>,
+struct Page<'a, T> {
+    data: Vec<T>,
     next: Option<&'a str>,
 }
 
@@ -106,10 +119,29 @@ pub async fn list_calls(
         retried: q.retried.unwrap_or(false),
         since_ms: q.since.as_deref().map(since_ms).transpose()?,
     };
-    let (page, more) = state.calls.list(&filter, q.before.as_deref(), limit);
-    let body = Page {
-        data: page.iter().map(|t| &**t).collect(),
-        next: more.then(|| page.last().map(|t| &*t.id)).flatten(),
-    };
-    Ok(axum::Json(body).into_response())
+    let listed = state.calls.page(&filter, q.before.as_deref(), limit).await;
+    match listed.map_err(|e| ApiError::internal(e.to_string()))? {
+        Listed::Kept(page, more) => {
+            let body = Page {
+                data: page.iter().map(|t| &**t).collect::<Vec<&CallTrace>>(),
+                next: more.then(|| page.last().map(|t| &*t.id)).flatten(),
+            };
+            Ok(axum::Json(body).into_response())
+        }
+        Listed::Logged(page) => {
+            let data = page
+                .traces
+                .iter()
+                .map(|(id, json)| logged(id, json))
+                .collect::<Result<Vec<_>, _>>()?;
+            let body = Page {
+                data,
+                next: page
+                    .more
+                    .then(|| page.traces.last().map(|(id, _)| id.as_str()))
+                    .flatten(),
+            };
+            Ok(axum::Json(body).into_response())
+        }
+    }
 }

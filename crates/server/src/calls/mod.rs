@@ -1,8 +1,10 @@
 //! The traces of recent calls (`GET /v1/calls`, `GET /v1/calls/{id}`): each
 //! call of `/v1/call`, of the drop-ins and of pack runs, kept in memory,
-//! the newest `[server] keepCalls`, owner-scoped as runs are.
+//! the newest `[server] keepCalls`, and in the run log when there is one
+//! (pruned with its runs, `[runlog] keepDays`); owner-scoped as runs are.
 
 mod handlers;
+mod logged;
 mod pricing;
 mod text;
 mod trace;
@@ -14,6 +16,9 @@ pub use text::TraceText;
 pub use trace::{CallTrace, CallTracer, Origin, Pricing};
 pub use usage::usage;
 
+use callai_engine::RunLog;
+use callai_engine::runlog::{RunLogError, TracePage, TraceQuery, TraceTag};
+use logged::TraceWriter;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
@@ -31,6 +36,27 @@ pub struct CallStore {
     /// What its traces keep of their calls' text.
     text: TraceText,
     inner: Mutex<Kept>,
+    /// The run log's writer, when traces are kept there too.
+    log: Option<TraceWriter>,
+}
+
+/// A call found by id: kept in memory, or read back from the run log as
+/// the JSON it was written as.
+#[derive(Debug)]
+pub enum Found {
+    /// In memory.
+    Kept(Arc<CallTrace>),
+    /// In the run log.
+    Logged(String),
+}
+
+/// A page of calls, newest first, and whether there are older ones.
+#[derive(Debug)]
+pub enum Listed {
+    /// From memory.
+    Kept(Vec<Arc<CallTrace>>, bool),
+    /// From the run log: each call's id and JSON.
+    Logged(TracePage),
 }
 
 #[derive(Debug, Default)]
@@ -80,6 +106,28 @@ impl CallFilter {
             && (!self.retried || t.attempts.count > 1)
             && self.since_ms.is_none_or(|s| t.started_ms >= s)
     }
+
+    /// The run log's query of a page of what it admits.
+    fn query(&self, before: Option<&str>, limit: usize) -> TraceQuery {
+        // The first tag is the one the page is read through: the one that
+        // likely admits fewest calls first (a run's, a tenant's), the one
+        // most calls share (`outcome=ok`) last.
+        let tags = [
+            self.run.as_deref().map(TraceTag::Run),
+            self.tenant.as_deref().map(TraceTag::Tenant),
+            self.model.as_deref().map(TraceTag::Model),
+            self.provider.as_deref().map(TraceTag::Provider),
+            self.endpoint.as_deref().map(TraceTag::Endpoint),
+            self.outcome.as_deref().map(TraceTag::Outcome),
+        ];
+        TraceQuery {
+            tags: tags.iter().flatten().map(TraceTag::key).collect(),
+            retried: self.retried,
+            since_ms: self.since_ms,
+            before: before.map(str::to_owned),
+            limit,
+        }
+    }
 }
 
 impl CallStore {
@@ -90,16 +138,65 @@ impl CallStore {
             keep,
             text: if keep == 0 { TraceText::Unkept } else { text },
             inner: Mutex::new(Kept::default()),
+            log: None,
         }
     }
 
     /// The store `config` asks for: `[server] keepCalls` traces, keeping
-    /// text as `[runlog] keepText` says.
-    pub fn of(config: &callai_config::Config) -> Self {
-        Self::new(
+    /// text as `[runlog] keepText` says, and each also in `runlog` when
+    /// given (unless `keepCalls` is 0: no trace at all). Spawns the log's
+    /// writer on the current tokio runtime.
+    pub fn of(config: &callai_config::Config, runlog: Option<&Arc<dyn RunLog>>) -> Self {
+        let mut store = Self::new(
             config.server.keep_calls as usize,
             TraceText::of(config.runlog.keep_text),
-        )
+        );
+        if store.keep > 0 {
+            store.log = runlog.and_then(|log| TraceWriter::spawn(log.clone()));
+        }
+        store
+    }
+
+    /// Waits until every trace kept before it is in the run log; or says
+    /// why some are not.
+    pub async fn flush(&self) -> Result<(), String> {
+        match &self.log {
+            Some(log) => log.flush().await,
+            None => Ok(()),
+        }
+    }
+
+    /// Call `id`, when `tenant` may see it (`None`: the admin, any): from
+    /// memory, else from the run log.
+    pub async fn find(&self, tenant: Option<&str>, id: &str) -> Result<Option<Found>, RunLogError> {
+        if let Some(kept) = self.get(tenant, id) {
+            return Ok(Some(Found::Kept(kept)));
+        }
+        let Some(log) = &self.log else {
+            return Ok(None);
+        };
+        log.flush().await.map_err(RunLogError::Storage)?;
+        Ok(log.log().get_trace(tenant, id).await?.map(Found::Logged))
+    }
+
+    /// Up to `limit` calls `filter` admits, newest first, older than the
+    /// call `before` when given: from the run log when there is one (every
+    /// call it kept, not only the newest `keepCalls`), else from memory.
+    pub async fn page(
+        &self,
+        filter: &CallFilter,
+        before: Option<&str>,
+        limit: usize,
+    ) -> Result<Listed, RunLogError> {
+        let Some(log) = &self.log else {
+            let (page, more) = self.list(filter, before, limit);
+            return Ok(Listed::Kept(page, more));
+        };
+        // A page without the calls the log has not taken yet would be
+        // wrong without saying so: the listing fails, naming why.
+        log.flush().await.map_err(RunLogError::Storage)?;
+        let query = filter.query(before, limit);
+        Ok(Listed::Logged(log.log().list_traces(&query).await?))
     }
 
     /// What its traces keep of their calls' text.
@@ -121,6 +218,9 @@ impl CallStore {
             return;
         }
         let trace = Arc::new(trace);
+        if let Some(log) = &self.log {
+            log.send(trace.clone());
+        }
         let mut kept = self.kept();
         kept.by_id.insert(trace.id.clone(), trace.clone());
         kept.order.push_back(trace);

@@ -1,0 +1,202 @@
+//! Call traces in each run-log backend (issue 35), under the `TraceLog`
+//! trait: kept in order and listed newest first, filtered by every tag a
+//! trace carries (several at once), by retries and start time, paged by
+//! the last id of a page, read by id only by their tenant or the admin, a
+//! repeated write keeping the first, and pruned with their tags.
+
+use callai_engine::RunLog;
+use callai_engine::runlog::{TraceLog, TraceQuery, TraceRow, TraceTag};
+use callai_tests::runlog_backends::Backend;
+use std::sync::Arc;
+
+fn traces(log: &Arc<dyn RunLog>) -> &dyn TraceLog {
+    log.traces().expect("every backend keeps traces")
+}
+
+/// Call `n` of `tenant`, to `provider`, ending at `n` seconds.
+fn row(n: u64, tenant: &str, provider: &str, attempts: u32) -> TraceRow {
+    TraceRow {
+        id: format!("call_{n}"),
+        tenant: tenant.into(),
+        started_ms: n * 1000 - 500,
+        ended_ms: n * 1000,
+        attempts,
+        tags: vec![
+            TraceTag::Tenant(tenant).key(),
+            TraceTag::Provider(provider).key(),
+            TraceTag::Outcome("ok").key(),
+        ],
+        json: format!(r#"{{"id":"call_{n}","tenant":"{tenant}"}}"#),
+    }
+}
+
+fn query(tags: &[TraceTag<'_>], limit: usize) -> TraceQuery {
+    TraceQuery {
+        tags: tags.iter().map(TraceTag::key).collect(),
+        limit,
+        ..TraceQuery::default()
+    }
+}
+
+async fn ids(log: &dyn TraceLog, q: &TraceQuery) -> (Vec<String>, bool) {
+    let page = log.list_traces(q).await.unwrap();
+    (
+        page.traces.into_iter().map(|(id, _)| id).collect(),
+        page.more,
+    )
+}
+
+fn named(ids: &[u64]) -> Vec<String> {
+    ids.iter().map(|n| format!("call_{n}")).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traces_are_listed_newest_first_by_every_filter_and_paged() {
+    for backend in Backend::all() {
+        let log = backend.open().await;
+        let t = traces(&log);
+        let rows = [
+            row(1, "acme", "openai", 1),
+            row(2, "umbrella", "openai", 2),
+            row(3, "acme", "anthropic", 3),
+        ];
+        t.put_traces(&rows[..2]).await.unwrap();
+        t.put_traces(&rows[2..]).await.unwrap();
+        let name = backend.name();
+        assert_eq!(
+            ids(t, &query(&[], 10)).await,
+            (named(&[3, 2, 1]), false),
+            "{name}"
+        );
+        let acme = TraceTag::Tenant("acme");
+        assert_eq!(
+            ids(t, &query(&[acme], 10)).await,
+            (named(&[3, 1]), false),
+            "{name}"
+        );
+        let both = [acme, TraceTag::Provider("openai")];
+        assert_eq!(
+            ids(t, &query(&both, 10)).await,
+            (named(&[1]), false),
+            "{name}"
+        );
+        let none = [acme, TraceTag::Outcome("rate_limited")];
+        assert_eq!(ids(t, &query(&none, 10)).await, (vec![], false), "{name}");
+        let retried = TraceQuery {
+            retried: true,
+            ..query(&[], 10)
+        };
+        assert_eq!(ids(t, &retried).await, (named(&[3, 2]), false), "{name}");
+        let since = TraceQuery {
+            since_ms: Some(1500),
+            ..query(&[], 10)
+        };
+        assert_eq!(ids(t, &since).await, (named(&[3, 2]), false), "{name}");
+        // Paged two at a time, the last id of one page the next's start.
+        assert_eq!(
+            ids(t, &query(&[], 2)).await,
+            (named(&[3, 2]), true),
+            "{name}"
+        );
+        let next = TraceQuery {
+            before: Some("call_2".into()),
+            ..query(&[], 2)
+        };
+        assert_eq!(ids(t, &next).await, (named(&[1]), false), "{name}");
+        let unknown = TraceQuery {
+            before: Some("call_404".into()),
+            ..query(&[], 2)
+        };
+        assert_eq!(ids(t, &unknown).await, (vec![], false), "{name}");
+        // By id: its tenant and the admin read it; another tenant does not.
+        let json = t.get_trace(Some("acme"), "call_3").await.unwrap();
+        assert_eq!(json.as_deref(), Some(rows[2].json.as_str()), "{name}");
+        assert!(
+            t.get_trace(None, "call_3").await.unwrap().is_some(),
+            "{name}"
+        );
+        let other = t.get_trace(Some("umbrella"), "call_3").await.unwrap();
+        assert_eq!(other, None, "{name}");
+        // A repeated write of an id keeps the first trace, and adds no tag.
+        let mut again = row(3, "umbrella", "mistral", 9);
+        again.json = "{}".into();
+        t.put_traces(&[again]).await.unwrap();
+        let json = t.get_trace(None, "call_3").await.unwrap();
+        assert_eq!(json.as_deref(), Some(rows[2].json.as_str()), "{name}");
+        let mistral = query(&[TraceTag::Provider("mistral")], 10);
+        assert_eq!(ids(t, &mistral).await, (vec![], false), "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prune_deletes_the_traces_that_ended_before_with_their_tags() {
+    for backend in Backend::all() {
+        let log = backend.open().await;
+        let t = traces(&log);
+        let rows: Vec<TraceRow> = (1..=5).map(|n| row(n, "acme", "openai", 1)).collect();
+        t.put_traces(&rows).await.unwrap();
+        let name = backend.name();
+        assert_eq!(
+            backend.number("SELECT count(*) FROM call_trace_tags"),
+            15,
+            "{name}"
+        );
+        // Calls 1 and 2 ended before 2.5 s.
+        let pruned = log.prune(2500).await.unwrap();
+        assert_eq!(pruned.traces, 2, "{name}");
+        let acme = query(&[TraceTag::Tenant("acme")], 10);
+        assert_eq!(ids(t, &acme).await, (named(&[5, 4, 3]), false), "{name}");
+        assert_eq!(
+            backend.number("SELECT count(*) FROM call_trace_tags"),
+            9,
+            "{name}"
+        );
+        assert_eq!(log.prune(2500).await.unwrap().traces, 0, "{name}");
+        // Past the newest, every trace goes.
+        assert_eq!(
+            log.prune(4_000_000_000_000).await.unwrap().traces,
+            3,
+            "{name}"
+        );
+        assert_eq!(
+            backend.number("SELECT count(*) FROM call_traces"),
+            0,
+            "{name}"
+        );
+    }
+}
+
+/// A page filtered by a tag is read through the tags' key, never by a scan
+/// of every trace (SQLite's plan says which; PostgreSQL's planner picks by
+/// the table's size, so its plan is measured by the benchmark instead).
+#[test]
+fn a_filtered_page_is_an_index_read_in_sqlite() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("runs.db");
+    drop(callai_runlog_sqlite::SqliteRunLog::open(&path).unwrap());
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let q = TraceQuery {
+        retried: true,
+        since_ms: Some(1),
+        ..query(&[TraceTag::Tenant("acme"), TraceTag::Model("m")], 50)
+    };
+    for q in [q.clone(), TraceQuery { tags: vec![], ..q }] {
+        let (sql, _) = q.select("call_traces", "call_trace_tags", i64::MAX, |n| {
+            format!("?{n}")
+        });
+        let mut plan = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        // Unbound, each parameter is NULL: the plan does not depend on it.
+        let unbound = std::iter::repeat_n(rusqlite::types::Null, plan.parameter_count());
+        let steps: Vec<String> = plan
+            .query_map(rusqlite::params_from_iter(unbound), |r| r.get(3))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let text = steps.join("\n");
+        assert!(!text.contains("SCAN"), "{sql}\n{text}");
+        assert!(
+            !text.contains("TEMP B-TREE"),
+            "sorted after reading: {sql}\n{text}"
+        );
+    }
+}
