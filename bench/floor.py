@@ -32,6 +32,8 @@ after 2 s, each contender fresh). Contenders:
   (`[server] keepCalls = 0`) and writing no line per request (`[log]
   format = "off"`), beside "serve call" with both on, as by default;
 - serve call (no log line): traces kept, no line per request;
+- serve call (run log): traces kept in an SQLite run log too, no line per
+  request;
 - Portkey and LiteLLM, pinned and started as `bench/peers/gateways.py` does
   (Portkey held to 127.0.0.1).
 
@@ -226,6 +228,16 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
                                  toml='[log]\nformat = "off"\n')
         procs.append(proc)
         out["serve call (no log line)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    if wanted("serve call (run log)"):
+        # Traces kept in an SQLite run log as well (issue 35), no line per
+        # request; a fresh log each start.
+        runlog = WORK / "serve-runlog.db"
+        for f in WORK.glob("serve-runlog.db*"):
+            f.unlink()
+        proc, port = start_serve("serve-runlog", RELEASE / "callai", fake_port,
+                                 toml=f'[runlog]\nurl = "{runlog}"\n[log]\nformat = "off"\n')
+        procs.append(proc)
+        out["serve call (run log)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     if wanted("serve call, 1 worker"):
         proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
         procs.append(proc)

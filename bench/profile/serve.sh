@@ -8,7 +8,8 @@
 #   bench/profile/allocations.sh 50 2000      # allocations per call, start-up and warm-up taken out
 #
 # URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint;
-# CALLAI_BIN=PATH another build of callai.
+# CALLAI_BIN=PATH another build of callai; EXTRA_TOML='...' adds lines to
+# its config (a run log: EXTRA_TOML=$'[runlog]\nurl = "/tmp/runs.db"').
 # Network: 127.0.0.1 only.
 set -euo pipefail
 tool=${1:?perf or heaptrack}; concurrency=${2:-50}; calls=${3:-6000}
@@ -32,6 +33,7 @@ model = "fake"
 provider = "fake"
 [limits]
 maxConcurrentRuns = 1000
+${EXTRA_TOML:-}
 TOML
 wrap=()
 [ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack${HEAPTRACK_SUFFIX:-}")

@@ -48,7 +48,15 @@ QUERIES = [
     ("one model, retried", "/v1/calls?model=m3&retried=true"),
     ("a rare outcome", "/v1/calls?outcome=rate_limited"),
     ("page 100 of a tenant", None),  # the `before` of a deep page, found below
+    ("since a minute from now (none)", lambda: f"/v1/calls?since={rfc3339(60)}"),
+    ("the last 10 minutes, a tenant and a provider it never used",
+     lambda: f"/v1/calls?since={rfc3339(-600)}&tenant=t7&provider=p0"),
 ]
+
+
+def rfc3339(from_now_s):
+    at = time.gmtime(time.time() + from_now_s)
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", at)
 
 
 def compact(value):
@@ -188,6 +196,8 @@ def listings(runlog):
                     q = "/v1/calls?tenant=t7" + (f"&before={before}" if before else "")
                     before = serve.get(q)["next"]
                 path = f"/v1/calls?tenant=t7&before={before}"
+            elif callable(path):
+                path = path()
             median, slowest, n = timed(serve, path)
             out[name] = {"path": path, "median_ms": median, "max_ms": slowest, "calls": n}
             log(f"  {name}: {median:.1f} ms median, {slowest:.1f} ms slowest, {n} calls")

@@ -5,7 +5,9 @@
 
 use super::PostgresRunLog;
 use callai_engine::BoxFuture;
-use callai_engine::runlog::{RunLogError, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow};
+use callai_engine::runlog::{
+    RunLogError, SinceFloor, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow,
+};
 use tokio_postgres::Transaction;
 use tokio_postgres::types::ToSql;
 
@@ -14,6 +16,12 @@ impl TraceLog for PostgresRunLog {
         Box::pin(async move {
             let mut conn = self.conn().await?;
             let tx = conn.transaction().await.map_err(self.storage())?;
+            // Committed without waiting for the server's WAL flush: a crash
+            // of the database may lose the last traces, never damage it; a
+            // trace is an account of a call, not what a replay depends on.
+            tx.batch_execute("SET LOCAL synchronous_commit = off")
+                .await
+                .map_err(self.storage())?;
             let trace = tx
                 .prepare(
                     "INSERT INTO callai_call_traces
@@ -92,10 +100,14 @@ impl TraceLog for PostgresRunLog {
                     }
                 }
             };
+            let from = match query.since_ms {
+                Some(since) => self.since_floor(&conn, since).await?,
+                None => 0,
+            };
             let (sql, binds) = query.select(
                 "callai_call_traces",
                 "callai_call_trace_tags",
-                before,
+                from..before,
                 |n| format!("${n}"),
             );
             let binds: Vec<&(dyn ToSql + Sync)> = binds
@@ -114,6 +126,39 @@ impl TraceLog for PostgresRunLog {
                 .collect();
             Ok(query.page(rows))
         })
+    }
+}
+
+impl PostgresRunLog {
+    /// The first trace a page `since_ms` reads ([`SinceFloor`]).
+    async fn since_floor(
+        &self,
+        conn: &tokio_postgres::Client,
+        since_ms: u64,
+    ) -> Result<i64, RunLogError> {
+        let bounds = conn
+            .query_one("SELECT min(seq), max(seq) FROM callai_call_traces", &[])
+            .await
+            .map_err(self.storage())?;
+        let (Some(first), Some(last)) = (bounds.get(0), bounds.get(1)) else {
+            return Ok(0);
+        };
+        let mut search = SinceFloor::new(first, last, since_ms);
+        let at = conn
+            .prepare(
+                "SELECT seq, ended_ms FROM callai_call_traces WHERE seq >= $1 ORDER BY seq LIMIT 1",
+            )
+            .await
+            .map_err(self.storage())?;
+        while let Some(probe) = search.probe() {
+            let row = conn
+                .query_one(&at, &[&probe])
+                .await
+                .map_err(self.storage())?;
+            let ended: i64 = row.get(1);
+            search.found(row.get(0), ended.max(0) as u64);
+        }
+        Ok(search.floor())
     }
 }
 

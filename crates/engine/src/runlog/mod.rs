@@ -13,7 +13,9 @@ mod traces;
 pub use records::{
     ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus, fresh_id,
 };
-pub use traces::{SqlParam, TraceLog, TracePage, TraceQuery, TraceRow, TraceTag};
+pub use traces::{
+    KEPT_ORDER_SLACK_MS, SinceFloor, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow, TraceTag,
+};
 
 use crate::events::Event;
 use crate::provider::BoxFuture;

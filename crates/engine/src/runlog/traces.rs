@@ -94,15 +94,15 @@ pub enum SqlParam<'a> {
 impl TraceQuery {
     /// The SQL of a page (one more row than `limit`, to tell whether there
     /// are more) over `traces` (`seq`, `id`, `started_ms`, `attempts`,
-    /// `trace`) and `tags` (`tag`, `seq`, keyed by both), before the trace
-    /// numbered `before_seq`; `mark(n)` writes the n-th placeholder (from 1).
+    /// `trace`) and `tags` (`tag`, `seq`, keyed by both), of the traces
+    /// numbered in `seqs`; `mark(n)` writes the n-th placeholder (from 1).
     /// With a tag to keep to, the page is read through the tags' key from
     /// the newest down; without, through the traces' own.
     pub fn select(
         &self,
         traces: &str,
         tags: &str,
-        before_seq: i64,
+        seqs: std::ops::Range<i64>,
         mark: impl Fn(usize) -> String,
     ) -> (String, Vec<SqlParam<'_>>) {
         let mut params = Vec::new();
@@ -116,9 +116,10 @@ impl TraceQuery {
             Some((first, rest)) => {
                 let mut sql = format!(
                     "SELECT c.id, c.trace FROM {tags} d JOIN {traces} c ON c.seq = d.seq \
-                     WHERE d.tag = {} AND d.seq < {}",
+                     WHERE d.tag = {} AND d.seq >= {} AND d.seq < {}",
                     bind(SqlParam::Text(first)),
-                    bind(SqlParam::Int(before_seq))
+                    bind(SqlParam::Int(seqs.start)),
+                    bind(SqlParam::Int(seqs.end))
                 );
                 for tag in rest {
                     sql += &format!(
@@ -130,8 +131,9 @@ impl TraceQuery {
                 sql
             }
             None => format!(
-                "SELECT c.id, c.trace FROM {traces} c WHERE c.seq < {}",
-                bind(SqlParam::Int(before_seq))
+                "SELECT c.id, c.trace FROM {traces} c WHERE c.seq >= {} AND c.seq < {}",
+                bind(SqlParam::Int(seqs.start)),
+                bind(SqlParam::Int(seqs.end))
             ),
         };
         if self.retried {
@@ -153,6 +155,60 @@ impl TraceQuery {
         let more = rows.len() > self.limit;
         rows.truncate(self.limit);
         TracePage { traces: rows, more }
+    }
+}
+
+/// How far the order traces are kept in may stray from the order their
+/// calls ended in: a batch's wait, and the clocks of hosts sharing a log.
+pub const KEPT_ORDER_SLACK_MS: u64 = 5 * 60 * 1000;
+
+/// Finds, by bisection over the traces' numbers, the first trace from
+/// which a call may have started at or after `since_ms`: every trace
+/// numbered before it ended more than [`KEPT_ORDER_SLACK_MS`] before
+/// `since_ms`, so `?since=` reads only the traces after it rather than
+/// every older one. The reads are the caller's: [`SinceFloor::probe`] says
+/// which number to look up (the first trace at or after it), and
+/// [`SinceFloor::found`] takes what was there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SinceFloor {
+    lo: i64,
+    hi: i64,
+    /// Traces that ended before this are before the floor.
+    ended_before: u64,
+    probed: i64,
+}
+
+impl SinceFloor {
+    /// A search among the traces numbered `first..=last`.
+    pub fn new(first: i64, last: i64, since_ms: u64) -> Self {
+        Self {
+            lo: first,
+            hi: last.saturating_add(1),
+            ended_before: since_ms.saturating_sub(KEPT_ORDER_SLACK_MS),
+            probed: first,
+        }
+    }
+
+    /// The number to look up next, or `None` once the floor is found.
+    pub fn probe(&mut self) -> Option<i64> {
+        (self.lo < self.hi).then(|| {
+            self.probed = self.lo + (self.hi - self.lo) / 2;
+            self.probed
+        })
+    }
+
+    /// The first trace at or after the probe: its number and end.
+    pub fn found(&mut self, seq: i64, ended_ms: u64) {
+        if ended_ms < self.ended_before {
+            self.lo = seq.max(self.probed) + 1;
+        } else {
+            self.hi = self.probed;
+        }
+    }
+
+    /// The floor: the first number a page with `since` reads.
+    pub fn floor(&self) -> i64 {
+        self.lo
     }
 }
 
@@ -178,7 +234,42 @@ pub trait TraceLog: Send + Sync {
 
 #[cfg(test)]
 mod tests {
-    use super::TraceTag;
+    use super::{KEPT_ORDER_SLACK_MS, SinceFloor, TraceTag};
+
+    /// The floor over traces numbered from 10 in steps of 3 (gaps, as
+    /// pruned or refused rows leave), ending at the given times.
+    fn floor(ended: &[u64], since_ms: u64) -> (i64, usize) {
+        let seqs: Vec<i64> = (0..ended.len() as i64).map(|i| 10 + 3 * i).collect();
+        let last = *seqs.last().unwrap();
+        let mut search = SinceFloor::new(10, last, since_ms);
+        let mut probes = 0;
+        while let Some(p) = search.probe() {
+            probes += 1;
+            let i = seqs.iter().position(|s| *s >= p).unwrap();
+            search.found(seqs[i], ended[i]);
+        }
+        (search.floor(), probes)
+    }
+
+    #[test]
+    fn since_reads_from_the_first_trace_that_may_have_started_after_it() {
+        let slack = KEPT_ORDER_SLACK_MS;
+        let ended: Vec<u64> = (0..1000).map(|i| slack + i * 1000).collect();
+        // Traces ending before since - slack are skipped, none after.
+        let (first, probes) = floor(&ended, 2 * slack + 500_000);
+        let i = ended.iter().position(|e| *e >= slack + 500_000).unwrap();
+        assert!(
+            first > 10 + 3 * (i as i64 - 1) && first <= 10 + 3 * i as i64,
+            "{first}"
+        );
+        assert!(probes <= 13, "a bisection, not a walk: {probes}");
+        // Before every trace: from the first; past every one: past the last.
+        assert_eq!(floor(&ended, 0).0, 10);
+        assert_eq!(floor(&ended, u64::MAX).0, 10 + 3 * 999 + 1);
+        // Out of order within the slack, nothing that may match is skipped.
+        let jumbled = [slack + 5, slack + 1, slack + 9, slack + 2, slack + 20];
+        assert_eq!(floor(&jumbled, slack + 1).0, 10);
+    }
 
     #[test]
     fn each_field_has_a_letter_of_its_own() {

@@ -16,6 +16,8 @@ use tokio::sync::{mpsc, oneshot};
 const QUEUE: usize = 16_384;
 /// The most traces one transaction adds to those waiting.
 const BATCH: usize = 512;
+/// How long a batch nobody waits on gathers traces before it is written.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(50);
 /// How long traces the log refused wait before they are tried again.
 const RETRY: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -107,19 +109,23 @@ async fn write_queued(log: Arc<dyn RunLog>, mut rx: mpsc::Receiver<Write>) {
         } else {
             rx.recv().await.map_or(Wake::Closed, Wake::Queued)
         };
-        let closed = matches!(wake, Wake::Closed);
-        let mut next = match wake {
+        let mut closed = matches!(wake, Wake::Closed);
+        let next = match wake {
             Wake::Queued(w) => Some(w),
             Wake::Retry | Wake::Closed => None,
         };
         let room = rows.len() + BATCH;
-        while let Some(write) = next.take() {
-            match write {
-                Write::Trace(trace) => rows.push(row(&trace)),
-                Write::Flush(done) => flushes.push(done),
-            }
-            if rows.len() < room {
-                next = rx.try_recv().ok();
+        take_queued(&mut rx, next, &mut rows, &mut flushes, room);
+        // While nobody waits on this batch, let more join it, so that a
+        // busy server writes a few transactions a second, not one a call.
+        let deadline = tokio::time::Instant::now() + GATHER;
+        while flushes.is_empty() && !closed && rows.len() < room {
+            tokio::select! {
+                more = rx.recv() => match more {
+                    Some(w) => take_queued(&mut rx, Some(w), &mut rows, &mut flushes, room),
+                    None => closed = true,
+                },
+                () = tokio::time::sleep_until(deadline) => break,
             }
         }
         failed = write(&log, &mut rows).await.err();
@@ -135,6 +141,25 @@ async fn write_queued(log: Arc<dyn RunLog>, mut rx: mpsc::Receiver<Write>) {
         }
         if closed {
             return;
+        }
+    }
+}
+
+/// Takes `next` and what is queued behind it, until `rows` holds `room`.
+fn take_queued(
+    rx: &mut mpsc::Receiver<Write>,
+    mut next: Option<Write>,
+    rows: &mut Vec<TraceRow>,
+    flushes: &mut Vec<oneshot::Sender<Result<(), String>>>,
+    room: usize,
+) {
+    while let Some(write) = next.take() {
+        match write {
+            Write::Trace(trace) => rows.push(row(&trace)),
+            Write::Flush(done) => flushes.push(done),
+        }
+        if rows.len() < room {
+            next = rx.try_recv().ok();
         }
     }
 }
