@@ -9,7 +9,7 @@ use callai_engine::RunLog;
 use callai_engine::runlog::{TraceRow, TraceTag};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 /// Traces queued for the log at most; past it, a trace stays in memory
 /// only (said on stderr), rather than memory growing behind a slow log.
@@ -36,6 +36,9 @@ pub(super) struct TraceWriter {
     log: Arc<dyn RunLog>,
     /// Traces the full queue turned away.
     turned_away: AtomicU64,
+    /// Woken when a reader waits on a flush (a trace queued wakes nobody
+    /// while a batch gathers).
+    flush_asked: Arc<Notify>,
 }
 
 impl TraceWriter {
@@ -44,11 +47,13 @@ impl TraceWriter {
     pub(super) fn spawn(log: Arc<dyn RunLog>) -> Option<Self> {
         log.traces()?;
         let (queue, rx) = mpsc::channel(QUEUE);
-        tokio::spawn(write_queued(log.clone(), rx));
+        let flush_asked = Arc::new(Notify::new());
+        tokio::spawn(write_queued(log.clone(), rx, flush_asked.clone()));
         Some(Self {
             queue,
             log,
             turned_away: AtomicU64::new(0),
+            flush_asked,
         })
     }
 
@@ -77,6 +82,7 @@ impl TraceWriter {
         if self.queue.send(Write::Flush(done)).await.is_err() {
             return Err("the run log's trace writer stopped".into());
         }
+        self.flush_asked.notify_one();
         written
             .await
             .unwrap_or_else(|_| Err("the run log's trace writer stopped".into()))
@@ -96,7 +102,11 @@ enum Wake {
 /// A batch the log refused is kept and tried again (with what queued
 /// since) a second later, or sooner when more comes; past [`QUEUE`]
 /// waiting, the oldest are given up, as stderr says.
-async fn write_queued(log: Arc<dyn RunLog>, mut rx: mpsc::Receiver<Write>) {
+async fn write_queued(
+    log: Arc<dyn RunLog>,
+    mut rx: mpsc::Receiver<Write>,
+    flush_asked: Arc<Notify>,
+) {
     let mut rows: Vec<TraceRow> = Vec::new();
     let mut flushes = Vec::new();
     let mut failed: Option<String> = None;
@@ -109,24 +119,24 @@ async fn write_queued(log: Arc<dyn RunLog>, mut rx: mpsc::Receiver<Write>) {
         } else {
             rx.recv().await.map_or(Wake::Closed, Wake::Queued)
         };
-        let mut closed = matches!(wake, Wake::Closed);
+        let closed = matches!(wake, Wake::Closed);
         let next = match wake {
             Wake::Queued(w) => Some(w),
             Wake::Retry | Wake::Closed => None,
         };
         let room = rows.len() + BATCH;
         take_queued(&mut rx, next, &mut rows, &mut flushes, room);
-        // While nobody waits on this batch, let more join it, so that a
-        // busy server writes a few transactions a second, not one a call.
-        let deadline = tokio::time::Instant::now() + GATHER;
-        while flushes.is_empty() && !closed && rows.len() < room {
+        if flushes.is_empty() && !closed && rows.len() < room {
+            // While nobody waits on this batch, let more join it, so that
+            // a busy server writes a few transactions a second, not one a
+            // call; meanwhile only a reader's flush wakes the writer, not
+            // each trace queued.
             tokio::select! {
-                more = rx.recv() => match more {
-                    Some(w) => take_queued(&mut rx, Some(w), &mut rows, &mut flushes, room),
-                    None => closed = true,
-                },
-                () = tokio::time::sleep_until(deadline) => break,
+                () = flush_asked.notified() => {}
+                () = tokio::time::sleep(GATHER) => {}
             }
+            let more = rx.try_recv().ok();
+            take_queued(&mut rx, more, &mut rows, &mut flushes, room);
         }
         failed = write(&log, &mut rows).await.err();
         let said = match &failed {

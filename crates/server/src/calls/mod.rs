@@ -175,8 +175,12 @@ impl CallStore {
         let Some(log) = &self.log else {
             return Ok(None);
         };
-        log.flush().await.map_err(RunLogError::Storage)?;
-        Ok(log.log().get_trace(tenant, id).await?.map(Found::Logged))
+        // Written or not, the others waiting do not hide one that is.
+        let flushed = log.flush().await;
+        match log.log().get_trace(tenant, id).await? {
+            Some(json) => Ok(Some(Found::Logged(json))),
+            None => flushed.map(|()| None).map_err(RunLogError::Storage),
+        }
     }
 
     /// Up to `limit` calls `filter` admits, newest first, older than the
