@@ -167,6 +167,15 @@ def fresh_log(backend, name, cluster):
     return str(WORK / f"{name}.db")
 
 
+def write_report(lines, results, markdown, raw):
+    """Prints the report's `lines` and keeps them, and the raw `results`,
+    under WORK as `markdown` and `raw`."""
+    report = "\n".join(lines) + "\n"
+    print(report)
+    (WORK / markdown).write_text(report)
+    (WORK / raw).write_text(json.dumps(results, indent=2))
+
+
 def main():
     subprocess.run(["cargo", "build", "--release", "--locked", "-p", "callai-bench", "-p", "callai-cli"],
                    cwd=ROOT, check=True)
@@ -194,10 +203,7 @@ def main():
     for key, r in results["takeover"].items():
         backend, lease = key.split()
         lines.append(f"| {backend} | {lease} | {r['median_ms']:.0f} | {', '.join(map(str, r['takeover_ms']))} |")
-    report = "\n".join(lines) + "\n"
-    print(report)
-    (WORK / "report.md").write_text(report)
-    (WORK / "results.json").write_text(json.dumps(results, indent=2))
+    write_report(lines, results, "report.md", "results.json")
 
 
 if __name__ == "__main__":

@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from run import RELEASE, ROOT, WORK, Cluster, Serve, log  # noqa: E402
+from run import ROOT, WORK, Cluster, Serve, log, write_report  # noqa: E402
 
 ENDPOINTS = ["call", "chat_completions", "messages", "run"]
 QUERIES = [
@@ -246,10 +246,7 @@ def main():
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lines += ["", "| run log | bytes per attempt (trace, tags, indexes) |", "|---|---:|"]
     lines += [f"| {b} | {r['bytes_per_attempt']:.0f} |" for b, r in results.items()]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    (WORK / "traces.md").write_text(report)
-    (WORK / "traces.json").write_text(json.dumps(results, indent=2))
+    write_report(lines, results, "traces.md", "traces.json")
 
 
 if __name__ == "__main__":
