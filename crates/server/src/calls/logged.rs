@@ -1,8 +1,8 @@
 //! Traces kept in the run log: each trace the store keeps is also sent to a
-//! writer task, which writes whatever has queued in one transaction (one
-//! while the last is being written, so batches grow with the load and no
-//! timer is needed). A reader flushes it first, so a listing sees every
-//! call that ended before it was asked for.
+//! writer task, which writes what has queued in up to [`GATHER`] in one
+//! transaction (so a busy server writes a few a second, not one per call).
+//! A reader flushes it first, which cuts the gathering short, so a listing
+//! sees every call that ended before it was asked for.
 
 use super::CallTrace;
 use callai_engine::RunLog;
