@@ -58,6 +58,9 @@ async fn traces_outlive_memory_and_the_server_in_the_run_log() {
     assert_eq!(status, 200, "{page}");
     assert_eq!(ids(&page), (vec![&*b, &*a[2], &*a[1], &*a[0]], None));
     let (_, from_memory) = get(&first, "tok-a", &format!("/v1/calls/{}", a[2])).await;
+    // A call nobody read before the server stopped is kept too (that
+    // `callai serve` writes it before it exits: the SIGTERM test below).
+    let last = call(&first, "tok-b").await;
     first.shutdown().await;
 
     let second = server(&runlog).await;
@@ -84,11 +87,11 @@ async fn traces_outlive_memory_and_the_server_in_the_run_log() {
         "/v1/calls?tenant=b&provider=mock&retried=true",
     )
     .await;
-    assert_eq!(ids(&page), (vec![&*b], None));
+    assert_eq!(ids(&page), (vec![&*last, &*b], None));
     let (_, page) = get(&second, "tok-admin", "/v1/calls?provider=openai").await;
     assert_eq!(ids(&page), (vec![], None));
     let (_, page) = get(&second, "tok-admin", "/v1/calls?outcome=ok&endpoint=call").await;
-    assert_eq!(ids(&page).0.len(), 4);
+    assert_eq!(ids(&page).0.len(), 5);
 
     // A trace damaged in the log is an error that names its call.
     let conn = rusqlite::Connection::open(&runlog).unwrap();
@@ -150,4 +153,59 @@ async fn traces_the_log_refuses_are_kept_and_written_once_it_takes_them() {
     };
     assert_eq!(ids(&page), (vec![&*second, &*first], None));
     server.shutdown().await;
+}
+
+/// `callai serve` itself: a call's trace reaches the run log before the
+/// process exits on SIGTERM, though nobody read it and its batch was still
+/// gathering.
+#[test]
+fn sigterm_writes_the_traces_that_wait_before_serve_exits() {
+    let dir = tempfile::tempdir().unwrap();
+    let runlog = dir.path().join("runs.db");
+    let (mut child, addr) = callai_tests::serve::spawn_serve(
+        env!("CARGO_BIN_EXE_callai"),
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--runlog",
+            runlog.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let (request, script) = truncating(1);
+    let body = json!({"request": request, "script": script}).to_string();
+    let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        format!(
+            "POST /v1/call HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .as_bytes(),
+    )
+    .unwrap();
+    let mut answer = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let id = answer
+        .lines()
+        .find_map(|l| l.strip_prefix("x-callai-call-id: "))
+        .expect("a call id")
+        .to_owned();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    assert!(child.wait().unwrap().success());
+    let conn = rusqlite::Connection::open(&runlog).unwrap();
+    let kept: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM call_traces WHERE id = ?1",
+            [&id],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(kept, 1, "the trace of {id} is in the log");
 }
