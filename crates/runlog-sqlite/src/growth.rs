@@ -2,11 +2,11 @@
 //! once by its hash, what each run recorded counted against
 //! `runlog.maxRunBytes`, and finished runs pruned (`runlog.keepDays`).
 
-use super::storage;
 use super::store::Key;
+use super::{immediate, storage};
 use callai_engine::runlog::decode::SchemaRow;
 use callai_engine::runlog::{Pruned, RunLogError};
-use rusqlite::{Connection, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, Transaction, params};
 
 /// Adds `bytes` to what the run recorded, refused past `limit` (the
 /// transaction, dropped unfinished, rolls the addition back).
@@ -58,9 +58,7 @@ pub(crate) fn store_schema(
 /// Deletes the finished runs that ended before `before_ms`, their calls
 /// and events, and the schemas no call names any more.
 pub(crate) fn prune(conn: &mut Connection, before_ms: u64) -> Result<Pruned, RunLogError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(storage)?;
+    let tx = immediate(conn)?;
     let ended = "status <> 'running' AND ended_ms < ?1";
     let before = before_ms as i64;
     for table in ["calls", "events"] {

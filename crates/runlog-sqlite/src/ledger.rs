@@ -5,7 +5,7 @@
 //! chunk is granted, what a trim, a settle or a lapse does to the window)
 //! is the engine's, shared with the PostgreSQL ledger.
 
-use super::{SqliteRunLog, storage};
+use super::{SqliteRunLog, immediate, storage};
 use callai_engine::BoxFuture;
 use callai_engine::budget::{
     KeyClaim, KeyState, Ledger, Reservation, ReserveRequest, Reserved, Spend, StoredAnswer, Window,
@@ -13,7 +13,7 @@ use callai_engine::budget::{
 };
 use callai_engine::events::now_ms;
 use callai_engine::runlog::RunLogError;
-use rusqlite::{OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{OptionalExtension, Transaction, params};
 
 /// Reads a window row, its columns in [`window_of`]'s order. Every
 /// statement here is a constant, prepared once per connection
@@ -182,11 +182,6 @@ fn apply(
     (spent, reserved): WindowChange,
 ) -> Result<WindowState, RunLogError> {
     add_to_window(tx, tenant, window_ms, spent, reserved)
-}
-
-fn immediate(conn: &mut rusqlite::Connection) -> Result<Transaction<'_>, RunLogError> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(storage)
 }
 
 impl Ledger for SqliteRunLog {

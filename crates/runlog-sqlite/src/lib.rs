@@ -219,6 +219,13 @@ fn storage(e: rusqlite::Error) -> RunLogError {
     RunLogError::Storage(e.to_string())
 }
 
+/// A write transaction, its lock taken at `BEGIN` (a writer that would
+/// wait does so there, not half-way through).
+fn immediate(conn: &mut Connection) -> Result<rusqlite::Transaction<'_>, RunLogError> {
+    conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .map_err(storage)
+}
+
 /// What the first 100 bytes of a file say it is.
 #[derive(PartialEq)]
 enum Header {

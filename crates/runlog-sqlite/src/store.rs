@@ -3,7 +3,7 @@
 //! file is shared by the processes of one machine).
 
 use super::growth::{charge, prune, store_schema};
-use super::{SqliteRunLog, storage};
+use super::{SqliteRunLog, immediate, storage};
 use callai_engine::BoxFuture;
 use callai_engine::events::{Event, now_ms};
 use callai_engine::runlog::decode::{Inspected, RawCall, RawRun, call_row, to_text};
@@ -11,13 +11,8 @@ use callai_engine::runlog::{
     BeginRun, ExistingRun, Fence, Lease, Pruned, RecordedCall, RecordedRun, RunKey, RunLog,
     RunLogError, RunStatus,
 };
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 use std::time::Duration;
-
-fn immediate(conn: &mut Connection) -> Result<Transaction<'_>, RunLogError> {
-    conn.transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(storage)
-}
 
 fn until(duration: Duration) -> i64 {
     (now_ms() + duration.as_millis() as u64) as i64

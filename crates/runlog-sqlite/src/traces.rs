@@ -3,12 +3,12 @@
 //! filters on, keyed by tag then number, so a filtered page is an index
 //! range read from the newest down).
 
-use super::{SqliteRunLog, storage};
+use super::{SqliteRunLog, immediate, storage};
 use callai_engine::BoxFuture;
 use callai_engine::runlog::{
     RunLogError, SinceFloor, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow,
 };
-use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
 impl TraceLog for SqliteRunLog {
     fn put_traces<'a>(&'a self, traces: &'a [TraceRow]) -> BoxFuture<'a, Result<(), RunLogError>> {
@@ -59,9 +59,7 @@ fn put(conn: &mut Connection, traces: &[TraceRow]) -> Result<(), RunLogError> {
 }
 
 fn put_in_transaction(conn: &mut Connection, traces: &[TraceRow]) -> Result<(), RunLogError> {
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(storage)?;
+    let tx = immediate(conn)?;
     {
         let mut trace = tx
             .prepare_cached(
