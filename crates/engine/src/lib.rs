@@ -43,6 +43,7 @@
 
 pub mod budget;
 pub mod config;
+pub mod cost;
 mod engine;
 pub mod events;
 pub mod facet;

@@ -38,7 +38,7 @@ mod cost;
 mod spans;
 
 pub use config::TelemetryConfig;
-pub use cost::{AttemptPricer, SpanCost};
+pub use cost::AttemptPricer;
 pub use spans::{RunTrace, SpanObserver};
 
 use config::check_http_url;

@@ -7,7 +7,8 @@ use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::SdkTracer;
 use std::sync::Arc;
 
-use crate::cost::{AttemptPricer, CostSum};
+use crate::cost::{AttemptPricer, attributes};
+use callai_engine::cost::CostSum;
 
 /// The pricer of a pipeline's request spans, when it has one.
 pub(crate) type Pricer = Option<Arc<dyn AttemptPricer>>;
@@ -183,7 +184,7 @@ impl CallWatch for CallTrace {
         if let Some(pricer) = self.pricer.as_ref().filter(|_| sent) {
             let cost = pricer.cost(request, &end);
             if let Some(cost) = &cost {
-                span.set_attributes(cost.attributes());
+                span.set_attributes(attributes(cost));
             }
             self.cost.add(cost.as_ref());
         }
@@ -226,7 +227,7 @@ impl CallWatch for CallTrace {
     fn call_finished(self: Box<Self>, result: Result<&CallResult, &CallError>) {
         let span = self.cx.span();
         if let Some(cost) = self.cost.total() {
-            span.set_attributes(cost.attributes());
+            span.set_attributes(attributes(&cost));
         }
         if let Some(n) = self.input_tokens {
             span.set_attribute(KeyValue::new("gen_ai.usage.input_tokens", n as i64));

@@ -10,8 +10,9 @@ mod text;
 mod trace;
 mod usage;
 
+pub use callai_engine::cost::Cost;
 pub use handlers::{get_call, list_calls};
-pub use pricing::{Cost, PriceList};
+pub use pricing::PriceList;
 pub use text::TraceText;
 pub use trace::{CallTrace, CallTracer, Origin, Pricing};
 pub use usage::usage;

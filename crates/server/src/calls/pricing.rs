@@ -1,94 +1,16 @@
 //! Cost in money: each request priced at its own provider and model, from
 //! the provider's `[providers.NAME.prices]` or the `[pricing] file` in
-//! LiteLLM's `model_prices_and_context_window.json` format. A request with
-//! no usage is priced at its worst case, and its cost marked incomplete.
+//! LiteLLM's `model_prices_and_context_window.json` format. How a request
+//! is priced (and a call's requests summed) is the engine's rule
+//! (`callai_engine::cost`), which budgets in money charge by too.
 
 use callai_config::Config;
 use callai_engine::config::{ConfigError, invalid};
+use callai_engine::cost::{Cost, PriceBook, TokenPrice as Price, Usage};
 use callai_engine::observe::{RequestEnd, RequestStart};
-use callai_telemetry::{AttemptPricer, SpanCost};
-use serde::Serialize;
+use callai_telemetry::AttemptPricer;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-
-/// What a provider's tokens cost, per token.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Price {
-    input: f64,
-    /// Per cached input token.
-    cached_input: f64,
-    output: f64,
-    currency: std::sync::Arc<str>,
-}
-
-/// The tokens a request reported.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Usage {
-    /// Input tokens, cached ones included.
-    pub input: Option<u32>,
-    /// Of them, read from the provider's prompt cache.
-    pub cached: Option<u32>,
-    /// Output tokens.
-    pub output: Option<u32>,
-}
-
-/// A cost: an amount, its currency, and whether every request it sums
-/// reported its usage (else the amount is priced at worst case).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Cost {
-    /// The amount.
-    pub amount: f64,
-    /// Its currency (`USD`).
-    pub currency: std::sync::Arc<str>,
-    /// False when a request reported no usage, or had no price.
-    pub complete: bool,
-}
-
-impl Price {
-    /// What a request cost: its reported tokens (`usage`: input, of it
-    /// cached, output), or, missing a count, its worst case (`bounds`:
-    /// input bound, `max_tokens`), marked incomplete.
-    pub fn cost(&self, usage: Usage, bounds: (u64, u32)) -> Cost {
-        let Usage {
-            input,
-            cached,
-            output,
-        } = usage;
-        let tokens_in = input.map_or(bounds.0 as f64, f64::from);
-        let cached = f64::from(cached.unwrap_or(0)).min(tokens_in);
-        let tokens_out = f64::from(output.unwrap_or(bounds.1));
-        Cost {
-            amount: (tokens_in - cached) * self.input
-                + cached * self.cached_input
-                + tokens_out * self.output,
-            currency: self.currency.clone(),
-            complete: input.is_some() && output.is_some(),
-        }
-    }
-}
-
-impl Cost {
-    /// The sum of `costs` when they share a currency (`None` for none, or
-    /// for costs in several currencies); `complete` only if each is and
-    /// none is missing (`missing`: requests with no price).
-    pub fn sum<'a>(costs: impl IntoIterator<Item = &'a Cost>, missing: bool) -> Option<Cost> {
-        let mut total: Option<Cost> = None;
-        for c in costs {
-            match &mut total {
-                None => total = Some(c.clone()),
-                Some(t) if t.currency == c.currency => {
-                    t.amount += c.amount;
-                    t.complete &= c.complete;
-                }
-                Some(_) => return None,
-            }
-        }
-        total.map(|t| Cost {
-            complete: t.complete && !missing,
-            ..t
-        })
-    }
-}
 
 /// The prices a host knows: by provider, and by model from the price list.
 #[derive(Debug, Default)]
@@ -196,17 +118,15 @@ fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
         .collect()
 }
 
-impl Usage {
-    /// What `end` reported: nothing for a failed request.
-    pub fn of(end: &RequestEnd<'_>) -> Self {
-        match end {
-            Ok(reply) => Self {
-                input: reply.input_tokens,
-                cached: reply.cached_input_tokens,
-                output: reply.output_tokens,
-            },
-            Err(_) => Self::default(),
-        }
+/// What `end` reported: nothing for a failed request.
+pub fn usage_of(end: &RequestEnd<'_>) -> Usage {
+    match end {
+        Ok(reply) => Usage {
+            input: reply.input_tokens,
+            cached: reply.cached_input_tokens,
+            output: reply.output_tokens,
+        },
+        Err(_) => Usage::default(),
     }
 }
 
@@ -216,19 +136,20 @@ impl PriceList {
     /// a price.
     pub fn request_cost(&self, request: &RequestStart<'_>, usage: Usage) -> Option<Cost> {
         let price = self.price(request.provider, request.model)?;
-        Some(price.cost(usage, (request.input_bound, request.max_tokens)))
+        Some(price.cost(usage, request.input_bound, request.max_tokens))
+    }
+}
+
+impl PriceBook for PriceList {
+    fn price(&self, provider: &str, model: &str) -> Option<&Price> {
+        PriceList::price(self, provider, model)
     }
 }
 
 /// The request spans of `[telemetry]` carry what `/v1/calls` shows.
 impl AttemptPricer for PriceList {
-    fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<SpanCost> {
-        self.request_cost(request, Usage::of(end))
-            .map(|c| SpanCost {
-                amount: c.amount,
-                currency: c.currency.to_string(),
-                complete: c.complete,
-            })
+    fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<Cost> {
+        self.request_cost(request, usage_of(end))
     }
 }
 
@@ -262,44 +183,5 @@ mod tests {
         assert!(list.price("openrouter", "meta-llama/llama-3").is_some());
         assert!(list.price("openrouter/meta-llama", "llama-3").is_some());
         assert!(list.price("openrouter", "llama-3").is_none());
-    }
-
-    #[test]
-    fn a_request_without_usage_is_priced_at_its_worst_case_and_incomplete() {
-        let price = Price {
-            input: 2.0e-6,
-            cached_input: 0.5e-6,
-            output: 10.0e-6,
-            currency: "USD".into(),
-        };
-        let usage = |input, cached, output| Usage {
-            input,
-            cached,
-            output,
-        };
-        let reported = price.cost(usage(Some(1000), None, Some(100)), (5000, 400));
-        assert!((reported.amount - 0.003).abs() < 1e-12, "{reported:?}");
-        assert!(reported.complete);
-        // 800 of the 1000 from the cache, at a quarter of the price.
-        let cached = price.cost(usage(Some(1000), Some(800), Some(100)), (5000, 400));
-        assert!((cached.amount - (200.0 * 2e-6 + 800.0 * 0.5e-6 + 0.001)).abs() < 1e-12);
-        let worst = price.cost(usage(None, None, None), (5000, 400));
-        assert!((worst.amount - 0.014).abs() < 1e-12, "{worst:?}");
-        assert!(!worst.complete);
-        let total = Cost::sum([&reported, &worst], false).unwrap();
-        assert!((total.amount - 0.017).abs() < 1e-12);
-        assert!(!total.complete);
-        assert!(
-            Cost::sum([&reported], true).is_some_and(|c| !c.complete),
-            "a request with no price"
-        );
-        let euro = Cost {
-            currency: "EUR".into(),
-            ..reported.clone()
-        };
-        assert!(
-            Cost::sum([&reported, &euro], false).is_none(),
-            "no sum across currencies"
-        );
     }
 }

@@ -4,11 +4,12 @@
 //! by an observer as the engine makes the call; no prompt or answer text.
 
 use super::CallStore;
-use super::pricing::{Cost, PriceList, Usage};
+use super::pricing::{PriceList, usage_of};
 use super::text::TracedText;
 use crate::metrics::Metrics;
 use crate::runs::rfc3339;
 use callai_engine::RequestReason;
+use callai_engine::cost::{Cost, CostSum};
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use callai_engine::wire::{Attempts, CallError, CallRequest, CallResult};
 use serde::Serialize;
@@ -194,7 +195,6 @@ impl CallTracer {
             store: self.store.clone(),
             pricing: self.pricing.clone(),
             last_cost: self.last_cost.clone(),
-            unpriced: false,
             trace: CallTrace {
                 id: id.into(),
                 tenant: self.origin.tenant.clone(),
@@ -242,8 +242,6 @@ struct TraceWatch {
     store: Arc<CallStore>,
     pricing: Pricing,
     last_cost: Arc<Mutex<Option<Cost>>>,
-    /// Whether a request had no price.
-    unpriced: bool,
     trace: CallTrace,
     started: Instant,
     /// When the request in flight was sent.
@@ -261,7 +259,7 @@ impl CallWatch for TraceWatch {
         if end.is_err_and(|f| !f.was_sent()) {
             return;
         }
-        let usage = Usage::of(&end);
+        let usage = usage_of(&end);
         let cost = self.pricing.prices.request_cost(request, usage);
         let (outcome, status, answer) = match end {
             Ok(reply) => (
@@ -271,15 +269,14 @@ impl CallWatch for TraceWatch {
             ),
             Err(failure) => ("error", failure.status, None),
         };
-        match &cost {
-            Some(c) => self.pricing.metrics.spent(
+        if let Some(c) = &cost {
+            self.pricing.metrics.spent(
                 &self.trace.tenant,
                 request.provider,
                 request.model,
                 request.reason.as_str(),
                 c,
-            ),
-            None => self.unpriced = true,
+            );
         }
         self.trace.requests.push(RequestTrace {
             cost,
@@ -316,8 +313,11 @@ impl CallWatch for TraceWatch {
         };
         self.trace.outcome = outcome;
         self.trace.attempts = attempts;
-        let costs = self.trace.requests.iter().filter_map(|r| r.cost.as_ref());
-        self.trace.cost = Cost::sum(costs, self.unpriced);
+        let mut sum = CostSum::default();
+        for request in &self.trace.requests {
+            sum.add(request.cost.as_ref());
+        }
+        self.trace.cost = sum.total();
         if let Ok(mut last) = self.last_cost.lock() {
             last.clone_from(&self.trace.cost);
         }
