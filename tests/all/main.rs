@@ -50,6 +50,7 @@ mod serve_api;
 mod serve_budget;
 mod serve_budget_contention;
 mod serve_budget_hosts;
+mod serve_budget_money;
 mod serve_calls;
 mod serve_calls_logged;
 mod serve_connections;

@@ -21,6 +21,7 @@ fn spend(requests: u64, output_tokens: u64) -> Spend {
         requests,
         output_tokens,
         input_tokens: 0,
+        cost: 0,
     }
 }
 
@@ -32,6 +33,7 @@ fn request<'a>(tenant: &'a str, need: Spend, ttl: Duration) -> ReserveRequest<'a
             requests: Some(100),
             output_tokens: Some(1_000_000),
             input_tokens: None,
+            cost: None,
         },
         need,
         calls: 1,
@@ -107,6 +109,72 @@ async fn concurrent_reservations_never_pass_a_limit() {
     }
 }
 
+/// Issue 35 #5: money is a fourth key, kept in billionths: reserved
+/// beside the tokens, refused naming `cost`, charged what the call spent,
+/// and charged what it held when its host dies holding it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn money_is_reserved_refused_charged_and_lapsed_as_tokens_are() {
+    for backend in Backend::all() {
+        let name = backend.name();
+        let log = backend.open().await;
+        let money = |cost: u64| Spend {
+            requests: 1,
+            cost,
+            ..Spend::default()
+        };
+        let budget = |need: Spend, ttl: Duration| ReserveRequest {
+            limits: Limits {
+                cost: Some(1_000_000_000),
+                ..Limits::default()
+            },
+            ..request("m", need, ttl)
+        };
+        let r = budget(money(600_000_000), Duration::from_secs(60));
+        let Reserved::Admitted { reservation, .. } = ledger(&log).reserve(&r).await.unwrap() else {
+            panic!("{name}: 0.6 of 1.0 fits");
+        };
+        let refused = ledger(&log).reserve(&r).await.unwrap();
+        assert!(
+            matches!(
+                refused,
+                Reserved::Refused {
+                    key: "cost",
+                    left: 400_000_000,
+                    needed: 600_000_000,
+                    ..
+                }
+            ),
+            "{name}: {refused:?}"
+        );
+        let state = ledger(&log)
+            .settle("m", reservation, money(250_000_000))
+            .await
+            .unwrap();
+        assert_eq!(
+            (state.spent.cost, state.reserved.cost),
+            (250_000_000, 0),
+            "{name}"
+        );
+        // A reservation that lapses is charged what it held.
+        let short = budget(money(700_000_000), Duration::from_millis(1));
+        let Reserved::Admitted { .. } = ledger(&log).reserve(&short).await.unwrap() else {
+            panic!("{name}: 0.25 + 0.7 fits");
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let state = ledger(&log).window("m", Window::Hour).await.unwrap();
+        assert_eq!(
+            (state.spent.cost, state.reserved.cost),
+            (950_000_000, 0),
+            "{name}: lapsed, charged in full"
+        );
+        assert_eq!(
+            backend.number("SELECT spent_cost FROM budget_windows WHERE tenant = 'm'"),
+            950_000_000,
+            "{name}: in the table's own column"
+        );
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_charge_goes_to_the_window_its_reservation_was_made_in() {
     for backend in Backend::all() {
@@ -174,6 +242,7 @@ async fn a_lapsed_reservation_is_charged_what_it_held_until_its_host_settles_it(
                     requests: Some(40),
                     output_tokens: Some(1_000_000 - 100),
                     input_tokens: None,
+                    cost: None,
                 },
                 pending: false
             },

@@ -119,9 +119,7 @@ async fn settled(serve: &Serve) -> Value {
     }
 }
 
-/// 200 calls of worst case `max_attempts` requests (each spends one) at
-/// once, split over `hosts`, held at the provider until every one has been
-/// admitted or refused; how many were admitted.
+/// A budget of `budget` requests.
 async fn contend(
     dir: &std::path::Path,
     runlog: &str,
@@ -129,6 +127,35 @@ async fn contend(
     budget: u64,
     max_attempts: u32,
 ) -> usize {
+    let tenant = Tenant {
+        budget: &format!("requests = {budget}"),
+        extra: "",
+    };
+    let (admitted, b) = contend_for(dir, runlog, hosts, tenant, max_attempts).await;
+    let spent = b["spent"]["requests"].as_u64().unwrap();
+    assert_eq!(spent, admitted as u64, "budget {budget}: {b}");
+    assert!(spent <= budget, "spent past the budget: {b}");
+    admitted
+}
+
+/// The tenant's `[tenants.t.budget]` keys and the rest of the config.
+struct Tenant<'a> {
+    budget: &'a str,
+    extra: &'a str,
+}
+
+/// 200 calls of worst case `max_attempts` requests (each spends one) at
+/// once, split over `hosts`, held at the provider until every one has been
+/// admitted or refused; how many were admitted, and the budget once
+/// settled.
+async fn contend_for(
+    dir: &std::path::Path,
+    runlog: &str,
+    hosts: usize,
+    tenant: Tenant<'_>,
+    max_attempts: u32,
+) -> (usize, Value) {
+    let budget = tenant.budget;
     const CALLS: usize = 200;
     let gate = Gate::new();
     let fake = FakeServer::repeating(Reply::Gated(
@@ -139,14 +166,7 @@ async fn contend(
     // The calls are held at the provider until the last of the 200 is
     // in or refused: under a loaded machine that can pass 2 s, so their
     // wall time here is ample (no host dies in this test).
-    let config = config_walled(
-        dir,
-        runlog,
-        fake.port(),
-        &format!("requests = {budget}"),
-        "",
-        30_000,
-    );
+    let config = config_walled(dir, runlog, fake.port(), budget, tenant.extra, 30_000);
     let servers: Vec<Serve> = (0..hosts).map(|_| host(&config)).collect();
     let tasks: Vec<_> = (0..CALLS)
         .map(|i| {
@@ -189,22 +209,19 @@ async fn contend(
             429 => {
                 assert_eq!(body["error"]["code"], "budget_exceeded", "{body}");
                 let d = &body["error"]["details"];
-                assert!(d["left"].as_u64() < d["needed"].as_u64(), "{body}");
+                assert!(d["left"].as_f64() < d["needed"].as_f64(), "{body}");
             }
             other => panic!("{other}: {body}"),
         }
     }
     assert_eq!(admitted, admitted_at_provider, "budget {budget}");
     let b = settled(&servers[0]).await;
-    let spent = b["spent"]["requests"].as_u64().unwrap();
-    assert_eq!(spent, admitted as u64, "budget {budget}: {b}");
-    assert!(spent <= budget, "spent past the budget: {b}");
     assert_eq!(
         fake.count(),
         admitted,
         "the provider saw only what was admitted"
     );
-    admitted
+    (admitted, b)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -226,6 +243,29 @@ async fn no_call_is_refused_while_there_is_room_on_one_host_or_two() {
             let runlog = fresh(dir.path(), cluster.as_deref());
             let admitted = contend(dir.path(), &runlog, hosts, 20, 3).await;
             assert_eq!(admitted, 6, "{name}, {hosts} host(s), worst cases of 3");
+        }
+    }
+}
+
+/// Issue 35 #5: money holds as requests do. At 1 per million tokens a
+/// call's worst case is 92 tokens (82 in, 10 out): 0.000092; a budget of 20
+/// of them admits exactly 20 of 200 calls held at the provider, on one
+/// host or two, and each is charged what it spent (8 tokens: 0.000008).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn money_admits_exactly_what_fits_on_one_host_or_two() {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, _, cluster) in backends(dir.path()) {
+        for hosts in [1, 2] {
+            let runlog = fresh(dir.path(), cluster.as_deref());
+            let tenant = Tenant {
+                budget: "cost = 0.00184",
+                extra: "[providers.fake.prices]\ninput = 1.0\noutput = 1.0",
+            };
+            let (admitted, b) = contend_for(dir.path(), &runlog, hosts, tenant, 1).await;
+            assert_eq!(admitted, 20, "{name}, {hosts} host(s)");
+            let spent = b["spent"]["cost"].as_f64().unwrap();
+            assert!((spent - 20.0 * 8e-6).abs() < 1e-12, "{name}: {b}");
+            assert_eq!(b["spent"]["requests"], 20, "{name}: {b}");
         }
     }
 }

@@ -179,14 +179,15 @@ async fn use_token(client: &Client, token: &str) {
 }
 
 /// A server with an admin token, tenant `acme` under a budget of 10
-/// requests a day, and provider `p` priced, answering `replies`.
+/// requests and 1.00 USD a day, and provider `p` priced, answering
+/// `replies`.
 async fn server(dir: &tempfile::TempDir, fake: &FakeServer) -> TestServer {
     let toml = format!(
         "[server]\ntokenEnv = \"ADMIN\"\n\
          [providers.p]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"m-1\"\n\
          prices = {{ input = 2.0, output = 10.0, currency = \"USD\" }}\n\
          [defaults]\nprovider = \"p\"\n[retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n\
-         [tenants.acme]\ntokenEnv = \"ACME\"\n[tenants.acme.budget]\nrequests = 10\nwindow = \"1d\"\n",
+         [tenants.acme]\ntokenEnv = \"ACME\"\n[tenants.acme.budget]\nrequests = 10\ncost = 1.0\nwindow = \"1d\"\n",
         fake.url()
     );
     TestServer::start_with(&toml, Some(&dir.path().join("runs.db")), |k| match k {
@@ -268,6 +269,11 @@ async fn each_page_shows_the_call_its_attempts_the_budget_and_the_providers_requ
     let tenants = open(&client, url, "tenants", "Window: 1d").await;
     let acme = tenants.split("acme's budget").nth(1).unwrap_or_default();
     assert!(acme.contains("Requests 10 2 0 8"), "{tenants}");
+    // In money: the call's bill, 0.001244 of 1.00, in its currency.
+    assert!(
+        acme.contains("Cost 1.0000 USD 0.001244 USD 0.0000 USD 0.9988 USD"),
+        "{tenants}"
+    );
     assert!(tenants.contains("admin has no budget"), "{tenants}");
     assert!(
         client.find(Locator::Css("svg.chart rect")).await.is_ok(),

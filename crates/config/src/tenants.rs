@@ -9,11 +9,13 @@
 //! requests = 10000
 //! outputTokens = 2000000
 //! inputTokens = 5000000
+//! cost = 5.00                      # money, in `currency` (USD unless set)
 //! window = "1d"                    # "1h" | "1d" | "30d" | "none"
 //! ```
 
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
+use callai_engine::cost::to_nanos;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -21,7 +23,7 @@ use std::collections::BTreeMap;
 pub type TenantsConfig = BTreeMap<String, TenantConfig>;
 
 /// One `[tenants.NAME]` section.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct TenantConfig {
     /// The variable holding the tenant's bearer token.
@@ -36,7 +38,7 @@ pub struct TenantConfig {
 /// `[tenants.NAME.budget]`: limits per window, each unset for unlimited.
 /// Signed, so that a negative one is refused naming its key rather than
 /// failing to parse.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", default)]
 pub struct BudgetConfig {
     /// Provider requests (attempts) per window.
@@ -45,6 +47,11 @@ pub struct BudgetConfig {
     pub output_tokens: Option<i64>,
     /// Input tokens per window.
     pub input_tokens: Option<i64>,
+    /// Money per window, in `currency`: every provider model a call may
+    /// reach needs a price in it.
+    pub cost: Option<f64>,
+    /// The currency of `cost` (`USD`).
+    pub currency: String,
     /// `"1h"`, `"1d"` (the default), `"30d"` or `"none"` (a lifetime budget).
     pub window: String,
 }
@@ -55,6 +62,8 @@ impl Default for BudgetConfig {
             requests: None,
             output_tokens: None,
             input_tokens: None,
+            cost: None,
+            currency: "USD".into(),
             window: "1d".into(),
         }
     }
@@ -68,6 +77,7 @@ impl BudgetConfig {
             requests: n(self.requests),
             output_tokens: n(self.output_tokens),
             input_tokens: n(self.input_tokens),
+            cost: self.cost.map(to_nanos),
         }
     }
 
@@ -130,6 +140,18 @@ pub fn validate(tenants: &TenantsConfig) -> Result<(), ConfigError> {
                 ));
             }
         }
+        if let Some(cost) = budget.cost.filter(|c| !(c.is_finite() && *c >= 0.0)) {
+            return Err(invalid(
+                &key("budget.cost"),
+                format!("{cost} is not an amount; a budget is 0 or more (unset: unlimited)"),
+            ));
+        }
+        if budget.currency.is_empty() {
+            return Err(invalid(
+                &key("budget.currency"),
+                "is empty; a currency code such as \"USD\"".into(),
+            ));
+        }
         if Window::parse(&budget.window).is_none() {
             return Err(invalid(
                 &key("budget.window"),
@@ -155,7 +177,7 @@ mod tests {
     fn a_tenant_with_a_budget_parses() {
         let c = parse(
             "[tenants.bookai]\ntokenEnv = \"BOOKAI_TOKEN\"\nallowedProviders = [\"mock\"]\n\
-             [tenants.bookai.budget]\nrequests = 10\noutputTokens = 2000\nwindow = \"1h\"\n",
+             [tenants.bookai.budget]\nrequests = 10\noutputTokens = 2000\ncost = 5\nwindow = \"1h\"\n",
         )
         .unwrap();
         let t = &c.tenants["bookai"];
@@ -165,9 +187,11 @@ mod tests {
             Limits {
                 requests: Some(10),
                 output_tokens: Some(2000),
-                input_tokens: None
+                input_tokens: None,
+                cost: Some(5_000_000_000),
             }
         );
+        assert_eq!(t.budget.currency, "USD");
     }
 
     #[test]
@@ -181,6 +205,18 @@ mod tests {
             (
                 "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\noutputTokens = -5\n",
                 "tenants.a.budget.outputTokens",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = -0.5\n",
+                "tenants.a.budget.cost",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = nan\n",
+                "tenants.a.budget.cost",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncurrency = \"\"\n",
+                "tenants.a.budget.currency",
             ),
             (
                 "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nwindow = \"2d\"\n",

@@ -1,12 +1,12 @@
 //! [`Host`]: the retry engine of one host with its config and providers, and
 //! the routing and policy decided before any request is sent.
 
-use crate::budget::{self, Held, ReserveError, SharedBudget};
+use crate::budget::{self, Bounds, Charges, Held, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::engine::{
     CallMachine, CallSpec, Charging, Clock, CompiledSchema, CompiledTools, DriveOptions, Effects,
-    Jitter, SchemaCache, Sleeper, drive,
+    Jitter, SchemaCache, Sleeper, Target, drive,
 };
 use crate::events::{Event, EventSink};
 use crate::mock::{MockProvider, MockScript};
@@ -263,27 +263,36 @@ impl Host {
             .await
     }
 
-    /// Reserves the call's worst case on `budget`; a refusal says what is
-    /// left, when the window resets, and the most attempts that fit now.
+    /// Reserves the call's worst case on `budget` (reaching `targets`); a
+    /// refusal says what is left, when the window resets, and the most
+    /// attempts that fit now.
     async fn reserve(
         &self,
         budget: &SharedBudget,
         request: &CallRequest,
+        targets: &[Target<'_>],
         schema_bytes: Option<u64>,
         overhead: u64,
     ) -> Result<Held, CallError> {
-        let worst = budget::worst_case(&self.config, request, schema_bytes, overhead);
-        Held::reserve(budget, worst)
+        let money = budget.money();
+        let charges = match money {
+            Some(money) => Charges::of(money, targets)?,
+            None => Charges::default(),
+        };
+        let bounds = Bounds {
+            schema_bytes,
+            overhead,
+            rate: charges.rate(),
+        };
+        let worst = budget::worst_case(&self.config, request, &bounds);
+        Held::reserve(budget, worst, charges)
             .await
             .map_err(|refused| match refused {
                 ReserveError::Failed(e) => e,
-                ReserveError::Refused(r) => r.into_error(budget::fitting_attempts(
-                    &self.config,
-                    request,
-                    schema_bytes,
-                    overhead,
-                    &r.room,
-                )),
+                ReserveError::Refused(r) => r.into_error(
+                    budget::fitting_attempts(&self.config, request, &bounds, &r.room),
+                    money.map(|m| &*m.currency),
+                ),
             })
     }
 
@@ -334,7 +343,10 @@ impl Host {
         // largest overhead of any target it may reach.
         let overhead = chain.overhead();
         let held = match &options.budget {
-            Some(budget) => match self.reserve(budget, request, schema_bytes, overhead).await {
+            Some(budget) => match self
+                .reserve(budget, request, &chain.targets, schema_bytes, overhead)
+                .await
+            {
                 Ok(held) => Some(held),
                 Err(e) => {
                     if let Some(w) = watch {
@@ -361,6 +373,7 @@ impl Host {
             tally: held.as_ref().map(|h| Charging {
                 tally: &h.tally,
                 budget: &*h.budget,
+                charges: &h.charges,
             }),
             schema_bytes: schema_bytes.unwrap_or(0),
             overhead,

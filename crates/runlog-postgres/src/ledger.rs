@@ -22,8 +22,8 @@ use tokio_postgres::{GenericClient, Row};
 pub(crate) const NOW_MS: &str = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint";
 
 /// The window columns every statement returns, after the window's start.
-const COLUMNS: &str = "spent_requests, spent_output, spent_input, \
-     reserved_requests, reserved_output, reserved_input";
+const COLUMNS: &str = "spent_requests, spent_output, spent_input, spent_cost, \
+     reserved_requests, reserved_output, reserved_input, reserved_cost";
 
 /// A week, in ms: lapsed reservations no host settled within it are
 /// forgotten (what they held stays charged).
@@ -33,37 +33,25 @@ const WEEK_MS: i64 = 7 * 24 * 3_600_000;
 /// tried again before it fails.
 pub(crate) const TRIES: usize = 3;
 
-/// A window from a row of (window_ms, the six [`COLUMNS`]), NULLs as 0.
+/// A window from a row of (window_ms, the eight [`COLUMNS`]), NULLs as 0.
 fn window_of(row: &Row) -> WindowState {
     let n = |i: usize| row.get::<_, Option<i64>>(i).unwrap_or(0).max(0) as u64;
     WindowState {
         window_ms: n(0),
-        spent: Spend {
-            requests: n(1),
-            output_tokens: n(2),
-            input_tokens: n(3),
-        },
-        reserved: Spend {
-            requests: n(4),
-            output_tokens: n(5),
-            input_tokens: n(6),
-        },
+        spent: Spend::from_amounts(std::array::from_fn(|i| n(1 + i))),
+        reserved: Spend::from_amounts(std::array::from_fn(|i| n(5 + i))),
     }
 }
 
-fn amounts(s: &Spend) -> [i64; 3] {
-    [s.requests, s.output_tokens, s.input_tokens].map(signed)
+fn amounts(s: &Spend) -> [i64; 4] {
+    s.amounts().map(signed)
 }
 
 /// A reservation's row: its window, what it holds, whether it lapsed.
 fn held_of(row: &Row) -> (u64, Spend, bool) {
     let n = |i: usize| row.get::<_, i64>(i).max(0) as u64;
-    let held = Spend {
-        requests: n(1),
-        output_tokens: n(2),
-        input_tokens: n(3),
-    };
-    (n(0), held, row.get(4))
+    let held = Spend::from_amounts(std::array::from_fn(|i| n(1 + i)));
+    (n(0), held, row.get(5))
 }
 
 /// Whether `e` is a deadlock or a serialization failure, worth a retry.
@@ -91,18 +79,20 @@ static LAPSE: LazyLock<String> = LazyLock::new(|| {
          gone AS (
              UPDATE callai_budget_reservations SET lapsed = true
              WHERE tenant = $1 AND NOT lapsed AND expires_ms < {NOW_MS}
-             RETURNING window_ms, requests, output, input),
+             RETURNING window_ms, requests, output, input, cost),
          sums AS (
              SELECT window_ms, sum(requests)::bigint AS r, sum(output)::bigint AS o,
-                    sum(input)::bigint AS i
+                    sum(input)::bigint AS i, sum(cost)::bigint AS c
              FROM gone GROUP BY window_ms)
          UPDATE callai_budget_windows b SET
              spent_requests = b.spent_requests + sums.r,
              spent_output = b.spent_output + sums.o,
              spent_input = b.spent_input + sums.i,
+             spent_cost = b.spent_cost + sums.c,
              reserved_requests = b.reserved_requests - sums.r,
              reserved_output = b.reserved_output - sums.o,
-             reserved_input = b.reserved_input - sums.i
+             reserved_input = b.reserved_input - sums.i,
+             reserved_cost = b.reserved_cost - sums.c
          FROM sums WHERE b.tenant = $1 AND b.window_ms = sums.window_ms"
     )
 });
@@ -127,13 +117,14 @@ static ADMIT: LazyLock<String> = LazyLock::new(|| {
              UPDATE callai_budget_windows SET
                  reserved_requests = reserved_requests + $3,
                  reserved_output = reserved_output + $4,
-                 reserved_input = reserved_input + $5
+                 reserved_input = reserved_input + $5,
+                 reserved_cost = reserved_cost + $6
              WHERE tenant = $1 AND window_ms = $2
              RETURNING window_ms, {COLUMNS}),
          r AS (
              INSERT INTO callai_budget_reservations
-                 (tenant, window_ms, requests, output, input, owner, expires_ms, calls)
-             VALUES ($1, $2, $3, $4, $5, $6, {NOW_MS} + $7, $8)
+                 (tenant, window_ms, requests, output, input, cost, owner, expires_ms, calls)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, {NOW_MS} + $8, $9)
              RETURNING id)
          SELECT w.window_ms, {COLUMNS}, r.id FROM w, r"
     )
@@ -194,10 +185,10 @@ impl PostgresRunLog {
         let read = match hold {
             None => {
                 "DELETE FROM callai_budget_reservations WHERE id = $1 AND tenant = $2
-                 RETURNING window_ms, requests, output, input, lapsed"
+                 RETURNING window_ms, requests, output, input, cost, lapsed"
             }
             Some(_) => {
-                "SELECT window_ms, requests, output, input, lapsed
+                "SELECT window_ms, requests, output, input, cost, lapsed
                  FROM callai_budget_reservations WHERE id = $1 AND tenant = $2 FOR UPDATE"
             }
         };
@@ -209,11 +200,11 @@ impl PostgresRunLog {
             Some((window_ms, held, lapsed)) => {
                 let hold = hold.map(|hold| trimmed(held, hold));
                 if let Some(hold) = hold {
-                    let [r, o, i] = amounts(&hold);
+                    let [r, o, i, c] = amounts(&hold);
                     tx.execute(
                         "UPDATE callai_budget_reservations SET requests = $2, output = $3,
-                             input = $4 WHERE id = $1",
-                        &[&reservation.id, &r, &o, &i],
+                             input = $4, cost = $5 WHERE id = $1",
+                        &[&reservation.id, &r, &o, &i, &c],
                     )
                     .await
                     .map_err(self.storage())?;
@@ -224,7 +215,7 @@ impl PostgresRunLog {
                 )
             }
             // Gone (a lapsed reservation forgotten): the charge alone.
-            None => (reservation.window_ms, (amounts(&charge), [0; 3])),
+            None => (reservation.window_ms, (amounts(&charge), [0; 4])),
         };
         let state = apply(&tx, tenant, window_ms as i64, change)
             .await
@@ -280,19 +271,16 @@ async fn reserve_on(conn: &Conn, request: &ReserveRequest<'_>) -> Result<Reserve
         Err(other) => return Ok(other),
     };
     let need = request.need;
-    let held = amounts(&Spend {
-        requests: need.requests.saturating_mul(calls),
-        output_tokens: need.output_tokens.saturating_mul(calls),
-        input_tokens: need.input_tokens.saturating_mul(calls),
-    });
+    let held = amounts(&need.times(calls));
     let ttl = request.ttl.as_millis() as i64;
     let granted = signed(calls);
-    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 8] = [
+    let params: [&(dyn tokio_postgres::types::ToSql + Sync); 9] = [
         &request.tenant,
         &window_ms,
         &held[0],
         &held[1],
         &held[2],
+        &held[3],
         &request.owner,
         &ttl,
         &granted,
@@ -306,7 +294,7 @@ async fn reserve_on(conn: &Conn, request: &ReserveRequest<'_>) -> Result<Reserve
     let state = window_of(&row);
     Ok(Reserved::Admitted {
         reservation: Reservation {
-            id: row.get(7),
+            id: row.get(9),
             window_ms: state.window_ms,
         },
         calls,
@@ -338,16 +326,18 @@ async fn apply(
         .query_one(
             &format!(
                 "INSERT INTO callai_budget_windows AS b (tenant, window_ms,
-                     spent_requests, spent_output, spent_input,
-                     reserved_requests, reserved_output, reserved_input)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+                     spent_requests, spent_output, spent_input, spent_cost,
+                     reserved_requests, reserved_output, reserved_input, reserved_cost)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
                  ON CONFLICT (tenant, window_ms) DO UPDATE SET
                      spent_requests = b.spent_requests + excluded.spent_requests,
                      spent_output = b.spent_output + excluded.spent_output,
                      spent_input = b.spent_input + excluded.spent_input,
+                     spent_cost = b.spent_cost + excluded.spent_cost,
                      reserved_requests = b.reserved_requests + excluded.reserved_requests,
                      reserved_output = b.reserved_output + excluded.reserved_output,
-                     reserved_input = b.reserved_input + excluded.reserved_input
+                     reserved_input = b.reserved_input + excluded.reserved_input,
+                     reserved_cost = b.reserved_cost + excluded.reserved_cost
                  RETURNING b.window_ms, {COLUMNS}"
             ),
             &[
@@ -356,9 +346,11 @@ async fn apply(
                 &spent[0],
                 &spent[1],
                 &spent[2],
+                &spent[3],
                 &reserved[0],
                 &reserved[1],
                 &reserved[2],
+                &reserved[3],
             ],
         )
         .await?;

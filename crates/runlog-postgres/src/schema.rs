@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 6] = [
+pub(crate) const MIGRATIONS: [&str; 7] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -167,6 +167,13 @@ pub(crate) const MIGRATIONS: [&str; 6] = [
         seq BIGINT NOT NULL,
         PRIMARY KEY (tag, seq)
     );
+",
+    // Budgets in money (`[tenants.NAME.budget] cost`), in billionths of
+    // the budget's currency.
+    "
+    ALTER TABLE callai_budget_windows ADD COLUMN spent_cost BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE callai_budget_windows ADD COLUMN reserved_cost BIGINT NOT NULL DEFAULT 0;
+    ALTER TABLE callai_budget_reservations ADD COLUMN cost BIGINT NOT NULL DEFAULT 0;
 ",
 ];
 

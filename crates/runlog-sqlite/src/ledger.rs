@@ -18,40 +18,42 @@ use rusqlite::{OptionalExtension, Transaction, params};
 /// Reads a window row, its columns in [`window_of`]'s order. Every
 /// statement here is a constant, prepared once per connection
 /// (`prepare_cached`): a reservation is on the path of every budgeted call.
-const READ_WINDOW: &str = "SELECT spent_requests, spent_output, spent_input,
-         reserved_requests, reserved_output, reserved_input
+const READ_WINDOW: &str = "SELECT spent_requests, spent_output, spent_input, spent_cost,
+         reserved_requests, reserved_output, reserved_input, reserved_cost
      FROM budget_windows WHERE tenant = ?1 AND window_ms = ?2";
 
 /// Adds to a window's spent and reserved amounts (made if absent).
 const ADD_TO_WINDOW: &str = "INSERT INTO budget_windows (tenant, window_ms,
-         spent_requests, spent_output, spent_input, reserved_requests, reserved_output, reserved_input)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+         spent_requests, spent_output, spent_input, spent_cost,
+         reserved_requests, reserved_output, reserved_input, reserved_cost)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
      ON CONFLICT (tenant, window_ms) DO UPDATE SET
          spent_requests = spent_requests + ?3, spent_output = spent_output + ?4,
-         spent_input = spent_input + ?5, reserved_requests = reserved_requests + ?6,
-         reserved_output = reserved_output + ?7, reserved_input = reserved_input + ?8
-     RETURNING spent_requests, spent_output, spent_input,
-         reserved_requests, reserved_output, reserved_input";
+         spent_input = spent_input + ?5, spent_cost = spent_cost + ?6,
+         reserved_requests = reserved_requests + ?7, reserved_output = reserved_output + ?8,
+         reserved_input = reserved_input + ?9, reserved_cost = reserved_cost + ?10
+     RETURNING spent_requests, spent_output, spent_input, spent_cost,
+         reserved_requests, reserved_output, reserved_input, reserved_cost";
 
 const INSERT_RESERVATION: &str = "INSERT INTO budget_reservations
-         (tenant, window_ms, requests, output, input, owner, expires_ms, calls)
-     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) RETURNING id";
+         (tenant, window_ms, requests, output, input, cost, owner, expires_ms, calls)
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) RETURNING id";
 
 const DELETE_RESERVATION: &str = "DELETE FROM budget_reservations WHERE id = ?1 AND tenant = ?2
-     RETURNING window_ms, requests, output, input, lapsed";
+     RETURNING window_ms, requests, output, input, cost, lapsed";
 
-const READ_RESERVATION: &str = "SELECT window_ms, requests, output, input, lapsed
+const READ_RESERVATION: &str = "SELECT window_ms, requests, output, input, cost, lapsed
      FROM budget_reservations WHERE id = ?1 AND tenant = ?2";
 
 const HOLD_RESERVATION: &str = "UPDATE budget_reservations
-     SET requests = ?2, output = ?3, input = ?4 WHERE id = ?1";
+     SET requests = ?2, output = ?3, input = ?4, cost = ?5 WHERE id = ?1";
 
 /// Marks the tenant's reservations that lapsed before `?2` (their hosts
 /// died or stalled past a call's wall time and a lease): they stay, to be
 /// settled if their host comes back, and are charged.
 const LAPSE: &str = "UPDATE budget_reservations SET lapsed = 1
      WHERE tenant = ?1 AND lapsed = 0 AND expires_ms < ?2
-     RETURNING window_ms, requests, output, input";
+     RETURNING window_ms, requests, output, input, cost";
 
 /// Lapsed reservations no host settled within a week are forgotten (what
 /// they held stays charged).
@@ -67,19 +69,18 @@ const PENDING: &str = "SELECT EXISTS (SELECT 1 FROM budget_reservations
 const WEEK_MS: u64 = 7 * 24 * 3_600_000;
 
 fn window_of(window_ms: u64, row: &rusqlite::Row<'_>) -> rusqlite::Result<WindowState> {
-    let n = |i: usize| row.get::<_, i64>(i).map(|v| v.max(0) as u64);
+    let amounts = |from: usize| -> rusqlite::Result<[i64; 4]> {
+        Ok([
+            row.get(from)?,
+            row.get(from + 1)?,
+            row.get(from + 2)?,
+            row.get(from + 3)?,
+        ])
+    };
     Ok(WindowState {
         window_ms,
-        spent: Spend {
-            requests: n(0)?,
-            output_tokens: n(1)?,
-            input_tokens: n(2)?,
-        },
-        reserved: Spend {
-            requests: n(3)?,
-            output_tokens: n(4)?,
-            input_tokens: n(5)?,
-        },
+        spent: spend_of(amounts(0)?),
+        reserved: spend_of(amounts(4)?),
     })
 }
 
@@ -109,8 +110,8 @@ fn add_to_window(
     tx: &Transaction<'_>,
     tenant: &str,
     window_ms: u64,
-    spent: [i64; 3],
-    reserved: [i64; 3],
+    spent: [i64; 4],
+    reserved: [i64; 4],
 ) -> Result<WindowState, RunLogError> {
     tx.prepare_cached(ADD_TO_WINDOW)
         .and_then(|mut s| {
@@ -121,9 +122,11 @@ fn add_to_window(
                     spent[0],
                     spent[1],
                     spent[2],
+                    spent[3],
                     reserved[0],
                     reserved[1],
-                    reserved[2]
+                    reserved[2],
+                    reserved[3]
                 ],
                 |r| window_of(window_ms, r),
             )
@@ -131,26 +134,21 @@ fn add_to_window(
         .map_err(storage)
 }
 
-fn amounts(s: &Spend) -> [i64; 3] {
-    [s.requests, s.output_tokens, s.input_tokens].map(signed)
+fn amounts(s: &Spend) -> [i64; 4] {
+    s.amounts().map(signed)
 }
 
-fn spend_of(v: [i64; 3]) -> Spend {
-    let [requests, output_tokens, input_tokens] = v.map(|v| v.max(0) as u64);
-    Spend {
-        requests,
-        output_tokens,
-        input_tokens,
-    }
+fn spend_of(v: [i64; 4]) -> Spend {
+    Spend::from_amounts(v.map(|v| v.max(0) as u64))
 }
 
 /// Charges the tenant's reservations that lapsed before `now`: what each
 /// held moves from reserved to spent.
 fn lapse(tx: &Transaction<'_>, tenant: &str, now: u64) -> Result<(), RunLogError> {
     let mut lapsing = tx.prepare_cached(LAPSE).map_err(storage)?;
-    let lapsed: Vec<(i64, [i64; 3])> = lapsing
+    let lapsed: Vec<(i64, [i64; 4])> = lapsing
         .query_map(params![tenant, now as i64], |r| {
-            Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?]))
+            Ok((r.get(0)?, [r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?]))
         })
         .map_err(storage)?
         .collect::<Result<_, _>>()
@@ -169,8 +167,8 @@ type Held = (u64, Spend, bool);
 
 fn held_of(row: &rusqlite::Row<'_>) -> rusqlite::Result<Held> {
     let window_ms: i64 = row.get(0)?;
-    let held = spend_of([row.get(1)?, row.get(2)?, row.get(3)?]);
-    Ok((window_ms.max(0) as u64, held, row.get(4)?))
+    let held = spend_of([row.get(1)?, row.get(2)?, row.get(3)?, row.get(4)?]);
+    Ok((window_ms.max(0) as u64, held, row.get(5)?))
 }
 
 /// Applies `change` to the window of a reservation (the handle's own
@@ -229,13 +227,9 @@ impl Ledger for SqliteRunLog {
                 }
                 Err(other) => return Ok(other),
             };
-            let held = amounts(&Spend {
-                requests: need.requests.saturating_mul(calls),
-                output_tokens: need.output_tokens.saturating_mul(calls),
-                input_tokens: need.input_tokens.saturating_mul(calls),
-            });
-            let state = add_to_window(&tx, &tenant, window_ms, [0; 3], held)?;
-            let [requests, output, input] = held;
+            let held = amounts(&need.times(calls));
+            let state = add_to_window(&tx, &tenant, window_ms, [0; 4], held)?;
+            let [requests, output, input, cost] = held;
             let id: i64 = tx
                 .prepare_cached(INSERT_RESERVATION)
                 .and_then(|mut s| {
@@ -246,6 +240,7 @@ impl Ledger for SqliteRunLog {
                             requests,
                             output,
                             input,
+                            cost,
                             owner,
                             (now + ttl.as_millis() as u64) as i64,
                             signed(calls)
@@ -308,15 +303,15 @@ impl Ledger for SqliteRunLog {
             let change = match row {
                 Some((window_ms, held, lapsed)) => {
                     let hold = trimmed(held, hold);
-                    let [requests, output, input] = amounts(&hold);
+                    let [requests, output, input, cost] = amounts(&hold);
                     tx.prepare_cached(HOLD_RESERVATION)
                         .and_then(|mut s| {
-                            s.execute(params![reservation.id, requests, output, input])
+                            s.execute(params![reservation.id, requests, output, input, cost])
                         })
                         .map_err(storage)?;
                     (window_ms, adjustment(held, lapsed, charge, hold))
                 }
-                None => (reservation.window_ms, (amounts(&charge), [0; 3])),
+                None => (reservation.window_ms, (amounts(&charge), [0; 4])),
             };
             let state = apply(&tx, &tenant, change.0, change.1)?;
             tx.commit().map_err(storage)?;

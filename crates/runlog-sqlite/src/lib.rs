@@ -19,7 +19,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 10] = [
+const MIGRATIONS: [&str; 11] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -204,6 +204,11 @@ const MIGRATIONS: [&str; 10] = [
          seq INTEGER NOT NULL,
          PRIMARY KEY (tag, seq)
      ) WITHOUT ROWID;",
+    // Budgets in money (`[tenants.NAME.budget] cost`), in billionths of
+    // the budget's currency.
+    "ALTER TABLE budget_windows ADD COLUMN spent_cost INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE budget_windows ADD COLUMN reserved_cost INTEGER NOT NULL DEFAULT 0;
+     ALTER TABLE budget_reservations ADD COLUMN cost INTEGER NOT NULL DEFAULT 0;",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 

@@ -293,7 +293,9 @@ mod tests {
         }
         let e = ApiError::from_call(&CallError::validation("retry.maxAttempts", "bad"));
         assert_eq!(body(&e)["error"]["details"]["field"], "retry.maxAttempts");
-        let e = ApiError::from_call(&callai_engine::budget::budget_exceeded("requests", 1, 3));
+        let e = ApiError::from_call(&callai_engine::budget::budget_exceeded(
+            "requests", 1, 3, None,
+        ));
         assert_eq!(e.status().as_u16(), 429);
         assert_eq!(body(&e)["error"]["code"], "budget_exceeded");
         assert_eq!(body(&e)["error"]["details"]["budget"], "requests");
@@ -309,7 +311,7 @@ mod tests {
             },
             resets_at_ms: Some(callai_engine::events::now_ms() + 90_500),
         };
-        let e = ApiError::from_call(&refusal.into_error(Some(1)));
+        let e = ApiError::from_call(&refusal.into_error(Some(1), None));
         let after = e.retry_after.unwrap();
         assert!((89..=91).contains(&after), "{after}");
         let details = &body(&e)["error"]["details"];

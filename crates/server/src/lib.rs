@@ -285,7 +285,13 @@ impl Server {
         let ttl = std::time::Duration::from_millis(limits.wall_ms) + config.runlog.lease();
         if let Some(log) = &runlog {
             tenants.allot(|name, plan| {
-                tenants::Allotment::new(log.clone(), name, plan, &host_id, ttl, metrics.clone())
+                let at = tenants::Holder {
+                    owner: &host_id,
+                    ttl,
+                    metrics: metrics.clone(),
+                    prices: prices.clone(),
+                };
+                tenants::Allotment::new(log.clone(), name, plan, at)
             });
         }
         let call_observer = Arc::new(metrics::MetricsObserver(metrics.clone()));

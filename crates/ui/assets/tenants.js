@@ -2,10 +2,12 @@
 // per minute over the last hour.
 
 import { get } from "./api.js";
-import { h, table, empty, num, time } from "./dom.js";
+import { h, table, empty, num, money, time } from "./dom.js";
 import { minuteChart } from "./chart.js";
 
-const KEYS = [["requests", "Requests"], ["outputTokens", "Output tokens"], ["inputTokens", "Input tokens"]];
+const KEYS = [
+  ["requests", "Requests"], ["outputTokens", "Output tokens"], ["inputTokens", "Input tokens"], ["cost", "Cost"],
+];
 
 export async function tenantsPage() {
   const [tenants, usage] = await Promise.all([get("/v1/tenants"), get("/v1/usage", { minutes: 60 })]);
@@ -22,15 +24,18 @@ function budget({ tenant, budget: b }) {
   if (!b) return [heading, empty(`${tenant} has no budget: its calls are not limited.`)];
   const limited = KEYS.filter(([k]) => b.limits[k] !== null && b.limits[k] !== undefined);
   const resets = b.windowEndMs ? `; resets ${time(b.windowEndMs)}` : "";
+  // Money reads in its currency; the other keys are counts.
+  const amount = (k, n) =>
+    k === "cost" && n !== null && n !== undefined ? money({ amount: n, currency: b.currency }) : num(n);
   return [
     heading,
     h("p", {}, `Window: ${b.window}, from ${time(b.windowStartMs)}${resets}.`),
     table([
       ["Limit", ([, name]) => name],
-      ["Allowed", ([k]) => num(b.limits[k]), true],
-      ["Spent", ([k]) => num(b.spent[k]), true],
-      ["Reserved", ([k]) => num(b.reserved[k]), true],
-      ["Left", ([k]) => num(b.remaining[k]), true],
+      ["Allowed", ([k]) => amount(k, b.limits[k]), true],
+      ["Spent", ([k]) => amount(k, b.spent[k]), true],
+      ["Reserved", ([k]) => amount(k, b.reserved[k]), true],
+      ["Left", ([k]) => amount(k, b.remaining[k]), true],
       ["Used", ([k]) => meter(b.spent[k] + b.reserved[k], b.limits[k])],
     ], limited, `${tenant}'s budget`),
   ];

@@ -37,6 +37,7 @@ fn main() {
                     requests: 2,
                     output_tokens: 200,
                     input_tokens: 300,
+                    cost: 5_000,
                 };
                 let request = ReserveRequest {
                     tenant: &tenant,
@@ -45,6 +46,7 @@ fn main() {
                         requests: Some(u64::MAX >> 2),
                         output_tokens: Some(u64::MAX >> 2),
                         input_tokens: None,
+                        cost: Some(u64::MAX >> 2),
                     },
                     need,
                     calls: 1,
@@ -61,6 +63,7 @@ fn main() {
                         requests: 1,
                         output_tokens: 40,
                         input_tokens: 10,
+                        cost: 1_000,
                     };
                     ledger
                         .settle(&tenant, reservation, spent)

@@ -77,23 +77,42 @@ pub struct Limits {
     pub output_tokens: Option<u64>,
     /// Input tokens.
     pub input_tokens: Option<u64>,
+    /// Money, in billionths of the budget's currency.
+    pub cost: Option<u64>,
 }
 
 impl Limits {
-    /// The limits with their budget keys, in [`Spend::by_key`]'s order.
-    pub fn by_key(&self) -> [(&'static str, Option<u64>); 3] {
+    /// The limits in [`KEYS`](super::KEYS)' order.
+    pub fn amounts(&self) -> [Option<u64>; 4] {
         [
-            ("requests", self.requests),
-            ("outputTokens", self.output_tokens),
-            ("inputTokens", self.input_tokens),
+            self.requests,
+            self.output_tokens,
+            self.input_tokens,
+            self.cost,
         ]
     }
 
+    /// The limits of amounts in [`KEYS`](super::KEYS)' order.
+    pub fn from_amounts([requests, output_tokens, input_tokens, cost]: [Option<u64>; 4]) -> Self {
+        Self {
+            requests,
+            output_tokens,
+            input_tokens,
+            cost,
+        }
+    }
+
+    /// The limits with their budget keys, in [`Spend::by_key`]'s order.
+    pub fn by_key(&self) -> [(&'static str, Option<u64>); 4] {
+        let amounts = self.amounts();
+        std::array::from_fn(|i| (super::KEYS[i], amounts[i]))
+    }
+
     /// What is left of each limit in `state` (`None`: unlimited).
-    pub fn left(&self, state: &WindowState) -> [Option<u64>; 3] {
-        let used = state.used().by_key();
-        let limits = self.by_key();
-        std::array::from_fn(|i| limits[i].1.map(|l| l.saturating_sub(used[i].1)))
+    pub fn left(&self, state: &WindowState) -> [Option<u64>; 4] {
+        let used = state.used().amounts();
+        let limits = self.amounts();
+        std::array::from_fn(|i| limits[i].map(|l| l.saturating_sub(used[i])))
     }
 }
 
@@ -112,11 +131,7 @@ pub struct WindowState {
 impl WindowState {
     /// Spent and reserved together: what a new reservation must fit beside.
     pub fn used(&self) -> Spend {
-        Spend {
-            requests: self.spent.requests + self.reserved.requests,
-            output_tokens: self.spent.output_tokens + self.reserved.output_tokens,
-            input_tokens: self.spent.input_tokens + self.reserved.input_tokens,
-        }
+        self.spent.plus(self.reserved)
     }
 }
 
@@ -158,7 +173,7 @@ pub enum Reserved {
     },
     /// Not one worst case fits: `key` is the first budget key it would pass.
     Refused {
-        /// The budget key (`requests`, `outputTokens`, `inputTokens`).
+        /// The budget key (one of [`KEYS`](super::KEYS)).
         key: &'static str,
         /// What is left of it.
         left: u64,

@@ -11,17 +11,21 @@
 //! `callai serve` answers it as `budget_exceeded` (429).
 
 mod ledger;
+mod money;
 mod room;
 pub(crate) mod worst_case;
 
 pub use ledger::{
     KeyClaim, KeyState, Ledger, Limits, ReserveRequest, Reserved, StoredAnswer, Window, WindowState,
 };
+pub(crate) use money::Charges;
+pub use money::Money;
 pub use room::{WindowChange, adjustment, first_misfit, grant, signed, trimmed};
 
 pub(crate) use worst_case::request_bound;
 pub use worst_case::{
-    FALLBACK_BYTES_PER_TOKEN, MAX_COMPLAINT_BYTES, attempt_budgets, fitting_attempts, worst_case,
+    Bounds, FALLBACK_BYTES_PER_TOKEN, MAX_COMPLAINT_BYTES, Rate, attempt_budgets, fitting_attempts,
+    worst_case,
 };
 
 use crate::provider::BoxFuture;
@@ -30,7 +34,11 @@ use serde::Serialize;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Provider requests and tokens: what a call may spend, or spent.
+/// The budget keys, in the order a refusal names the first a call does
+/// not fit.
+pub const KEYS: [&str; 4] = ["requests", "outputTokens", "inputTokens", "cost"];
+
+/// Provider requests, tokens and money: what a call may spend, or spent.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Spend {
@@ -40,17 +48,74 @@ pub struct Spend {
     pub output_tokens: u64,
     /// Input tokens.
     pub input_tokens: u64,
+    /// Money, in billionths of the budget's currency
+    /// ([`crate::cost::to_nanos`]); 0 unless the budget is in money.
+    pub cost: u64,
 }
 
 impl Spend {
-    /// The three amounts with their budget keys, in the order a refusal
-    /// names the first that does not fit.
-    pub fn by_key(&self) -> [(&'static str, u64); 3] {
+    /// The amounts in [`KEYS`]' order.
+    pub fn amounts(&self) -> [u64; 4] {
         [
-            ("requests", self.requests),
-            ("outputTokens", self.output_tokens),
-            ("inputTokens", self.input_tokens),
+            self.requests,
+            self.output_tokens,
+            self.input_tokens,
+            self.cost,
         ]
+    }
+
+    /// The spend of amounts in [`KEYS`]' order.
+    pub fn from_amounts([requests, output_tokens, input_tokens, cost]: [u64; 4]) -> Self {
+        Self {
+            requests,
+            output_tokens,
+            input_tokens,
+            cost,
+        }
+    }
+
+    /// The amounts with their budget keys, in [`KEYS`]' order.
+    pub fn by_key(&self) -> [(&'static str, u64); 4] {
+        let amounts = self.amounts();
+        std::array::from_fn(|i| (KEYS[i], amounts[i]))
+    }
+
+    /// Key by key, `self + other` (saturating).
+    pub fn plus(self, other: Spend) -> Spend {
+        self.zip(other, u64::saturating_add)
+    }
+
+    /// Key by key, `self - other` (saturating at 0).
+    pub fn minus(self, other: Spend) -> Spend {
+        self.zip(other, u64::saturating_sub)
+    }
+
+    /// Each key times `n` (saturating).
+    pub fn times(self, n: u64) -> Spend {
+        Self::from_amounts(self.amounts().map(|a| a.saturating_mul(n)))
+    }
+
+    /// Whether every key of `self` is at least `other`'s.
+    pub fn covers(&self, other: &Spend) -> bool {
+        self.amounts()
+            .iter()
+            .zip(other.amounts())
+            .all(|(&a, b)| a >= b)
+    }
+
+    fn zip(self, other: Spend, f: impl Fn(u64, u64) -> u64) -> Spend {
+        let (a, b) = (self.amounts(), other.amounts());
+        Self::from_amounts(std::array::from_fn(|i| f(a[i], b[i])))
+    }
+}
+
+/// An amount of `key` as a refusal or `GET /v1/budget` shows it: money in
+/// its currency's units, the others as counted.
+pub fn shown(key: &str, amount: u64) -> serde_json::Value {
+    if key == "cost" {
+        serde_json::Value::from(crate::cost::from_nanos(amount))
+    } else {
+        serde_json::Value::from(amount)
     }
 }
 
@@ -71,7 +136,7 @@ pub struct Reservation {
 /// attempts would fit now).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Refusal {
-    /// The budget key (`requests`, `outputTokens`, `inputTokens`).
+    /// The budget key (one of [`KEYS`](KEYS)).
     pub key: &'static str,
     /// What is left of it.
     pub left: u64,
@@ -87,7 +152,8 @@ pub struct Refusal {
 impl Refusal {
     /// The call's error (see [`budget_exceeded`]), telling when the window
     /// resets and `fits`, the most attempts that would fit now.
-    pub fn into_error(self, fits: Option<u32>) -> CallError {
+    /// `currency` is the budget's, for a refusal of its `cost`.
+    pub fn into_error(self, fits: Option<u32>, currency: Option<&str>) -> CallError {
         let mut advice = String::new();
         if let Some(n) = fits {
             let plural = if n == 1 { "" } else { "s" };
@@ -99,7 +165,8 @@ impl Refusal {
         if let Some(at) = &resets_at {
             advice.push_str(&format!("; the budget's window resets at {at}"));
         }
-        let mut e = budget_exceeded(self.key, self.left, self.needed);
+        let currency = currency.filter(|_| self.key == "cost");
+        let mut e = budget_exceeded(self.key, self.left, self.needed, currency);
         e.message.push_str(&advice);
         if let Some(n) = fits {
             e = e.with_detail("fitsMaxAttempts", n);
@@ -153,6 +220,14 @@ pub trait Budget: Send + Sync {
     fn overrun(&self, provider: &str, over: Spend) {
         let _ = (provider, over);
     }
+
+    /// What it charges in money, when it limits `cost`: every attempt is
+    /// then priced at its target's price in its currency, and a call that
+    /// may reach a target with no such price is refused. `None` (the
+    /// default): the budget counts requests and tokens only.
+    fn money(&self) -> Option<&Money> {
+        None
+    }
 }
 
 /// A budget shared by the calls it governs.
@@ -166,80 +241,65 @@ impl std::fmt::Debug for dyn Budget {
 
 /// The refusal of a call that does not fit: `policy_denied`, with
 /// `details.reason = "budget_exceeded"`, `budget` (the key), `left` and
-/// `needed`.
-pub fn budget_exceeded(key: &str, left: u64, needed: u64) -> CallError {
-    CallError::new(
+/// `needed` (money in units of `currency`, which is named too).
+pub fn budget_exceeded(key: &str, left: u64, needed: u64, currency: Option<&str>) -> CallError {
+    let (left, needed) = (shown(key, left), shown(key, needed));
+    let unit = currency.map_or_else(String::new, |c| format!(" {c}"));
+    let e = CallError::new(
         ErrorCode::PolicyDenied,
-        format!("budget {key}: the call needs up to {needed}, {left} is left"),
+        format!("budget {key}: the call needs up to {needed}{unit}, {left}{unit} is left"),
     )
     .with_detail("reason", "budget_exceeded")
     .with_detail("budget", key)
     .with_detail("left", left)
-    .with_detail("needed", needed)
+    .with_detail("needed", needed);
+    match currency {
+        Some(c) => e.with_detail("currency", c),
+        None => e,
+    }
 }
 
 /// What a call's attempts have spent so far, updated as they go: a request
-/// counts at its worst (its `maxTokens`, its text in bytes) from when it is
-/// sent until its usage comes back, so a call dropped mid-request is
-/// charged what the provider may bill for it.
+/// counts at its worst (its `maxTokens`, its text in bytes, priced at its
+/// target's price) from when it is sent until its usage comes back, so a
+/// call dropped mid-request is charged what the provider may bill for it.
 #[derive(Debug, Default)]
 pub(crate) struct Tally {
-    requests: AtomicU64,
-    output: AtomicU64,
-    input: AtomicU64,
+    amounts: [AtomicU64; 4],
 }
 
 impl Tally {
-    /// A request goes out with `max_tokens` and `input_bound` bytes.
-    pub(crate) fn sent(&self, max_tokens: u32, input_bound: u64) {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        self.output
-            .fetch_add(u64::from(max_tokens), Ordering::Relaxed);
-        self.input.fetch_add(input_bound, Ordering::Relaxed);
+    /// A request goes out that may spend `worst`.
+    pub(crate) fn sent(&self, worst: &Spend) {
+        for (total, amount) in self.amounts.iter().zip(worst.amounts()) {
+            total.fetch_add(amount, Ordering::Relaxed);
+        }
     }
 
-    /// Its usage came back: what it reported replaces the worst case (an
-    /// amount it did not report stays charged at the worst). What it
-    /// reported beyond the worst case (a provider billing past its
-    /// `max_tokens`, or hidden input past the configured overhead) is
-    /// charged too, and returned.
-    pub(crate) fn reported(
-        &self,
-        max_tokens: u32,
-        input_bound: u64,
-        input: Option<u32>,
-        output: Option<u32>,
-    ) -> Spend {
-        let mut over = Spend::default();
-        if let Some(output) = output {
-            self.output.fetch_add(u64::from(output), Ordering::Relaxed);
-            self.output
-                .fetch_sub(u64::from(max_tokens), Ordering::Relaxed);
-            over.output_tokens = u64::from(output).saturating_sub(u64::from(max_tokens));
+    /// Its usage came back: `real` (where a count was not reported, the
+    /// worst case stands in it) replaces `worst`. What it reported beyond
+    /// the worst case (a provider billing past its `max_tokens`, or hidden
+    /// input past the configured overhead) is charged too, and returned.
+    pub(crate) fn reported(&self, worst: &Spend, real: &Spend) -> Spend {
+        for ((total, worst), real) in self.amounts.iter().zip(worst.amounts()).zip(real.amounts()) {
+            total.fetch_add(real, Ordering::Relaxed);
+            total.fetch_sub(worst, Ordering::Relaxed);
         }
-        if let Some(input) = input {
-            self.input.fetch_add(u64::from(input), Ordering::Relaxed);
-            self.input.fetch_sub(input_bound, Ordering::Relaxed);
-            over.input_tokens = u64::from(input).saturating_sub(input_bound);
-        }
-        over
+        real.minus(*worst)
     }
 
     /// It never reached the provider: not an attempt, nothing to charge.
-    pub(crate) fn unsent(&self, max_tokens: u32, input_bound: u64) {
-        self.requests.fetch_sub(1, Ordering::Relaxed);
-        self.output
-            .fetch_sub(u64::from(max_tokens), Ordering::Relaxed);
-        self.input.fetch_sub(input_bound, Ordering::Relaxed);
+    pub(crate) fn unsent(&self, worst: &Spend) {
+        for (total, amount) in self.amounts.iter().zip(worst.amounts()) {
+            total.fetch_sub(amount, Ordering::Relaxed);
+        }
     }
 
     /// The spend so far.
     pub(crate) fn spent(&self) -> Spend {
-        Spend {
-            requests: self.requests.load(Ordering::Relaxed),
-            output_tokens: self.output.load(Ordering::Relaxed),
-            input_tokens: self.input.load(Ordering::Relaxed),
-        }
+        Spend::from_amounts(std::array::from_fn(|i| {
+            self.amounts[i].load(Ordering::Relaxed)
+        }))
     }
 }
 
@@ -250,16 +310,24 @@ pub(crate) struct Held {
     pub(crate) budget: SharedBudget,
     reservation: Option<Reservation>,
     pub(crate) tally: Arc<Tally>,
+    /// What its attempts cost at each target, for a budget in money.
+    pub(crate) charges: Charges,
 }
 
 impl Held {
-    /// Reserves `worst` on `budget`.
-    pub(crate) async fn reserve(budget: &SharedBudget, worst: Spend) -> Result<Self, ReserveError> {
+    /// Reserves `worst` on `budget`, its attempts to be charged at
+    /// `charges`.
+    pub(crate) async fn reserve(
+        budget: &SharedBudget,
+        worst: Spend,
+        charges: Charges,
+    ) -> Result<Self, ReserveError> {
         let reservation = budget.reserve(worst).await?;
         Ok(Self {
             budget: budget.clone(),
             reservation: Some(reservation),
             tally: Arc::new(Tally::default()),
+            charges,
         })
     }
 
@@ -287,62 +355,72 @@ impl Drop for Held {
 mod tests {
     use super::*;
 
+    fn spend(requests: u64, output_tokens: u64, input_tokens: u64, cost: u64) -> Spend {
+        Spend {
+            requests,
+            output_tokens,
+            input_tokens,
+            cost,
+        }
+    }
+
     #[test]
     fn the_tally_counts_a_request_at_its_worst_until_its_usage_returns() {
         let t = Tally::default();
-        t.sent(2000, 300);
+        let first = spend(1, 2000, 300, 900);
+        t.sent(&first);
+        assert_eq!(t.spent(), first);
         assert_eq!(
-            t.spent(),
-            Spend {
-                requests: 1,
-                output_tokens: 2000,
-                input_tokens: 300
-            }
-        );
-        assert_eq!(
-            t.reported(2000, 300, Some(120), Some(1500)),
+            t.reported(&first, &spend(1, 1500, 120, 400)),
             Spend::default()
         );
-        t.sent(4000, 310);
-        t.reported(4000, 310, None, None);
-        t.sent(4000, 310);
-        t.unsent(4000, 310);
-        assert_eq!(
-            t.spent(),
-            Spend {
-                requests: 2,
-                output_tokens: 5500,
-                input_tokens: 430
-            }
-        );
+        let second = spend(1, 4000, 310, 1000);
+        t.sent(&second);
+        t.reported(&second, &second);
+        t.sent(&second);
+        t.unsent(&second);
+        assert_eq!(t.spent(), spend(2, 5500, 430, 1400));
     }
 
     #[test]
     fn what_a_provider_reports_past_its_worst_case_is_charged_and_returned() {
         let t = Tally::default();
-        t.sent(100, 50);
-        let over = t.reported(100, 50, Some(80), Some(130));
+        let worst = spend(1, 100, 50, 10);
+        t.sent(&worst);
+        let over = t.reported(&worst, &spend(1, 130, 80, 14));
+        assert_eq!(over, spend(0, 30, 30, 4));
+        assert_eq!(t.spent(), spend(1, 130, 80, 14));
+    }
+
+    #[test]
+    fn spends_add_subtract_and_compare_key_by_key() {
+        let a = spend(3, 10, 20, 30);
+        assert_eq!(a.plus(spend(1, 1, 1, 1)), spend(4, 11, 21, 31));
+        assert_eq!(a.minus(spend(5, 1, 1, 40)), spend(0, 9, 19, 0));
+        assert_eq!(a.times(2), spend(6, 20, 40, 60));
+        assert!(a.covers(&spend(3, 10, 0, 30)));
+        assert!(!a.covers(&spend(0, 0, 0, 31)), "money counts too");
+        assert_eq!(a.by_key()[3], ("cost", 30));
+    }
+
+    #[test]
+    fn a_refusal_of_money_names_amounts_in_the_budgets_currency() {
+        let e = budget_exceeded("cost", 250_000_000, 1_500_000_000, Some("USD"));
         assert_eq!(
-            over,
-            Spend {
-                requests: 0,
-                output_tokens: 30,
-                input_tokens: 30
-            }
+            e.message,
+            "budget cost: the call needs up to 1.5 USD, 0.25 USD is left"
         );
+        let d = e.details.unwrap();
         assert_eq!(
-            t.spent(),
-            Spend {
-                requests: 1,
-                output_tokens: 130,
-                input_tokens: 80
-            }
+            (d["left"].as_f64(), d["needed"].as_f64()),
+            (Some(0.25), Some(1.5))
         );
+        assert_eq!(d["currency"], "USD");
     }
 
     #[test]
     fn a_refusal_names_the_key_what_is_left_and_what_is_needed() {
-        let e = budget_exceeded("outputTokens", 100, 14000);
+        let e = budget_exceeded("outputTokens", 100, 14000, None);
         assert_eq!(e.code, ErrorCode::PolicyDenied);
         let d = e.details.unwrap();
         assert_eq!(d["reason"], "budget_exceeded");

@@ -9,11 +9,7 @@ use super::ledger::{Limits, Reserved, WindowState};
 /// it (`pending` false); `None` when it fits.
 pub fn first_misfit(limits: &Limits, state: &WindowState, need: &Spend) -> Option<Reserved> {
     let left = limits.left(state);
-    let room = Limits {
-        requests: left[0],
-        output_tokens: left[1],
-        input_tokens: left[2],
-    };
+    let room = Limits::from_amounts(left);
     need.by_key()
         .iter()
         .zip(left)
@@ -57,7 +53,7 @@ pub fn grant(
 
 /// What a change to a reservation does to its window, as amounts to add to
 /// `spent` and to `reserved` (either may be negative).
-pub type WindowChange = ([i64; 3], [i64; 3]);
+pub type WindowChange = ([i64; 4], [i64; 4]);
 
 /// The change to its window of a reservation holding `held` that is now to
 /// hold `hold` (0 when it is settled), its calls having spent `charge`
@@ -65,11 +61,11 @@ pub type WindowChange = ([i64; 3], [i64; 3]);
 /// may have reached the provider, and it is the only bound known): its
 /// holdings count as spent, so what it holds less is taken off `spent`.
 pub fn adjustment(held: Spend, lapsed: bool, charge: Spend, hold: Spend) -> WindowChange {
-    let n = |s: Spend| [s.requests, s.output_tokens, s.input_tokens].map(signed);
+    let n = |s: Spend| s.amounts().map(signed);
     let (held, charge, hold) = (n(held), n(charge), n(hold));
-    let freed: [i64; 3] = std::array::from_fn(|i| held[i] - hold[i]);
+    let freed: [i64; 4] = std::array::from_fn(|i| held[i] - hold[i]);
     if lapsed {
-        (std::array::from_fn(|i| charge[i] - freed[i]), [0; 3])
+        (std::array::from_fn(|i| charge[i] - freed[i]), [0; 4])
     } else {
         (charge, freed.map(|v| -v))
     }
@@ -84,11 +80,8 @@ pub fn adjustment(held: Spend, lapsed: bool, charge: Spend, hold: Spend) -> Wind
 /// delta) still counts. A trim that grew a reservation would take room no
 /// reservation checked, and could take the window past its limits.
 pub fn trimmed(held: Spend, hold: Spend) -> Spend {
-    Spend {
-        requests: hold.requests.min(held.requests),
-        output_tokens: hold.output_tokens.min(held.output_tokens),
-        input_tokens: hold.input_tokens.min(held.input_tokens),
-    }
+    let (hold, held) = (hold.amounts(), held.amounts());
+    Spend::from_amounts(std::array::from_fn(|i| hold[i].min(held[i])))
 }
 
 /// An amount as a database integer (saturating).
@@ -106,6 +99,7 @@ mod tests {
             requests: Some(10),
             output_tokens: Some(1000),
             input_tokens: None,
+            cost: Some(50),
         };
         let state = WindowState {
             window_ms: 0,
@@ -113,17 +107,20 @@ mod tests {
                 requests: 4,
                 output_tokens: 500,
                 input_tokens: 1 << 40,
+                cost: 20,
             },
             reserved: Spend {
                 requests: 3,
                 output_tokens: 100,
                 input_tokens: 0,
+                cost: 10,
             },
         };
         let fits = Spend {
             requests: 3,
             output_tokens: 400,
             input_tokens: 1 << 40,
+            cost: 20,
         };
         assert_eq!(first_misfit(&limits, &state, &fits), None);
         let too_many = Spend {
@@ -140,10 +137,21 @@ mod tests {
                     requests: Some(3),
                     output_tokens: Some(400),
                     input_tokens: None,
+                    cost: Some(20),
                 },
                 pending: false,
             })
         );
+        let too_dear = Spend { cost: 21, ..fits };
+        assert!(matches!(
+            first_misfit(&limits, &state, &too_dear),
+            Some(Reserved::Refused {
+                key: "cost",
+                left: 20,
+                needed: 21,
+                ..
+            })
+        ));
     }
 
     #[test]
@@ -194,15 +202,18 @@ mod tests {
         // Live: trimming a chunk of 10 to the 3 in flight, 2 spent.
         assert_eq!(
             adjustment(s(10), false, s(2), s(3)),
-            ([2, 0, 0], [-7, 0, 0])
+            ([2, 0, 0, 0], [-7, 0, 0, 0])
         );
         // Settled: its spend charged, all it held released.
-        assert_eq!(adjustment(s(3), false, s(3), s(0)), ([3, 0, 0], [-3, 0, 0]));
+        assert_eq!(
+            adjustment(s(3), false, s(3), s(0)),
+            ([3, 0, 0, 0], [-3, 0, 0, 0])
+        );
         // Lapsed: the 10 it held were charged; a late trim keeps 3 of
         // them charged for the calls still in flight, and the 2 spent.
-        assert_eq!(adjustment(s(10), true, s(2), s(3)), ([-5, 0, 0], [0; 3]));
+        assert_eq!(adjustment(s(10), true, s(2), s(3)), ([-5, 0, 0, 0], [0; 4]));
         // A late settle replaces what the lapse charged with the spend.
-        assert_eq!(adjustment(s(3), true, s(1), s(0)), ([-2, 0, 0], [0; 3]));
+        assert_eq!(adjustment(s(3), true, s(1), s(0)), ([-2, 0, 0, 0], [0; 4]));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 
 use super::{Limits, Spend};
 use crate::config::HostConfig;
+use crate::cost::to_nanos;
 use callai_wire::{CallRequest, RetryPolicy};
 
 /// Tokens a provider adds around each message (role markers, separators)
@@ -60,19 +61,36 @@ pub fn attempt_budgets(config: &HostConfig, request: &CallRequest, structured: b
     budgets
 }
 
+/// What bounds a call's worst case beside its request.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Bounds {
+    /// The length of the `responseSchema`'s (and tools') text for a
+    /// structured call; `None` for a text call.
+    pub schema_bytes: Option<u64>,
+    /// Input tokens the provider adds to each request unseen.
+    pub overhead: u64,
+    /// The most a token may cost at any target the call may reach (free
+    /// for a budget not in money).
+    pub rate: Rate,
+}
+
+/// The dearest price per token among a call's targets, input and output
+/// each at its own dearest: a bound on any attempt's cost, whichever
+/// target it reaches.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rate {
+    /// Per input token.
+    pub input: f64,
+    /// Per output token.
+    pub output: f64,
+}
+
 /// The worst case of one call: every request its policy allows, each at
-/// its largest output budget and with the most text it could carry, and
-/// `overhead` input tokens the provider adds to each.
-/// `schema_bytes` is the length of the `responseSchema`'s text for a
-/// structured call.
-pub fn worst_case(
-    config: &HostConfig,
-    request: &CallRequest,
-    schema_bytes: Option<u64>,
-    overhead: u64,
-) -> Spend {
-    let budgets = attempt_budgets(config, request, schema_bytes.is_some());
-    worst_of(&budgets, request, schema_bytes, overhead)
+/// its largest output budget and with the most text it could carry, with
+/// the overhead and at the rate of `bounds`.
+pub fn worst_case(config: &HostConfig, request: &CallRequest, bounds: &Bounds) -> Spend {
+    let budgets = attempt_budgets(config, request, bounds.schema_bytes.is_some());
+    worst_of(&budgets, request, bounds)
 }
 
 /// The largest `maxAttempts` below the one `request` asks for whose worst
@@ -82,33 +100,32 @@ pub fn worst_case(
 pub fn fitting_attempts(
     config: &HostConfig,
     request: &CallRequest,
-    schema_bytes: Option<u64>,
-    overhead: u64,
+    bounds: &Bounds,
     room: &Limits,
 ) -> Option<u32> {
     if !config.call_accounting.retry_policy {
         return None;
     }
-    let budgets = attempt_budgets(config, request, schema_bytes.is_some());
+    let budgets = attempt_budgets(config, request, bounds.schema_bytes.is_some());
     // A call of fewer attempts makes the first of these requests.
     (1..budgets.len()).rev().find_map(|k| {
-        let worst = worst_of(&budgets[..k], request, schema_bytes, overhead);
+        let worst = worst_of(&budgets[..k], request, bounds);
         let fits = worst
-            .by_key()
+            .amounts()
             .iter()
-            .zip(room.by_key())
-            .all(|(&(_, needed), (_, left))| left.is_none_or(|left| needed <= left));
+            .zip(room.amounts())
+            .all(|(&needed, left)| left.is_none_or(|left| needed <= left));
         fits.then(|| u32::try_from(k).unwrap_or(u32::MAX))
     })
 }
 
 /// The worst case of the requests of output budgets `budgets`.
-fn worst_of(
-    budgets: &[u32],
-    request: &CallRequest,
-    schema_bytes: Option<u64>,
-    overhead: u64,
-) -> Spend {
+fn worst_of(budgets: &[u32], request: &CallRequest, bounds: &Bounds) -> Spend {
+    let Bounds {
+        schema_bytes,
+        overhead,
+        rate,
+    } = *bounds;
     let text = text_bound(&request.messages, request.system_prompt.as_deref());
     let mut input = 0u64;
     for i in 0..budgets.len() {
@@ -135,10 +152,12 @@ fn worst_of(
             }
         });
     }
+    let output: u64 = budgets.iter().map(|b| u64::from(*b)).sum();
     Spend {
         requests: budgets.len() as u64,
-        output_tokens: budgets.iter().map(|b| u64::from(*b)).sum(),
+        output_tokens: output,
         input_tokens: input,
+        cost: to_nanos(input as f64 * rate.input + output as f64 * rate.output),
     }
 }
 
@@ -184,6 +203,13 @@ mod tests {
         HostConfig::from_toml(toml).unwrap()
     }
 
+    fn structured(schema_bytes: u64) -> Bounds {
+        Bounds {
+            schema_bytes: Some(schema_bytes),
+            ..Bounds::default()
+        }
+    }
+
     #[test]
     fn the_worked_example_reserves_fourteen_thousand_output_tokens() {
         // maxAttempts 3, maxTokens 2000, multiplier 2, ceiling 64000.
@@ -192,10 +218,10 @@ mod tests {
             r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 2000, "retry": {"maxAttempts": 3}}"#,
         );
         assert_eq!(attempt_budgets(&c, &r, true), vec![2000, 4000, 8000]);
-        let w = worst_case(&c, &r, Some(20), 0);
+        let w = worst_case(&c, &r, &structured(20));
         assert_eq!((w.requests, w.output_tokens), (3, 14000));
         // A text call's truncation is not retried: no growth.
-        let w = worst_case(&c, &r, None, 0);
+        let w = worst_case(&c, &r, &Bounds::default());
         assert_eq!((w.requests, w.output_tokens), (3, 6000));
         assert_eq!(
             w.input_tokens,
@@ -238,32 +264,33 @@ mod tests {
             requests,
             output_tokens,
             input_tokens: None,
+            cost: None,
         };
         // 2000 + 4000 + 8000: two attempts need 6000, one 2000.
         assert_eq!(
-            fitting_attempts(&c, &r, Some(20), 0, &room(Some(2), None)),
+            fitting_attempts(&c, &r, &structured(20), &room(Some(2), None)),
             Some(2)
         );
         assert_eq!(
-            fitting_attempts(&c, &r, Some(20), 0, &room(None, Some(5999))),
+            fitting_attempts(&c, &r, &structured(20), &room(None, Some(5999))),
             Some(1)
         );
         assert_eq!(
-            fitting_attempts(&c, &r, Some(20), 0, &room(None, Some(6000))),
+            fitting_attempts(&c, &r, &structured(20), &room(None, Some(6000))),
             Some(2)
         );
         assert_eq!(
-            fitting_attempts(&c, &r, Some(20), 0, &room(Some(5), Some(1999))),
+            fitting_attempts(&c, &r, &structured(20), &room(Some(5), Some(1999))),
             None
         );
         // Every key counts: the requests fit two, the tokens only one.
         assert_eq!(
-            fitting_attempts(&c, &r, Some(20), 0, &room(Some(2), Some(2000))),
+            fitting_attempts(&c, &r, &structured(20), &room(Some(2), Some(2000))),
             Some(1)
         );
         let fixed = config("[callAccounting]\nretryPolicy = false\n");
         assert_eq!(
-            fitting_attempts(&fixed, &r, Some(20), 0, &room(Some(2), None)),
+            fitting_attempts(&fixed, &r, &structured(20), &room(Some(2), None)),
             None
         );
     }
@@ -283,16 +310,61 @@ mod tests {
         let r = request(
             r#"{"messages": [{"role": "user", "content": "x"}], "retry": {"maxAttempts": 2}}"#,
         );
-        let plain = worst_case(&c, &r, None, 0).input_tokens;
-        assert_eq!(worst_case(&c, &r, None, 400).input_tokens, plain + 2 * 400);
+        let plain = worst_case(&c, &r, &Bounds::default()).input_tokens;
+        assert_eq!(
+            worst_case(
+                &c,
+                &r,
+                &Bounds {
+                    overhead: 400,
+                    ..Bounds::default()
+                }
+            )
+            .input_tokens,
+            plain + 2 * 400
+        );
     }
 
     #[test]
     fn a_structured_call_reserves_its_schema_and_its_retries_text() {
         let c = config("");
         let r = request(r#"{"messages": [{"role": "user", "content": "abcd"}], "maxTokens": 100}"#);
-        let text = worst_case(&c, &r, None, 0).input_tokens;
-        let structured = worst_case(&c, &r, Some(50), 0).input_tokens;
+        let text = worst_case(&c, &r, &Bounds::default()).input_tokens;
+        let structured = worst_case(&c, &r, &structured(50)).input_tokens;
         assert!(structured > text + 3 * 50 + 2 * MAX_COMPLAINT_BYTES as u64);
+    }
+
+    #[test]
+    fn money_is_the_worst_case_tokens_at_the_dearest_rate() {
+        let c = config("");
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1000, "retry": {"maxAttempts": 2}}"#,
+        );
+        let rate = Rate {
+            input: 2e-6,
+            output: 10e-6,
+        };
+        let priced = Bounds {
+            rate,
+            ..Bounds::default()
+        };
+        let w = worst_case(&c, &r, &priced);
+        let expected = w.input_tokens as f64 * 2e-6 + w.output_tokens as f64 * 10e-6;
+        assert_eq!(w.cost, to_nanos(expected));
+        assert_eq!(w.output_tokens, 2000);
+        assert_eq!(worst_case(&c, &r, &Bounds::default()).cost, 0, "free");
+        // One attempt fits what is left of the money, two do not.
+        let one = worst_case(
+            &c,
+            &request(
+                r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1000, "retry": {"maxAttempts": 1}}"#,
+            ),
+            &priced,
+        );
+        let room = Limits {
+            cost: Some(one.cost),
+            ..Limits::default()
+        };
+        assert_eq!(fitting_attempts(&c, &r, &priced, &room), Some(1));
     }
 }

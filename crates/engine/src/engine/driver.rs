@@ -6,7 +6,8 @@ use super::classify::{Verdict, classify};
 use super::machine::{CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use super::tools::CompiledTools;
-use crate::budget::{Budget, Spend, Tally, request_bound};
+use crate::budget::{Budget, Charges, Spend, Tally, request_bound};
+use crate::cost::Usage;
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
 use crate::provider::{
@@ -162,6 +163,8 @@ pub(crate) struct Charging<'a> {
     pub tally: &'a Tally,
     /// Told when an attempt reports more than its worst case.
     pub budget: &'a dyn Budget,
+    /// What each target's attempts cost, for a budget in money.
+    pub charges: &'a Charges,
 }
 
 /// Sends `request`: streamed to `deltas` when the call is a text call whose
@@ -253,18 +256,21 @@ pub(crate) async fn drive(
                 // out: a retry could replace it.
                 let text_call = machine.schema().is_none() && machine.tools().is_none();
                 let max_tokens = attempt.request.max_tokens;
-                if let Some(c) = tally {
-                    c.tally.sent(max_tokens, bound);
-                }
+                let worst = tally.map(|c| {
+                    let worst = c.charges.worst(attempt.target, max_tokens, bound);
+                    c.tally.sent(&worst);
+                    worst
+                });
                 let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
-                        if let Some(c) = tally {
-                            let over = c.tally.reported(
-                                max_tokens,
-                                bound,
-                                reply.input_tokens,
-                                reply.output_tokens,
-                            );
+                        if let (Some(c), Some(worst)) = (tally, &worst) {
+                            let usage = Usage {
+                                input: reply.input_tokens,
+                                cached: reply.cached_input_tokens,
+                                output: reply.output_tokens,
+                            };
+                            let real = c.charges.spend(attempt.target, usage, max_tokens, bound);
+                            let over = c.tally.reported(worst, &real);
                             if over != Spend::default() {
                                 c.budget.overrun(name, over);
                             }
@@ -279,10 +285,10 @@ pub(crate) async fn drive(
                         Outcome::Reply(reply, verdict)
                     }
                     Err(failure) => {
-                        if let Some(c) = tally
+                        if let (Some(c), Some(worst)) = (tally, &worst)
                             && (failure.kind == FailureKind::Unreached || !failure.was_sent())
                         {
-                            c.tally.unsent(max_tokens, bound);
+                            c.tally.unsent(worst);
                         }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Err(&failure));

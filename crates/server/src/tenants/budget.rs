@@ -6,7 +6,7 @@ use super::allotment::Allotment;
 use crate::error::ApiError;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use callai_engine::RunLog;
-use callai_engine::budget::{SharedBudget, Spend};
+use callai_engine::budget::{KEYS, SharedBudget, shown};
 use callai_engine::wire::{CallError, ErrorCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -47,10 +47,14 @@ impl TenantBudget {
             "x-callai-budget-remaining-requests",
             "x-callai-budget-remaining-output-tokens",
             "x-callai-budget-remaining-input-tokens",
+            "x-callai-budget-remaining-cost",
         ];
-        for (name, left) in names.into_iter().zip(left) {
+        for ((name, left), key) in names.into_iter().zip(left).zip(KEYS) {
             if let Some(left) = left {
-                headers.insert(HeaderName::from_static(name), HeaderValue::from(left));
+                let value = HeaderValue::from_str(&shown(key, left).to_string());
+                if let Ok(value) = value {
+                    headers.insert(HeaderName::from_static(name), value);
+                }
             }
         }
         headers
@@ -64,7 +68,7 @@ pub async fn budget_answer(
     caller: &Caller,
 ) -> Result<Value, ApiError> {
     let tenant = &caller.0;
-    let Some(plan) = tenant.plan else {
+    let Some(plan) = &tenant.plan else {
         return Ok(json!({"tenant": tenant.name, "budget": null}));
     };
     let log = log
@@ -74,30 +78,32 @@ pub async fn budget_answer(
         .window(&tenant.name, plan.window)
         .await
         .map_err(|e| ApiError::internal(e.to_string()))?;
-    let keys = plan.limits.by_key();
-    let left = plan.limits.left(&window);
-    fn by_key<T: serde::Serialize>(keys: &[(&str, Option<u64>); 3], values: [T; 3]) -> Value {
-        keys.iter()
+    // Money is shown for a budget in money only: the others count none.
+    let money = plan.limits.cost.is_some();
+    let by_key = |values: [Option<u64>; 4]| -> Value {
+        KEYS.iter()
             .zip(values)
-            .map(|((k, _), v)| ((*k).to_owned(), json!(v)))
+            .filter(|(k, _)| money || **k != "cost")
+            .map(|(&k, v)| (k.to_owned(), v.map_or(Value::Null, |v| shown(k, v))))
             .collect::<serde_json::Map<_, _>>()
             .into()
-    }
-    let amounts = |s: Spend| [s.requests, s.output_tokens, s.input_tokens];
+    };
+    let every = |s: callai_engine::budget::Spend| s.amounts().map(Some);
     let ends = plan
         .window
         .length()
         .map(|l| window.window_ms + l.as_millis() as u64);
-    Ok(json!({
-        "tenant": tenant.name,
-        "budget": {
-            "window": plan.window.as_str(),
-            "windowStartMs": window.window_ms,
-            "windowEndMs": ends,
-            "limits": by_key(&keys, keys.map(|(_, v)| v)),
-            "spent": by_key(&keys, amounts(window.spent)),
-            "reserved": by_key(&keys, amounts(window.reserved)),
-            "remaining": by_key(&keys, left),
-        }
-    }))
+    let mut budget = json!({
+        "window": plan.window.as_str(),
+        "windowStartMs": window.window_ms,
+        "windowEndMs": ends,
+        "limits": by_key(plan.limits.amounts()),
+        "spent": by_key(every(window.spent)),
+        "reserved": by_key(every(window.reserved)),
+        "remaining": by_key(plan.limits.left(&window)),
+    });
+    if money {
+        budget["currency"] = Value::from(&*plan.currency);
+    }
+    Ok(json!({"tenant": tenant.name, "budget": budget}))
 }

@@ -6,7 +6,7 @@
 mod allotment;
 mod budget;
 
-pub use allotment::Allotment;
+pub use allotment::{Allotment, Holder};
 pub use budget::{TenantBudget, budget_answer};
 pub use callai_config::{TenantsConfig, is_tenant_name};
 
@@ -21,12 +21,14 @@ use subtle::ConstantTimeEq;
 pub use callai_engine::runlog::ADMIN;
 
 /// A tenant's budget: its limits per window.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
     /// The limits; unset keys are unlimited.
     pub limits: Limits,
     /// The window they count over.
     pub window: Window,
+    /// The currency of its `cost` limit.
+    pub currency: Arc<str>,
 }
 
 /// One caller of the server.
@@ -156,6 +158,7 @@ impl Tenants {
             let plan = section.budget.is_limited().then(|| Plan {
                 limits: section.budget.limits(),
                 window: section.budget.window(),
+                currency: section.budget.currency.as_str().into(),
             });
             let tenant = Tenant {
                 name: name.clone(),
@@ -198,8 +201,8 @@ impl Tenants {
     /// name and plan (once: a tenant that has one keeps it).
     pub fn allot(&self, allot: impl Fn(&str, Plan) -> Arc<Allotment>) {
         for (_, tenant) in &self.tenants {
-            if let Some(plan) = tenant.plan {
-                let _ = tenant.allotment.set(allot(&tenant.name, plan));
+            if let Some(plan) = &tenant.plan {
+                let _ = tenant.allotment.set(allot(&tenant.name, plan.clone()));
             }
         }
     }

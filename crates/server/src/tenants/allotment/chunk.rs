@@ -1,6 +1,5 @@
 //! A chunk of an allotment: one reservation in the database shared by the
-//! calls carved from it, what those calls hold of it and have spent; and the
-//! arithmetic of spends it is made of.
+//! calls carved from it, and what those calls hold of it and have spent.
 
 use callai_engine::budget::{Reservation, Spend};
 use std::collections::{HashMap, VecDeque};
@@ -9,36 +8,6 @@ use std::time::{Duration, Instant};
 /// A chunk older than this takes no more calls, so its room goes back and
 /// spend reaches the database at least this often under steady load.
 pub(super) const MAX_AGE: Duration = Duration::from_millis(500);
-
-pub(super) fn add(a: Spend, b: Spend) -> Spend {
-    Spend {
-        requests: a.requests.saturating_add(b.requests),
-        output_tokens: a.output_tokens.saturating_add(b.output_tokens),
-        input_tokens: a.input_tokens.saturating_add(b.input_tokens),
-    }
-}
-
-pub(super) fn sub(a: Spend, b: Spend) -> Spend {
-    Spend {
-        requests: a.requests.saturating_sub(b.requests),
-        output_tokens: a.output_tokens.saturating_sub(b.output_tokens),
-        input_tokens: a.input_tokens.saturating_sub(b.input_tokens),
-    }
-}
-
-pub(super) fn times(a: Spend, n: u64) -> Spend {
-    Spend {
-        requests: a.requests.saturating_mul(n),
-        output_tokens: a.output_tokens.saturating_mul(n),
-        input_tokens: a.input_tokens.saturating_mul(n),
-    }
-}
-
-fn covers(room: &Spend, worst: &Spend) -> bool {
-    room.requests >= worst.requests
-        && room.output_tokens >= worst.output_tokens
-        && room.input_tokens >= worst.input_tokens
-}
 
 /// One reservation in the database, shared by the calls carved from it.
 #[derive(Debug)]
@@ -64,14 +33,14 @@ pub(super) struct Chunk {
 impl Chunk {
     /// Room no call of it holds.
     pub(super) fn free(&self) -> Spend {
-        sub(self.held, add(self.carved, self.spent))
+        self.held.minus(self.carved.plus(self.spent))
     }
 
     pub(super) fn fits(&self, worst: &Spend, window_ms: u64) -> bool {
         self.open
             && self.reservation.window_ms == window_ms
             && self.opened.elapsed() < MAX_AGE
-            && covers(&self.free(), worst)
+            && self.free().covers(worst)
     }
 
     /// What a trim charges and holds now: its calls' spend, and their
@@ -98,7 +67,7 @@ pub(super) struct Chunks {
 impl Chunks {
     pub(super) fn carve(&mut self, index: usize, worst: Spend) -> Reservation {
         let chunk = &mut self.chunks[index];
-        chunk.carved = add(chunk.carved, worst);
+        chunk.carved = chunk.carved.plus(worst);
         chunk.in_flight += 1;
         chunk.idle_since = None;
         let window_ms = chunk.reservation.window_ms;

@@ -29,12 +29,13 @@ mod writes;
 use super::{Plan, budget::unavailable};
 use crate::metrics::{BudgetCounters, Metrics};
 use callai_engine::budget::{
-    Budget, Refusal, Reservation, ReserveError, ReserveRequest, Reserved, Spend, WindowState,
+    Budget, Money, Refusal, Reservation, ReserveError, ReserveRequest, Reserved, Spend, WindowState,
 };
+use callai_engine::cost::PriceBook;
 use callai_engine::events::now_ms;
 use callai_engine::wire::CallError;
 use callai_engine::{BoxFuture, RunLog};
-use chunk::{Chunk, Chunks, MAX_AGE, Rate, Write, add, sub, times};
+use chunk::{Chunk, Chunks, MAX_AGE, Rate, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
@@ -71,6 +72,8 @@ pub struct Allotment {
     carved: AtomicU64,
     /// The window as the database last answered for it.
     last: Mutex<Option<WindowState>>,
+    /// What its calls are charged in money, when it limits `cost`.
+    money: Option<Money>,
     /// One writer of the queued chunk writes at a time (see `writes.rs`).
     writer: tokio::sync::Mutex<()>,
 }
@@ -83,16 +86,33 @@ impl std::fmt::Debug for Allotment {
     }
 }
 
+/// What the host holding an allotment gives it.
+#[derive(Debug)]
+pub struct Holder<'a> {
+    /// The host's id, the owner of its reservations.
+    pub owner: &'a str,
+    /// How long a call may run: a chunk outlives a host that died holding
+    /// it by this (and a chunk's life).
+    pub ttl: Duration,
+    /// Where its budget's counters are.
+    pub metrics: Arc<Metrics>,
+    /// What its calls are priced at, for a budget in money.
+    pub prices: Arc<dyn PriceBook>,
+}
+
 impl Allotment {
-    /// The allotment of `tenant` on `log`.
-    pub fn new(
-        log: Arc<dyn RunLog>,
-        tenant: &str,
-        plan: Plan,
-        owner: &str,
-        ttl: Duration,
-        metrics: Arc<Metrics>,
-    ) -> Arc<Self> {
+    /// The allotment of `tenant`'s `plan` on `log`, held by `holder`.
+    pub fn new(log: Arc<dyn RunLog>, tenant: &str, plan: Plan, holder: Holder<'_>) -> Arc<Self> {
+        let Holder {
+            owner,
+            ttl,
+            metrics,
+            prices,
+        } = holder;
+        let money = plan.limits.cost.map(|_| Money {
+            currency: plan.currency.clone(),
+            prices,
+        });
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             log,
@@ -111,6 +131,7 @@ impl Allotment {
             waiting: AtomicU64::new(0),
             carved: AtomicU64::new(0),
             last: Mutex::default(),
+            money,
             writer: tokio::sync::Mutex::new(()),
         })
     }
@@ -121,16 +142,16 @@ impl Allotment {
 
     /// What is left of each limited key as this host sees it: what the
     /// database last said was left, and the room in its own chunks.
-    pub fn remaining(&self) -> Option<[Option<u64>; 3]> {
+    pub fn remaining(&self) -> Option<[Option<u64>; 4]> {
         let state = (*self.last.lock().unwrap_or_else(|p| p.into_inner()))?;
         let free = self
             .lock()
             .chunks
             .iter()
             .filter(|c| c.reservation.window_ms == state.window_ms)
-            .fold(Spend::default(), |acc, c| add(acc, c.free()));
+            .fold(Spend::default(), |acc, c| acc.plus(c.free()));
         let left = self.plan.limits.left(&state);
-        let free = [free.requests, free.output_tokens, free.input_tokens];
+        let free = free.amounts();
         Some(std::array::from_fn(|i| left[i].map(|l| l + free[i])))
     }
 
@@ -194,7 +215,7 @@ impl Allotment {
         let mut chunks = self.lock();
         chunks.chunks.push(Chunk {
             reservation,
-            held: times(worst, calls),
+            held: worst.times(calls),
             carved: Spend::default(),
             spent: Spend::default(),
             in_flight: 0,
@@ -367,8 +388,8 @@ impl Budget for Allotment {
                 return Box::pin(async {});
             };
             let chunk = &mut chunks.chunks[i];
-            chunk.carved = sub(chunk.carved, worst);
-            chunk.spent = add(chunk.spent, spent);
+            chunk.carved = chunk.carved.minus(worst);
+            chunk.spent = chunk.spent.plus(spent);
             chunk.in_flight -= 1;
             chunk.dirty = true;
             let window_ms = self.plan.window.start_ms(now_ms());
@@ -409,5 +430,9 @@ impl Budget for Allotment {
              reported. Raise [providers.{provider}] inputOverheadTokens if its hidden input grew",
             self.tenant, over.output_tokens, over.input_tokens
         );
+    }
+
+    fn money(&self) -> Option<&Money> {
+        self.money.as_ref()
     }
 }

@@ -13,7 +13,7 @@
 //! in two.
 
 use super::Allotment;
-use super::chunk::{Write, add};
+use super::chunk::Write;
 use callai_engine::BoxFuture;
 use std::time::Duration;
 
@@ -76,14 +76,14 @@ impl Allotment {
                 let mut chunks = self.lock();
                 if let Some(i) = chunks.index(r.id) {
                     let c = &mut chunks.chunks[i];
-                    c.spent = add(c.spent, charge);
+                    c.spent = c.spent.plus(charge);
                     c.dirty = true;
                 } else if let Some(Write::Settle(_, spent)) = chunks
                     .queue
                     .iter_mut()
                     .find(|w| matches!(w, Write::Settle(s, _) if s.id == r.id))
                 {
-                    *spent = add(*spent, charge);
+                    *spent = spent.plus(charge);
                 }
                 eprintln!(
                     "callai serve: cannot trim a budget chunk of tenant {:?}: {error}; tried again later",

@@ -1,0 +1,187 @@
+//! A budget in money: each attempt of a budgeted call is charged at its own
+//! target's price in the budget's currency, and the call's worst case is
+//! reserved at the dearest price among the targets it may reach. A target
+//! with no price in that currency cannot be bounded, so a call that may
+//! reach one is refused before any request.
+
+use super::Spend;
+use super::worst_case::Rate;
+use crate::cost::{PriceBook, TokenPrice, Usage, to_nanos};
+use crate::engine::Target;
+use callai_wire::{CallError, ErrorCode};
+use std::sync::Arc;
+
+/// What a budget in money charges its calls at.
+#[derive(Debug, Clone)]
+pub struct Money {
+    /// The budget's currency: every target a call may reach needs a price
+    /// in it.
+    pub currency: Arc<str>,
+    /// The host's prices.
+    pub prices: Arc<dyn PriceBook>,
+}
+
+/// The prices of one budgeted call's targets, parallel to its chain; none
+/// for a budget not in money.
+#[derive(Debug, Default)]
+pub(crate) struct Charges {
+    prices: Vec<TokenPrice>,
+}
+
+impl Charges {
+    /// The prices of `targets` in `money`'s currency, or the refusal naming
+    /// the first target that has none.
+    pub(crate) fn of(money: &Money, targets: &[Target<'_>]) -> Result<Self, CallError> {
+        let prices = targets
+            .iter()
+            .map(|t| {
+                money
+                    .prices
+                    .price(t.provider, &t.model)
+                    .filter(|p| p.currency == money.currency)
+                    .cloned()
+                    .ok_or_else(|| unpriced(money, t))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Self { prices })
+    }
+
+    /// The dearest input and output prices among the targets.
+    pub(crate) fn rate(&self) -> Rate {
+        self.prices.iter().fold(Rate::default(), |rate, p| Rate {
+            input: rate.input.max(p.dearest_input()),
+            output: rate.output.max(p.output),
+        })
+    }
+
+    /// What one request to `target` may spend at most: one request,
+    /// `max_tokens` out, `input_bound` in, and their price.
+    pub(crate) fn worst(&self, target: usize, max_tokens: u32, input_bound: u64) -> Spend {
+        self.spend(target, Usage::default(), max_tokens, input_bound)
+    }
+
+    /// What it spent, having reported `usage` (a count it did not report
+    /// stays at its worst).
+    pub(crate) fn spend(
+        &self,
+        target: usize,
+        usage: Usage,
+        max_tokens: u32,
+        input_bound: u64,
+    ) -> Spend {
+        let cost = self.prices.get(target).map_or(0, |p| {
+            to_nanos(p.cost(usage, input_bound, max_tokens).amount)
+        });
+        Spend {
+            requests: 1,
+            output_tokens: usage.output.map_or(u64::from(max_tokens), u64::from),
+            input_tokens: usage.input.map_or(input_bound, u64::from),
+            cost,
+        }
+    }
+}
+
+/// The refusal of a call that may reach `target`, which has no price in
+/// the budget's currency: `policy_denied` with `details.reason =
+/// "budget_unpriced"`, before any request.
+fn unpriced(money: &Money, target: &Target<'_>) -> CallError {
+    let (provider, model, currency) = (target.provider, &target.model, &money.currency);
+    CallError::new(
+        ErrorCode::PolicyDenied,
+        format!(
+            "the budget is in {currency} and provider {provider:?} model {model:?} has no price in \
+             {currency} ([providers.{provider}.prices] or the [pricing] file): a call that may \
+             reach it cannot be held to the budget"
+        ),
+    )
+    .with_detail("reason", "budget_unpriced")
+    .with_detail("provider", provider)
+    .with_detail("model", model.as_str())
+    .with_detail("currency", &**currency)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Book(Vec<(&'static str, TokenPrice)>);
+
+    impl PriceBook for Book {
+        fn price(&self, provider: &str, _model: &str) -> Option<&TokenPrice> {
+            self.0.iter().find(|(p, _)| *p == provider).map(|(_, t)| t)
+        }
+    }
+
+    fn price(input: f64, cached_input: f64, output: f64, currency: &str) -> TokenPrice {
+        TokenPrice {
+            input,
+            cached_input,
+            output,
+            currency: currency.into(),
+        }
+    }
+
+    fn target(provider: &str) -> Target<'_> {
+        Target {
+            provider,
+            model: "m".into(),
+            native: true,
+        }
+    }
+
+    fn money() -> Money {
+        Money {
+            currency: "USD".into(),
+            prices: Arc::new(Book(vec![
+                ("cheap", price(1e-6, 0.5e-6, 2e-6, "USD")),
+                ("dear", price(3e-6, 4e-6, 15e-6, "USD")),
+                ("euro", price(1e-6, 1e-6, 1e-6, "EUR")),
+            ])),
+        }
+    }
+
+    #[test]
+    fn each_attempt_is_charged_at_its_own_target_and_reserved_at_the_dearest() {
+        let charges = Charges::of(&money(), &[target("cheap"), target("dear")]).unwrap();
+        assert_eq!(
+            charges.rate(),
+            Rate {
+                input: 4e-6,
+                output: 15e-6
+            },
+            "a cached token dearer than a fresh one bounds input"
+        );
+        let worst = charges.worst(0, 1000, 500);
+        assert_eq!(
+            worst,
+            Spend {
+                requests: 1,
+                output_tokens: 1000,
+                input_tokens: 500,
+                cost: to_nanos(500.0 * 1e-6 + 1000.0 * 2e-6),
+            }
+        );
+        let usage = Usage {
+            input: Some(100),
+            cached: None,
+            output: Some(10),
+        };
+        assert_eq!(
+            charges.spend(1, usage, 1000, 500).cost,
+            to_nanos(100.0 * 3e-6 + 10.0 * 15e-6)
+        );
+    }
+
+    #[test]
+    fn a_target_without_a_price_in_the_budgets_currency_refuses_the_call() {
+        for provider in ["euro", "nowhere"] {
+            let e = Charges::of(&money(), &[target("cheap"), target(provider)]).unwrap_err();
+            assert_eq!(e.code, ErrorCode::PolicyDenied);
+            let d = e.details.unwrap();
+            assert_eq!(d["reason"], "budget_unpriced");
+            assert_eq!(d["provider"], provider);
+            assert!(e.message.contains("has no price in USD"), "{}", e.message);
+        }
+    }
+}
