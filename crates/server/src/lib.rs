@@ -64,7 +64,7 @@ pub use packs::{BundledPack, MAX_UPLOADS};
 use admission::Admission;
 use auth::Auth;
 use callai_config::{Config, OpenLog, open_runlog, parse_listen};
-use callai_engine::{MockProvider, MockScript};
+use callai_engine::{MockProvider, MockScript, RunLog};
 use callai_host::{PackRuntime, RuntimeOptions};
 use callai_telemetry::Telemetry;
 use metrics::Metrics;
@@ -231,6 +231,25 @@ fn callers(
     Ok(Arc::new(tenants))
 }
 
+/// The run log `serve` keeps (`--runlog`, else `[runlog] url`; none when
+/// both are empty), opened (created if missing), with its URL.
+async fn server_runlog(
+    config: &Config,
+    options: &ServerOptions,
+) -> Result<(String, Option<Arc<dyn RunLog>>), ServeError> {
+    let url = options
+        .runlog
+        .clone()
+        .unwrap_or_else(|| config.runlog.url.clone());
+    if url.is_empty() {
+        return Ok((url, None));
+    }
+    let log = open_runlog(&url, OpenLog::CreateIfMissing, &config.runlog)
+        .await
+        .map_err(|e| ServeError::Setup(format!("run log: {e}")))?;
+    Ok((url, Some(log)))
+}
+
 impl Server {
     /// Checks the config, builds the host (reading API keys), compiles the
     /// `--packs` folder, opens the run log, and binds the socket.
@@ -250,18 +269,7 @@ impl Server {
         .map_err(setup)?;
         let telemetry = Telemetry::from_config(&config.telemetry, |k| env(k))
             .map_err(|e| setup(e.to_string()))?;
-        let runlog_url = options
-            .runlog
-            .clone()
-            .unwrap_or_else(|| config.runlog.url.clone());
-        let runlog = match runlog_url.as_str() {
-            "" => None,
-            url => Some(
-                open_runlog(url, OpenLog::CreateIfMissing, &config.runlog)
-                    .await
-                    .map_err(|e| setup(format!("run log: {e}")))?,
-            ),
-        };
+        let (runlog_url, runlog) = server_runlog(&config, &options).await?;
         let host = config
             .host_builder(&|k| env(k))
             .and_then(|builder| builder.mock(mock(&config)).build())
@@ -284,15 +292,13 @@ impl Server {
         // wall time and a lease.
         let ttl = std::time::Duration::from_millis(limits.wall_ms) + config.runlog.lease();
         if let Some(log) = &runlog {
-            tenants.allot(|name, plan| {
-                let at = tenants::Holder {
-                    owner: &host_id,
-                    ttl,
-                    metrics: metrics.clone(),
-                    prices: prices.clone(),
-                };
-                tenants::Allotment::new(log.clone(), name, plan, at)
-            });
+            let holder = tenants::Holder {
+                owner: &host_id,
+                ttl,
+                metrics: metrics.clone(),
+                prices: prices.clone(),
+            };
+            tenants.allot(log, &holder);
         }
         let call_observer = Arc::new(metrics::MetricsObserver(metrics.clone()));
         let state = Arc::new(AppState {

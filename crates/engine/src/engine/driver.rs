@@ -3,7 +3,7 @@
 //! tests run on paused time and never wait real seconds.
 
 use super::classify::{Verdict, classify};
-use super::machine::{CallMachine, Context, Outcome, Step};
+use super::machine::{Attempt, CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use super::tools::CompiledTools;
 use crate::budget::{Budget, Charges, Spend, Tally, request_bound};
@@ -167,6 +167,42 @@ pub(crate) struct Charging<'a> {
     pub charges: &'a Charges,
 }
 
+impl Charging<'_> {
+    /// A request to `target` goes out with `max_tokens` and `input_bound`:
+    /// its worst case, now counted.
+    fn sent(&self, target: usize, max_tokens: u32, input_bound: u64) -> Spend {
+        let worst = self.charges.worst(target, max_tokens, input_bound);
+        self.tally.sent(&worst);
+        worst
+    }
+
+    /// `attempt`, sent to `provider` at `worst`, got `reply`: what it
+    /// reported replaces its worst case; what it reported past it is
+    /// charged and told to the budget.
+    fn reported(
+        &self,
+        provider: &str,
+        attempt: &Attempt,
+        reply: &ProviderReply,
+        worst: &Spend,
+        input_bound: u64,
+    ) {
+        let usage = Usage {
+            input: reply.input_tokens,
+            cached: reply.cached_input_tokens,
+            output: reply.output_tokens,
+        };
+        let max_tokens = attempt.request.max_tokens;
+        let real = self
+            .charges
+            .spend(attempt.target, usage, max_tokens, input_bound);
+        let over = self.tally.reported(worst, &real);
+        if over != Spend::default() {
+            self.budget.overrun(provider, over);
+        }
+    }
+}
+
 /// Sends `request`: streamed to `deltas` when the call is a text call whose
 /// caller streams. A failure after some text went out is `Interrupted`:
 /// the caller has that text, so the request is not sent again.
@@ -256,24 +292,11 @@ pub(crate) async fn drive(
                 // out: a retry could replace it.
                 let text_call = machine.schema().is_none() && machine.tools().is_none();
                 let max_tokens = attempt.request.max_tokens;
-                let worst = tally.map(|c| {
-                    let worst = c.charges.worst(attempt.target, max_tokens, bound);
-                    c.tally.sent(&worst);
-                    worst
-                });
+                let worst = tally.map(|c| c.sent(attempt.target, max_tokens, bound));
                 let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
                         if let (Some(c), Some(worst)) = (tally, &worst) {
-                            let usage = Usage {
-                                input: reply.input_tokens,
-                                cached: reply.cached_input_tokens,
-                                output: reply.output_tokens,
-                            };
-                            let real = c.charges.spend(attempt.target, usage, max_tokens, bound);
-                            let over = c.tally.reported(worst, &real);
-                            if over != Spend::default() {
-                                c.budget.overrun(name, over);
-                            }
+                            c.reported(name, &attempt, &reply, worst, bound);
                         }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Ok(&reply));

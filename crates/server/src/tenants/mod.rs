@@ -10,9 +10,9 @@ pub use allotment::{Allotment, Holder};
 pub use budget::{TenantBudget, budget_answer};
 pub use callai_config::{TenantsConfig, is_tenant_name};
 
-use callai_engine::Host;
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
+use callai_engine::{Host, RunLog};
 use std::sync::{Arc, OnceLock};
 use subtle::ConstantTimeEq;
 
@@ -197,12 +197,14 @@ impl Tenants {
             .map(|(_, t)| t.name.as_str())
     }
 
-    /// Gives every budgeted tenant the allotment `allot` makes of its
-    /// name and plan (once: a tenant that has one keeps it).
-    pub fn allot(&self, allot: impl Fn(&str, Plan) -> Arc<Allotment>) {
+    /// Gives every budgeted tenant its allotment on `log`, held by
+    /// `holder` (once: a tenant that has one keeps it).
+    pub fn allot(&self, log: &Arc<dyn RunLog>, holder: &Holder<'_>) {
         for (_, tenant) in &self.tenants {
             if let Some(plan) = &tenant.plan {
-                let _ = tenant.allotment.set(allot(&tenant.name, plan.clone()));
+                let allotment =
+                    Allotment::new(log.clone(), &tenant.name, plan.clone(), holder.clone());
+                let _ = tenant.allotment.set(allotment);
             }
         }
     }

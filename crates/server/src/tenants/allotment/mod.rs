@@ -87,7 +87,7 @@ impl std::fmt::Debug for Allotment {
 }
 
 /// What the host holding an allotment gives it.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Holder<'a> {
     /// The host's id, the owner of its reservations.
     pub owner: &'a str,
