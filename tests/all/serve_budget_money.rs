@@ -34,6 +34,18 @@ fn config(p: &str, q: &str, r: &str) -> String {
     .concat()
 }
 
+/// `serve` with [`config`] (`r` at `p`'s address) and an SQLite run log
+/// in the directory it returns.
+async fn serve(p: &FakeServer, q: &FakeServer) -> (TestServer, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let toml = config(p.url(), q.url(), p.url());
+    let server = TestServer::start_with(&toml, Some(&dir.path().join("runs.db")), |k| {
+        (k == "BOOKAI_TOKEN").then(|| TOKEN.into())
+    })
+    .await;
+    (server, dir)
+}
+
 /// A text call of `max_attempts` to `to` (`provider` or `model`).
 fn call(max_attempts: u32, to: (&str, &str)) -> Value {
     let mut request = json!({"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1000,
@@ -61,16 +73,11 @@ async fn a_budget_in_money_holds_the_worst_case_and_charges_what_the_bill_says()
         // No usage: charged at its worst case.
         Api::OpenAi.reply("another", None, "stop", None),
     ];
-    let (p, idle) = (
+    let (p, q) = (
         FakeServer::start(replies).await,
         FakeServer::start(vec![]).await,
     );
-    let dir = tempfile::tempdir().unwrap();
-    let toml = config(p.url(), idle.url(), idle.url());
-    let server = TestServer::start_with(&toml, Some(&dir.path().join("runs.db")), |k| {
-        (k == "BOOKAI_TOKEN").then(|| TOKEN.into())
-    })
-    .await;
+    let (server, _dir) = serve(&p, &q).await;
 
     // Two attempts may cost 0.020328: more than the 0.015 there is.
     let r = server
@@ -151,12 +158,7 @@ async fn a_call_is_priced_at_the_dearest_target_it_may_reach_or_refused_unpriced
         FakeServer::start(vec![]).await,
         FakeServer::start(vec![]).await,
     );
-    let dir = tempfile::tempdir().unwrap();
-    let toml = config(p.url(), q.url(), p.url());
-    let server = TestServer::start_with(&toml, Some(&dir.path().join("runs.db")), |k| {
-        (k == "BOOKAI_TOKEN").then(|| TOKEN.into())
-    })
-    .await;
+    let (server, _dir) = serve(&p, &q).await;
 
     // `dear` may fall back to r, whose output costs 3e-5: one attempt may
     // cost 0.030164 there, which 0.015 does not hold.
