@@ -7,8 +7,10 @@ file; and the reservations per second two hosts make on one PostgreSQL.
     python3 bench/budget.py            # both
     python3 bench/budget.py --quick    # fewer calls
 
-- sqlite: one `callai serve` (release build) with an SQLite run log and two
-  tenants, `metered` (a budget) and `open` (none). Rounds of CALLS
+- sqlite: one `callai serve` (release build) with an SQLite run log and
+  three tenants, `metered` (a budget of requests and tokens), `open` (none)
+  and `money` (the same and a budget in money; through the provider only,
+  as the built-in mock has no price). Rounds of CALLS
   `/v1/call` calls, 16 in flight, alternating the two tenants, three rounds
   each; the server's CPU per call from /proc. Twice: through the
   OpenAI-compatible provider to a loopback fake (a call as it is in front
@@ -46,7 +48,7 @@ WORK = TARGET / "bench-budget"
 sys.path.insert(0, str(HERE / "runlog"))
 from run import Cluster  # noqa: E402  (the run-log benchmark's throwaway cluster)
 
-TOKENS = {"metered": "tok-metered", "open": "tok-open"}
+TOKENS = {"metered": "tok-metered", "open": "tok-open", "money": "tok-money"}
 REQUEST = {"messages": [{"role": "user", "content": "a scene"}], "maxTokens": 100,
            "retry": {"maxAttempts": 2}}
 # On the built-in mock: a call with no HTTP to a provider, the least a call
@@ -102,7 +104,7 @@ def cpu(pid):
 class Host:
     def __init__(self, config, name):
         env = dict(os.environ, METERED_TOKEN=TOKENS["metered"], OPEN_TOKEN=TOKENS["open"],
-                   FAKE_KEY="sk-fake")
+                   MONEY_TOKEN=TOKENS["money"], FAKE_KEY="sk-fake")
         self.proc = subprocess.Popen(
             [str(TARGET / "release" / "callai"), "serve", "--listen", "127.0.0.1:0", "--config", str(config)],
             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
@@ -125,6 +127,7 @@ kind = "openai"
 baseUrl = "http://127.0.0.1:{fake_port}/v1"
 apiKeyEnv = "FAKE_KEY"
 model = "m"
+prices = {{ input = 2.5, output = 10.0 }}
 [runlog]
 url = "{url}"
 [tenants.metered]
@@ -135,6 +138,13 @@ outputTokens = 1000000000000000
 window = "1d"
 [tenants.open]
 tokenEnv = "OPEN_TOKEN"
+[tenants.money]
+tokenEnv = "MONEY_TOKEN"
+[tenants.money.budget]
+requests = 1000000000000
+outputTokens = 1000000000000000
+cost = 1000000000
+window = "1d"
 """)
     return path
 
@@ -167,16 +177,16 @@ def load(addrs, tenant, calls, in_flight, seconds=None, body=MOCK_BODY):
     return n
 
 
-def sqlite(calls, rounds, body):
+def sqlite(calls, rounds, body, tenants):
     dir = Path(tempfile.mkdtemp(prefix="callai-bench-budget-"))
     fake = Fake()
     host = Host(config(dir, dir / "runs.db", "sqlite", fake.port), "sqlite")
     try:
-        for tenant in TOKENS:
+        for tenant in tenants:
             load([host.addr], tenant, 400, 16, body=body)  # warm up
-        per = {t: [] for t in TOKENS}
+        per = {t: [] for t in tenants}
         for _ in range(rounds):
-            for tenant in TOKENS:
+            for tenant in tenants:
                 before = cpu(host.proc.pid)
                 n = load([host.addr], tenant, calls, 16, body=body)
                 per[tenant].append(1e6 * (cpu(host.proc.pid) - before) / n)
@@ -184,7 +194,8 @@ def sqlite(calls, rounds, body):
         host.stop()
         fake.server.shutdown()
     metered, open_ = statistics.median(per["metered"]), statistics.median(per["open"])
-    return {"cpu_us_per_call": per, "metered_us": metered, "open_us": open_,
+    money = statistics.median(per["money"]) if "money" in per else None
+    return {"cpu_us_per_call": per, "metered_us": metered, "open_us": open_, "money_us": money,
             "budget_share": (metered - open_) / metered}
 
 
@@ -237,16 +248,20 @@ def main():
     results, lines = {}, [f"budgets, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores", ""]
     if args.only in (None, "sqlite"):
         lines += [
-            "| SQLite, 16 in flight | without a budget | with a budget | the budget's share |",
-            "|---|---|---|---|",
+            "| SQLite, 16 in flight | without a budget | with a budget | the budget's share "
+            "| with a budget in money too |",
+            "|---|---|---|---|---|",
         ]
-        for name, body in [("provider", FAKE_BODY), ("mock", MOCK_BODY)]:
+        # The built-in mock has no price: a budget in money refuses it.
+        for name, body, tenants in [("provider", FAKE_BODY, list(TOKENS)),
+                                    ("mock", MOCK_BODY, ["metered", "open"])]:
             log(f"== sqlite, {name}: a call with a budget against one without")
-            s = results[f"sqlite-{name}"] = sqlite(calls, rounds, body)
+            s = results[f"sqlite-{name}"] = sqlite(calls, rounds, body, tenants)
             what = {"provider": "a call to a loopback OpenAI-compatible provider",
                     "mock": "a call to the built-in mock (no HTTP)"}[name]
+            money = f"{s['money_us']:.0f} µs" if s["money_us"] else "—"
             lines.append(f"| {what} | {s['open_us']:.0f} µs | {s['metered_us']:.0f} µs | "
-                         f"{100 * s['budget_share']:.1f}% |")
+                         f"{100 * s['budget_share']:.1f}% | {money} |")
         lines.append("")
     if args.only in (None, "postgres"):
         log("== postgres: two hosts reserving on one database")
