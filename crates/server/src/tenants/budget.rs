@@ -7,6 +7,7 @@ use crate::error::ApiError;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use callai_engine::RunLog;
 use callai_engine::budget::{KEYS, SharedBudget, shown};
+use callai_engine::cost::from_nanos;
 use callai_engine::wire::{CallError, ErrorCode};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -50,11 +51,15 @@ impl TenantBudget {
             "x-callai-budget-remaining-cost",
         ];
         for ((name, left), key) in names.into_iter().zip(left).zip(KEYS) {
-            if let Some(left) = left {
-                let value = HeaderValue::from_str(&shown(key, left).to_string());
-                if let Ok(value) = value {
-                    headers.insert(HeaderName::from_static(name), value);
-                }
+            // Money as `x-callai-cost` writes it: a decimal, never an
+            // exponent.
+            let text = match (left, key) {
+                (None, _) => continue,
+                (Some(left), "cost") => from_nanos(left).to_string(),
+                (Some(left), _) => left.to_string(),
+            };
+            if let Ok(value) = HeaderValue::from_str(&text) {
+                headers.insert(HeaderName::from_static(name), value);
             }
         }
         headers
