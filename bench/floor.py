@@ -59,7 +59,10 @@ import gateways  # noqa: E402  (the peers' installer and starters)
 TARGET = gateways.TARGET
 RELEASE = TARGET / "release"
 WORK = TARGET / "bench-floor"
-NGINX_VERSION = "1.22.1-9+deb12u7"
+# nginx 1.22.1, as Debian 12 ships it: the archive keeps only its newest
+# security builds (1.22.1-9+deb12uN), so the newest of them it offers is
+# taken, and named in the log. The same upstream release each time.
+NGINX_UPSTREAM = "1.22.1-"
 MESSAGES = [{"role": "user", "content": "Write one sentence of a scene."}]
 SCHEMA = {"type": "object", "properties": {"scene": {"type": "string"}}, "required": ["scene"]}
 
@@ -88,19 +91,34 @@ def build(wanted=lambda name: True):
         cargo("build", "--release", "--locked", "-p", "callai-cli")
 
 
+def nginx_version():
+    """The newest Debian build of nginx 1.22.1 the archive offers."""
+    if not shutil.which("apt-cache"):
+        raise SystemExit("this benchmark takes nginx from Debian 12's archive: apt-cache is missing")
+    madison = subprocess.run(["apt-cache", "madison", "nginx"], capture_output=True, text=True).stdout
+    versions = [line.split("|")[1].strip() for line in madison.splitlines() if "|" in line]
+    ours = [v for v in versions if v.startswith(NGINX_UPSTREAM)]
+    if not ours:
+        raise SystemExit(f"the archive offers no nginx {NGINX_UPSTREAM}*: got {versions or 'none'} "
+                         "(apt-get update?); this benchmark takes nginx 1.22.1 from Debian 12's archive")
+    return ours[0]  # madison lists the newest first
+
+
 def nginx_binary():
     """The distribution's nginx, extracted (not installed) under WORK."""
-    binary = WORK / f"nginx-{NGINX_VERSION}/usr/sbin/nginx"
-    if not binary.exists():
-        log(f"== fetching nginx {NGINX_VERSION} from the distribution")
-        debs = WORK / "debs"
-        debs.mkdir(parents=True, exist_ok=True)
-        if not shutil.which("apt-get") or subprocess.run(
-                ["apt-get", "download", f"nginx={NGINX_VERSION}"], cwd=debs).returncode != 0:
-            raise SystemExit(f"cannot fetch nginx {NGINX_VERSION} with apt-get download: this "
-                             "benchmark takes nginx from Debian 12's archive")
-        deb = next(debs.glob(f"nginx_{NGINX_VERSION.replace(':', '%3a')}_*.deb"))
-        subprocess.run(["dpkg-deb", "-x", str(deb), str(binary.parents[2])], check=True)
+    kept = sorted(WORK.glob(f"nginx-{NGINX_UPSTREAM}*/usr/sbin/nginx"))
+    if kept:
+        return kept[-1]
+    version = nginx_version()
+    binary = WORK / f"nginx-{version}/usr/sbin/nginx"
+    log(f"== fetching nginx {version} from the distribution")
+    debs = WORK / "debs"
+    debs.mkdir(parents=True, exist_ok=True)
+    if subprocess.run(["apt-get", "download", f"nginx={version}"], cwd=debs).returncode != 0:
+        raise SystemExit(f"cannot fetch nginx {version} with apt-get download: this "
+                         "benchmark takes nginx from Debian 12's archive")
+    deb = next(debs.glob(f"nginx_{version.replace(':', '%3a')}_*.deb"))
+    subprocess.run(["dpkg-deb", "-x", str(deb), str(binary.parents[2])], check=True)
     return binary
 
 

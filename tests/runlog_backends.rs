@@ -63,8 +63,8 @@ impl Backend {
     }
 
     /// The one number `sql` selects (tables named as in SQLite; `callai_`
-    /// is put before `runs`, `calls`, `events`, the budget and the call
-    /// trace tables on PostgreSQL, and
+    /// is put before `runs`, `calls`, `events`, the budget, the call trace
+    /// and the usage tables on PostgreSQL, and
     /// `schemas` is its `callai_response_schemas`).
     pub fn number(&self, sql: &str) -> i64 {
         match self {
@@ -79,7 +79,8 @@ impl Backend {
                     .replace(" calls", " callai_calls")
                     .replace(" events", " callai_events")
                     .replace(" budget_", " callai_budget_")
-                    .replace(" call_trace", " callai_call_trace");
+                    .replace(" call_trace", " callai_call_trace")
+                    .replace(" usage_", " callai_usage_");
                 cluster.psql(url, &sql).trim().parse().unwrap()
             }
         }

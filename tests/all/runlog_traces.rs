@@ -2,10 +2,14 @@
 //! trait: kept in order and listed newest first, filtered by every tag a
 //! trace carries (several at once), by retries and start time, paged by
 //! the last id of a page, read by id only by their tenant or the admin, a
-//! repeated write keeping the first, and pruned with their tags.
+//! repeated write keeping the first, and pruned with their tags; and the
+//! sums per minute kept beside them (`GET /v1/usage`).
 
 use callai_engine::RunLog;
-use callai_engine::runlog::{TraceLog, TraceQuery, TraceRow, TraceTag};
+use callai_engine::runlog::{
+    MINUTE_MS, MinuteRequests, MinuteSpend, TraceCost, TraceLog, TraceQuery, TraceRow, TraceTag,
+    TraceUsage,
+};
 use callai_tests::runlog_backends::Backend;
 use std::sync::Arc;
 
@@ -27,6 +31,15 @@ fn row(n: u64, tenant: &str, provider: &str, attempts: u32) -> TraceRow {
             TraceTag::Outcome("ok").key(),
         ],
         json: format!(r#"{{"id":"call_{n}","tenant":"{tenant}"}}"#),
+        usage: TraceUsage {
+            requests: (0..attempts)
+                .map(|i| {
+                    let reason = if i == 0 { "first" } else { "truncation" };
+                    (provider.to_owned(), reason.to_owned())
+                })
+                .collect(),
+            cost: None,
+        },
     }
 }
 
@@ -196,6 +209,97 @@ async fn prune_deletes_the_traces_that_ended_before_with_their_tags() {
         assert_eq!(
             backend.number("SELECT count(*) FROM call_traces"),
             0,
+            "{name}"
+        );
+    }
+}
+
+/// Call `n` of `tenant` started at `started_ms`, of `attempts` requests
+/// to `provider`, costing `nanos` USD-billionths (complete or not).
+fn priced(n: u64, tenant: &str, started_ms: u64, attempts: u32, cost: (u64, bool)) -> TraceRow {
+    let mut row = row(n, tenant, "openai", attempts);
+    row.started_ms = started_ms;
+    row.ended_ms = started_ms + 10;
+    row.usage.cost = Some(TraceCost {
+        currency: "USD".into(),
+        nanos: cost.0,
+        complete: cost.1,
+    });
+    row
+}
+
+fn requests(minute_ms: u64, reason: &str, count: u64) -> MinuteRequests {
+    MinuteRequests {
+        minute_ms,
+        provider: "openai".into(),
+        reason: reason.into(),
+        count,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_minutes_are_summed_as_traces_are_written_and_pruned_with_them() {
+    let m = 1_000 * MINUTE_MS;
+    for backend in Backend::all() {
+        let name = backend.name();
+        let log = backend.open().await;
+        let t = traces(&log);
+        // Two batches into the same minutes: the sums add up across them.
+        t.put_traces(&[
+            priced(1, "acme", m + 5, 2, (1_500, true)),
+            priced(2, "umbrella", m + 59_999, 1, (7, false)),
+        ])
+        .await
+        .unwrap();
+        let mut unpriced = row(3, "acme", "openai", 1);
+        unpriced.started_ms = m + MINUTE_MS;
+        unpriced.ended_ms = m + MINUTE_MS + 10;
+        t.put_traces(&[priced(4, "acme", m + 30_000, 1, (500, false)), unpriced])
+            .await
+            .unwrap();
+        // A batch written again (its first write had landed) adds nothing.
+        t.put_traces(&[priced(4, "acme", m + 30_000, 1, (500, false))])
+            .await
+            .unwrap();
+
+        let all = t.minute_sums(None, m).await.unwrap();
+        assert_eq!(all.calls, 4, "{name}");
+        assert_eq!(
+            all.requests,
+            [
+                requests(m, "first", 3),
+                requests(m, "truncation", 1),
+                requests(m + MINUTE_MS, "first", 1)
+            ],
+            "{name}"
+        );
+        let spend = |tenant: &str, nanos, complete| MinuteSpend {
+            minute_ms: m,
+            tenant: tenant.into(),
+            currency: "USD".into(),
+            nanos,
+            complete,
+        };
+        assert_eq!(
+            all.spend,
+            [spend("acme", 2_000, false), spend("umbrella", 7, false)],
+            "{name}: the unpriced call counts, costs nothing"
+        );
+        let acme = t.minute_sums(Some("acme"), m).await.unwrap();
+        assert_eq!((acme.calls, acme.spend.len()), (3, 1), "{name}");
+        assert_eq!(acme.requests[0].count, 2, "{name}: umbrella's left out");
+        let later = t.minute_sums(None, m + MINUTE_MS).await.unwrap();
+        assert_eq!(later.calls, 1, "{name}");
+        assert_eq!(later.requests, [requests(m + MINUTE_MS, "first", 1)]);
+        assert!(later.spend.is_empty(), "{name}");
+        // Minutes that ended before the prune's time go with their calls.
+        log.prune(m + MINUTE_MS + 30).await.unwrap();
+        let kept = t.minute_sums(None, 0).await.unwrap();
+        assert_eq!(kept.calls, 1, "{name}");
+        assert!(kept.spend.is_empty(), "{name}");
+        assert_eq!(
+            backend.number("SELECT count(*) FROM usage_requests"),
+            1,
             "{name}"
         );
     }

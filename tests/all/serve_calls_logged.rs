@@ -92,6 +92,26 @@ async fn traces_outlive_memory_and_the_server_in_the_run_log() {
     assert_eq!(ids(&page), (vec![], None));
     let (_, page) = get(&second, "tok-admin", "/v1/calls?outcome=ok&endpoint=call").await;
     assert_eq!(ids(&page).0.len(), 5);
+    // The per-minute sums come from the log too: the first server's calls,
+    // none of which this one made or keeps in memory.
+    let (status, usage) = get(&second, "tok-a", "/v1/usage?minutes=10").await;
+    assert_eq!(status, 200, "{usage}");
+    assert_eq!(usage["calls"], 3, "{usage}");
+    let counted = |usage: &Value, reason: &str| -> u64 {
+        let requests = usage["requests"].as_array().unwrap();
+        requests
+            .iter()
+            .filter(|r| r["reason"] == reason && r["provider"] == "mock")
+            .map(|r| r["count"].as_u64().unwrap())
+            .sum()
+    };
+    assert_eq!(
+        (counted(&usage, "first"), counted(&usage, "truncation")),
+        (3, 3)
+    );
+    let (_, all) = get(&second, "tok-admin", "/v1/usage").await;
+    assert_eq!(all["calls"], 5, "{all}");
+    assert_eq!(counted(&all, "truncation"), 5, "{all}");
 
     // A trace damaged in the log is an error that names its call.
     let conn = rusqlite::Connection::open(&runlog).unwrap();

@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 7] = [
+pub(crate) const MIGRATIONS: [&str; 8] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -174,6 +174,29 @@ pub(crate) const MIGRATIONS: [&str; 7] = [
     ALTER TABLE callai_budget_windows ADD COLUMN spent_cost BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE callai_budget_windows ADD COLUMN reserved_cost BIGINT NOT NULL DEFAULT 0;
     ALTER TABLE callai_budget_reservations ADD COLUMN cost BIGINT NOT NULL DEFAULT 0;
+",
+    // The kept calls summed per minute (`GET /v1/usage`), added to as
+    // their traces are written: calls and their cost by tenant and
+    // currency ('' for calls with no price), requests by tenant, provider
+    // and reason; keyed by minute first, for a range read of the last ones.
+    "
+    CREATE TABLE callai_usage_calls (
+        minute_ms  BIGINT NOT NULL,
+        tenant     TEXT NOT NULL,
+        currency   TEXT NOT NULL,
+        calls      BIGINT NOT NULL,
+        cost       BIGINT NOT NULL,
+        incomplete BOOLEAN NOT NULL,
+        PRIMARY KEY (minute_ms, tenant, currency)
+    );
+    CREATE TABLE callai_usage_requests (
+        minute_ms BIGINT NOT NULL,
+        tenant    TEXT NOT NULL,
+        provider  TEXT NOT NULL,
+        reason    TEXT NOT NULL,
+        count     BIGINT NOT NULL,
+        PRIMARY KEY (minute_ms, tenant, provider, reason)
+    );
 ",
 ];
 

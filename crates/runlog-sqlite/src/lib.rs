@@ -19,7 +19,7 @@ const SQLITE_HEADER: &[u8; 16] = b"SQLite format 3\0";
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-const MIGRATIONS: [&str; 11] = [
+const MIGRATIONS: [&str; 12] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -209,6 +209,27 @@ const MIGRATIONS: [&str; 11] = [
     "ALTER TABLE budget_windows ADD COLUMN spent_cost INTEGER NOT NULL DEFAULT 0;
      ALTER TABLE budget_windows ADD COLUMN reserved_cost INTEGER NOT NULL DEFAULT 0;
      ALTER TABLE budget_reservations ADD COLUMN cost INTEGER NOT NULL DEFAULT 0;",
+    // The kept calls summed per minute (`GET /v1/usage`), added to as
+    // their traces are written: calls and their cost by tenant and
+    // currency ('' for calls with no price), requests by tenant, provider
+    // and reason; keyed by minute first, for a range read of the last ones.
+    "CREATE TABLE usage_calls (
+         minute_ms  INTEGER NOT NULL,
+         tenant     TEXT NOT NULL,
+         currency   TEXT NOT NULL,
+         calls      INTEGER NOT NULL,
+         cost       INTEGER NOT NULL,
+         incomplete INTEGER NOT NULL,
+         PRIMARY KEY (minute_ms, tenant, currency)
+     ) WITHOUT ROWID;
+     CREATE TABLE usage_requests (
+         minute_ms INTEGER NOT NULL,
+         tenant    TEXT NOT NULL,
+         provider  TEXT NOT NULL,
+         reason    TEXT NOT NULL,
+         count     INTEGER NOT NULL,
+         PRIMARY KEY (minute_ms, tenant, provider, reason)
+     ) WITHOUT ROWID;",
 ];
 const SCHEMA_VERSION: u32 = MIGRATIONS.len() as u32;
 

@@ -1,12 +1,14 @@
 //! Call traces in the SQLite log: `call_traces` (one row per call, its
 //! JSON, numbered in the order kept) and `call_trace_tags` (what a listing
 //! filters on, keyed by tag then number, so a filtered page is an index
-//! range read from the newest down).
+//! range read from the newest down); and `usage_calls` and `usage_requests`,
+//! their sums per minute.
 
 use super::{SqliteRunLog, immediate, storage};
 use callai_engine::BoxFuture;
 use callai_engine::runlog::{
-    RunLogError, SinceFloor, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow,
+    MINUTE_MS, MinuteRequests, MinuteSpend, MinuteSums, RunLogError, SinceFloor, SqlParam,
+    TraceLog, TracePage, TraceQuery, TraceRow, UsageBatch,
 };
 use rusqlite::{Connection, OptionalExtension, Transaction, params};
 
@@ -40,6 +42,15 @@ impl TraceLog for SqliteRunLog {
         let query = query.clone();
         self.blocking(move |conn, _| list(conn, &query))
     }
+
+    fn minute_sums<'a>(
+        &'a self,
+        tenant: Option<&'a str>,
+        since_ms: u64,
+    ) -> BoxFuture<'a, Result<MinuteSums, RunLogError>> {
+        let tenant = tenant.map(str::to_owned);
+        self.blocking(move |conn, _| minute_sums(conn, tenant.as_deref(), since_ms))
+    }
 }
 
 /// Writes `traces` in one transaction, committed without waiting for the
@@ -71,6 +82,7 @@ fn put_in_transaction(conn: &mut Connection, traces: &[TraceRow]) -> Result<(), 
         let mut tag = tx
             .prepare_cached("INSERT OR IGNORE INTO call_trace_tags (tag, seq) VALUES (?1, ?2)")
             .map_err(storage)?;
+        let mut usage = UsageBatch::default();
         for t in traces {
             let seq: Option<i64> = trace
                 .query_row(
@@ -92,9 +104,117 @@ fn put_in_transaction(conn: &mut Connection, traces: &[TraceRow]) -> Result<(), 
             for key in &t.tags {
                 tag.execute(params![key, seq]).map_err(storage)?;
             }
+            usage.add(&t.tenant, t.started_ms, &t.usage);
         }
+        add_usage(&tx, &usage)?;
     }
     tx.commit().map_err(storage)
+}
+
+/// Adds what a batch of traces adds to the sums of their minutes.
+fn add_usage(tx: &Transaction<'_>, usage: &UsageBatch) -> Result<(), RunLogError> {
+    let mut calls = tx
+        .prepare_cached(
+            "INSERT INTO usage_calls (minute_ms, tenant, currency, calls, cost, incomplete)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (minute_ms, tenant, currency) DO UPDATE SET
+                 calls = calls + excluded.calls,
+                 cost = min(cost + excluded.cost, 9223372036854775807),
+                 incomplete = max(incomplete, excluded.incomplete)",
+        )
+        .map_err(storage)?;
+    for ((minute, tenant, currency), sum) in &usage.calls {
+        let nanos = i64::try_from(sum.nanos).unwrap_or(i64::MAX);
+        calls
+            .execute(params![
+                *minute as i64,
+                tenant,
+                currency,
+                sum.calls as i64,
+                nanos,
+                sum.incomplete
+            ])
+            .map_err(storage)?;
+    }
+    let mut requests = tx
+        .prepare_cached(
+            "INSERT INTO usage_requests (minute_ms, tenant, provider, reason, count)
+             VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (minute_ms, tenant, provider, reason) DO UPDATE SET
+                 count = count + excluded.count",
+        )
+        .map_err(storage)?;
+    for ((minute, tenant, provider, reason), count) in &usage.requests {
+        requests
+            .execute(params![
+                *minute as i64,
+                tenant,
+                provider,
+                reason,
+                *count as i64
+            ])
+            .map_err(storage)?;
+    }
+    Ok(())
+}
+
+/// The sums of the minutes from `since_ms` on ([`TraceLog::minute_sums`]).
+fn minute_sums(
+    conn: &Connection,
+    tenant: Option<&str>,
+    since_ms: u64,
+) -> Result<MinuteSums, RunLogError> {
+    let since = since_ms as i64;
+    let calls: i64 = conn
+        .query_row(
+            "SELECT coalesce(sum(calls), 0) FROM usage_calls
+             WHERE minute_ms >= ?1 AND (?2 IS NULL OR tenant = ?2)",
+            params![since, tenant],
+            |r| r.get(0),
+        )
+        .map_err(storage)?;
+    let requests = conn
+        .prepare_cached(
+            "SELECT minute_ms, provider, reason, sum(count) FROM usage_requests
+             WHERE minute_ms >= ?1 AND (?2 IS NULL OR tenant = ?2)
+             GROUP BY minute_ms, provider, reason ORDER BY minute_ms, provider, reason",
+        )
+        .map_err(storage)?
+        .query_map(params![since, tenant], |r| {
+            Ok(MinuteRequests {
+                minute_ms: r.get::<_, i64>(0)?.max(0) as u64,
+                provider: r.get(1)?,
+                reason: r.get(2)?,
+                count: r.get::<_, i64>(3)?.max(0) as u64,
+            })
+        })
+        .map_err(storage)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(storage)?;
+    let spend = conn
+        .prepare_cached(
+            "SELECT minute_ms, tenant, currency, cost, incomplete FROM usage_calls
+             WHERE minute_ms >= ?1 AND (?2 IS NULL OR tenant = ?2) AND currency <> ''
+             ORDER BY minute_ms, tenant, currency",
+        )
+        .map_err(storage)?
+        .query_map(params![since, tenant], |r| {
+            Ok(MinuteSpend {
+                minute_ms: r.get::<_, i64>(0)?.max(0) as u64,
+                tenant: r.get(1)?,
+                currency: r.get(2)?,
+                nanos: r.get::<_, i64>(3)?.max(0) as u64,
+                complete: !r.get::<_, bool>(4)?,
+            })
+        })
+        .map_err(storage)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(storage)?;
+    Ok(MinuteSums {
+        calls: calls.max(0) as u64,
+        requests,
+        spend,
+    })
 }
 
 fn list(conn: &mut Connection, query: &TraceQuery) -> Result<TracePage, RunLogError> {
@@ -185,5 +305,14 @@ pub(crate) fn prune(tx: &Transaction<'_>, before_ms: u64) -> Result<u64, RunLogE
     let traces = tx
         .execute("DELETE FROM call_traces WHERE seq < ?1", [first_kept])
         .map_err(storage)?;
+    // The sums of the minutes that ended by then go with their calls.
+    let minutes_before = (before_ms - before_ms % MINUTE_MS) as i64;
+    for table in ["usage_calls", "usage_requests"] {
+        tx.execute(
+            &format!("DELETE FROM {table} WHERE minute_ms < ?1"),
+            [minutes_before],
+        )
+        .map_err(storage)?;
+    }
     Ok(traces as u64)
 }

@@ -9,12 +9,17 @@
 pub mod decode;
 mod records;
 mod traces;
+mod usage;
 
 pub use records::{
     ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus, fresh_id,
 };
 pub use traces::{
     KEPT_ORDER_SLACK_MS, SinceFloor, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow, TraceTag,
+};
+pub use usage::{
+    CallsSum, MINUTE_MS, MinuteRequests, MinuteSpend, MinuteSums, TraceCost, TraceUsage,
+    UsageBatch, minute_of,
 };
 
 use crate::events::Event;

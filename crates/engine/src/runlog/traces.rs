@@ -4,6 +4,7 @@
 //! index however many calls the log holds.
 
 use super::RunLogError;
+use super::usage::{MinuteSums, TraceUsage};
 use crate::provider::BoxFuture;
 
 /// One call's trace, as a run log keeps it.
@@ -24,6 +25,8 @@ pub struct TraceRow {
     pub tags: Vec<String>,
     /// The trace as JSON, as `GET /v1/calls/{id}` answers it.
     pub json: String,
+    /// What it adds to the sums of its minute.
+    pub usage: TraceUsage,
 }
 
 /// A field a listing of traces filters on, and its value.
@@ -230,6 +233,16 @@ pub trait TraceLog: Send + Sync {
         &'a self,
         query: &'a TraceQuery,
     ) -> BoxFuture<'a, Result<TracePage, RunLogError>>;
+
+    /// The sums of the minutes from the one `since_ms` starts (a minute's
+    /// start) on, of `tenant`'s calls (`None`: every tenant's): requests
+    /// summed over tenants by minute, provider and reason; spend by
+    /// minute, tenant and currency; both in that order.
+    fn minute_sums<'a>(
+        &'a self,
+        tenant: Option<&'a str>,
+        since_ms: u64,
+    ) -> BoxFuture<'a, Result<MinuteSums, RunLogError>>;
 }
 
 #[cfg(test)]

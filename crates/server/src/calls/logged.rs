@@ -6,7 +6,8 @@
 
 use super::CallTrace;
 use callai_engine::RunLog;
-use callai_engine::runlog::{TraceRow, TraceTag};
+use callai_engine::cost::to_nanos;
+use callai_engine::runlog::{TraceCost, TraceRow, TraceTag, TraceUsage};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -206,8 +207,8 @@ async fn write(log: &Arc<dyn RunLog>, rows: &mut Vec<TraceRow>) -> Result<(), St
     }
 }
 
-/// `trace` as the log keeps it: its JSON, and a tag for each value a
-/// listing may filter on.
+/// `trace` as the log keeps it: its JSON, a tag for each value a listing
+/// may filter on, and what it adds to its minute's sums.
 pub(super) fn row(trace: &CallTrace) -> TraceRow {
     let mut tags = vec![
         TraceTag::Tenant(&trace.tenant).key(),
@@ -234,5 +235,17 @@ pub(super) fn row(trace: &CallTrace) -> TraceRow {
         attempts: trace.attempts.count,
         tags,
         json: serde_json::to_string(trace).expect("a trace serializes"),
+        usage: TraceUsage {
+            requests: trace
+                .requests
+                .iter()
+                .map(|r| (r.provider.clone(), r.reason.to_owned()))
+                .collect(),
+            cost: trace.cost.as_ref().map(|c| TraceCost {
+                currency: c.currency.to_string(),
+                nanos: to_nanos(c.amount),
+                complete: c.complete,
+            }),
+        },
     }
 }

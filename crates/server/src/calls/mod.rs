@@ -18,7 +18,7 @@ pub use trace::{CallTrace, CallTracer, Origin, Pricing};
 pub use usage::usage;
 
 use callai_engine::RunLog;
-use callai_engine::runlog::{RunLogError, TracePage, TraceQuery, TraceTag};
+use callai_engine::runlog::{MinuteSums, RunLogError, TracePage, TraceQuery, TraceTag};
 use logged::TraceWriter;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -202,6 +202,23 @@ impl CallStore {
         log.flush().await.map_err(RunLogError::Storage)?;
         let query = filter.query(before, limit);
         Ok(Listed::Logged(log.log().list_traces(&query).await?))
+    }
+
+    /// The sums of the minutes from `since_ms` (a minute's start) on, of
+    /// `tenant`'s calls (`None`: every tenant's), from the run log (every
+    /// host's calls, kept across restarts); `None` without one.
+    pub async fn minute_sums(
+        &self,
+        tenant: Option<&str>,
+        since_ms: u64,
+    ) -> Result<Option<MinuteSums>, RunLogError> {
+        let Some(log) = &self.log else {
+            return Ok(None);
+        };
+        // As a listing: sums without the calls not written yet would be
+        // wrong without saying so.
+        log.flush().await.map_err(RunLogError::Storage)?;
+        log.log().minute_sums(tenant, since_ms).await.map(Some)
     }
 
     /// What its traces keep of their calls' text.

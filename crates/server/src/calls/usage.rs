@@ -1,6 +1,8 @@
 //! `GET /v1/usage`: the kept calls of the last minutes summed per minute,
 //! provider requests by provider and reason, and spend by tenant and
 //! currency; what the viewer's charts draw. Owner-scoped as the calls are.
+//! With a run log, read from the sums it keeps as traces are written (every
+//! host's calls, across restarts); else summed from the calls in memory.
 
 use super::CallTrace;
 use super::handlers::owner;
@@ -10,11 +12,12 @@ use crate::tenants::Caller;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::response::{IntoResponse, Response};
+use callai_engine::cost::from_nanos;
+use callai_engine::runlog::{MINUTE_MS, MinuteSums};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-const MINUTE_MS: u64 = 60_000;
 /// The longest span a summary covers: a day.
 const MAX_MINUTES: u64 = 24 * 60;
 
@@ -34,7 +37,7 @@ pub struct UsageQuery {
 pub struct RequestCount {
     minute_ms: u64,
     provider: String,
-    reason: &'static str,
+    reason: String,
     count: u64,
 }
 
@@ -99,7 +102,7 @@ fn summarize<'a>(
             .map(|((minute_ms, provider, reason), count)| RequestCount {
                 minute_ms,
                 provider: provider.to_owned(),
-                reason,
+                reason: reason.to_owned(),
                 count,
             })
             .collect(),
@@ -118,8 +121,39 @@ fn summarize<'a>(
     }
 }
 
+/// The run log's sums of the minutes from `since_ms`, as the answer.
+fn logged(since_ms: u64, minutes: u64, sums: MinuteSums) -> Usage {
+    Usage {
+        since_ms,
+        minutes,
+        calls: sums.calls,
+        requests: sums
+            .requests
+            .into_iter()
+            .map(|r| RequestCount {
+                minute_ms: r.minute_ms,
+                provider: r.provider,
+                reason: r.reason,
+                count: r.count,
+            })
+            .collect(),
+        spend: sums
+            .spend
+            .into_iter()
+            .map(|s| Spend {
+                minute_ms: s.minute_ms,
+                tenant: s.tenant,
+                currency: s.currency,
+                amount: from_nanos(s.nanos),
+                complete: s.complete,
+            })
+            .collect(),
+    }
+}
+
 /// `GET /v1/usage`: `?minutes` (1..1440, 60) back from now, `?tenant=` for
-/// the admin; of the calls this host still keeps (`[server] keepCalls`).
+/// the admin; of the calls the run log keeps, or without one, of those this
+/// host still keeps in memory (`[server] keepCalls`).
 pub async fn usage(
     State(state): State<Arc<AppState>>,
     Extension(caller): Extension<Caller>,
@@ -136,6 +170,10 @@ pub async fn usage(
     let tenant = owner(&caller, q.tenant.as_deref())?;
     let now = callai_engine::events::now_ms();
     let since_ms = (now - now % MINUTE_MS) - (minutes - 1) * MINUTE_MS;
+    let sums = state.calls.minute_sums(tenant.as_deref(), since_ms).await;
+    if let Some(sums) = sums.map_err(|e| ApiError::internal(e.to_string()))? {
+        return Ok(axum::Json(logged(since_ms, minutes, sums)).into_response());
+    }
     // The traces are shared, not copied: the store's lock is held only to
     // count them out.
     let mut kept = Vec::new();
@@ -220,7 +258,14 @@ mod tests {
         let counts: Vec<_> = usage
             .requests
             .iter()
-            .map(|r| (r.minute_ms - since, r.provider.as_str(), r.reason, r.count))
+            .map(|r| {
+                (
+                    r.minute_ms - since,
+                    r.provider.as_str(),
+                    r.reason.as_str(),
+                    r.count,
+                )
+            })
             .collect();
         assert_eq!(
             counts,
