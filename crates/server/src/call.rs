@@ -149,7 +149,7 @@ fn observer(
     let tracer = Arc::new(CallTracer::new(
         state.calls.clone(),
         Origin {
-            tenant: caller.name().to_owned(),
+            tenant: caller.name().into(),
             endpoint: call.endpoint,
             run_id: None,
         },

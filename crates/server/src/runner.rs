@@ -208,7 +208,7 @@ impl Work {
         let tracer = crate::calls::CallTracer::new(
             state.calls.clone(),
             crate::calls::Origin {
-                tenant: entry.tenant.clone(),
+                tenant: entry.tenant.as_str().into(),
                 endpoint: "run",
                 run_id: Some(entry.run_id.clone()),
             },

@@ -229,7 +229,7 @@ pub(super) fn row(trace: &CallTrace) -> TraceRow {
     tags.dedup();
     TraceRow {
         id: trace.id.to_string(),
-        tenant: trace.tenant.clone(),
+        tenant: trace.tenant.to_string(),
         started_ms: trace.started_ms,
         ended_ms: trace.started_ms + trace.duration_ms,
         attempts: trace.attempts.count,
@@ -239,7 +239,7 @@ pub(super) fn row(trace: &CallTrace) -> TraceRow {
             requests: trace
                 .requests
                 .iter()
-                .map(|r| (r.provider.clone(), r.reason.to_owned()))
+                .map(|r| (r.provider.to_string(), r.reason.to_owned()))
                 .collect(),
             cost: trace.cost.as_ref().map(|c| TraceCost {
                 currency: c.currency.to_string(),

@@ -63,7 +63,7 @@ pub enum Listed {
 #[derive(Debug, Default)]
 struct Kept {
     order: VecDeque<Arc<CallTrace>>,
-    by_id: HashMap<Arc<str>, Arc<CallTrace>>,
+    by_id: HashMap<smol_str::SmolStr, Arc<CallTrace>>,
 }
 
 /// What `GET /v1/calls` keeps to.

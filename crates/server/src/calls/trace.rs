@@ -2,6 +2,13 @@
 //! was sent, where it went, what came back, the tokens reported and how
 //! long it took; then the call's outcome and its RFC 0248 `attempts`. Built
 //! by an observer as the engine makes the call; no prompt or answer text.
+//!
+//! A kept trace is one allocation for most calls: its names are
+//! [`SmolStr`]s (inline up to 23 bytes, as ids, tenants, providers and
+//! most models are) and its first request is inline. Ten thousand kept
+//! traces of a dozen allocations each, freed long after the calls around
+//! them, fragmented the heap enough to make every allocation of the
+//! server slower (the performance page, "Call traces and the log line").
 
 use super::CallStore;
 use super::pricing::{PriceList, usage_of};
@@ -13,6 +20,8 @@ use callai_engine::cost::{Cost, CostSum};
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use callai_engine::wire::{Attempts, CallError, CallRequest, CallResult};
 use serde::Serialize;
+use smallvec::SmallVec;
+use smol_str::SmolStr;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -22,16 +31,16 @@ use std::time::Instant;
 pub struct CallTrace {
     /// Its id: the `x-callai-call-id` header, and a drop-in answer's `id`
     /// (shared with the store's index of them).
-    pub id: Arc<str>,
+    pub id: SmolStr,
     /// The tenant that made it.
-    pub tenant: String,
+    pub tenant: SmolStr,
     /// `call`, `chat_completions`, `messages`, or `run` (a pack's call).
     pub endpoint: &'static str,
     /// The run it belongs to, for a pack's call.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The node that made it.
-    pub node_id: String,
+    pub node_id: SmolStr,
     /// Its prompt (system instruction and messages): the SHA-256, and the
     /// text with `[runlog] keepText`; absent for a call refused before it
     /// started.
@@ -43,7 +52,7 @@ pub struct CallTrace {
     pub started_ms: u64,
     /// The model name it routed (`[models.NAME]`), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub route: Option<String>,
+    pub route: Option<SmolStr>,
     /// `ok`, or the error code it failed with.
     pub outcome: &'static str,
     /// The RFC 0248 record: of the result, or of what a failed call sent.
@@ -52,7 +61,7 @@ pub struct CallTrace {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cost: Option<Cost>,
     /// Each request that reached a provider, in order.
-    pub requests: Vec<RequestTrace>,
+    pub requests: SmallVec<[RequestTrace; 1]>,
     /// From its start to its end.
     pub duration_ms: u64,
 }
@@ -67,9 +76,9 @@ pub struct RequestTrace {
     /// or `provider_fallback`.
     pub reason: &'static str,
     /// The provider it went to.
-    pub provider: String,
+    pub provider: SmolStr,
     /// The model it asked for.
-    pub model: String,
+    pub model: SmolStr,
     /// The token limit it carried.
     pub max_tokens: u32,
     /// The finish reason of its reply, or `error`.
@@ -128,7 +137,7 @@ fn reason(r: RequestReason) -> &'static str {
 #[derive(Debug, Clone)]
 pub struct Origin {
     /// The tenant.
-    pub tenant: String,
+    pub tenant: SmolStr,
     /// `call`, `chat_completions`, `messages` or `run`.
     pub endpoint: &'static str,
     /// The run, for a pack's calls.
@@ -200,14 +209,14 @@ impl CallTracer {
                 tenant: self.origin.tenant.clone(),
                 endpoint: self.origin.endpoint,
                 run_id: self.origin.run_id.clone(),
-                node_id: call.node_id.to_owned(),
+                node_id: call.node_id.into(),
                 prompt,
                 started_ms: now_ms,
-                route: call.route.map(str::to_owned),
+                route: call.route.map(SmolStr::from),
                 outcome: "",
                 attempts: NONE_SENT,
                 cost: None,
-                requests: Vec::new(),
+                requests: SmallVec::new(),
                 duration_ms: 0,
             },
             started: Instant::now(),
@@ -282,8 +291,8 @@ impl CallWatch for TraceWatch {
             cost,
             n: request.number,
             reason: reason(request.reason),
-            provider: request.provider.to_owned(),
-            model: request.model.to_owned(),
+            provider: request.provider.into(),
+            model: request.model.into(),
             max_tokens: request.max_tokens,
             outcome,
             status,

@@ -83,11 +83,13 @@ fn summarize<'a>(
         calls += 1;
         let minute = t.started_ms - (t.started_ms - since_ms) % MINUTE_MS;
         for r in &t.requests {
-            *requests.entry((minute, &r.provider, r.reason)).or_default() += 1;
+            *requests
+                .entry((minute, r.provider.as_str(), r.reason))
+                .or_default() += 1;
         }
         if let Some(cost) = &t.cost {
             let e = spend
-                .entry((minute, &t.tenant, &cost.currency))
+                .entry((minute, t.tenant.as_str(), &cost.currency))
                 .or_insert((0.0, true));
             e.0 += cost.amount;
             e.1 &= cost.complete;
@@ -235,7 +237,7 @@ mod tests {
                 currency: "USD".into(),
                 complete: amount > 0.0,
             }),
-            requests,
+            requests: requests.into(),
             duration_ms: 5,
         }
     }
