@@ -308,3 +308,18 @@ impl CallStore {
         (page, more)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol_str::SmolStr;
+
+    /// A trace's id and the store's copy of it are inline (the store keeps
+    /// a trace in one allocation; see `trace.rs`).
+    #[test]
+    fn a_call_id_is_kept_inline() {
+        let id = SmolStr::from(fresh_id("call_"));
+        assert_eq!(id.len(), 21, "{id}");
+        assert!(!id.is_heap_allocated(), "{id}");
+    }
+}

@@ -30,7 +30,7 @@ use std::time::Instant;
 #[serde(rename_all = "camelCase")]
 pub struct CallTrace {
     /// Its id: the `x-callai-call-id` header, and a drop-in answer's `id`
-    /// (shared with the store's index of them).
+    /// (inline, so the store's index keeps a copy without allocating).
     pub id: SmolStr,
     /// The tenant that made it.
     pub tenant: SmolStr,
