@@ -11,7 +11,7 @@ use crate::tenants::{Caller, TenantBudget};
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
 use callai_engine::observe::SharedObserver;
-use callai_engine::wire::{CallError, CallResult, StructuredOutput};
+use callai_engine::wire::{Attempts, CallError, CallResult, StructuredOutput};
 use callai_engine::{CallInput, DeltaSink, EventLog, Journal, RunError, RunSession};
 use std::sync::Arc;
 
@@ -34,36 +34,53 @@ pub fn add_cost(headers: &mut axum::http::HeaderMap, cost: Option<&Cost>) {
     }
 }
 
-/// The `x-callai-*` headers of an answer.
-pub fn attempts_headers(result: &CallResult) -> axum::http::HeaderMap {
-    let mut headers = axum::http::HeaderMap::new();
-    if let Some(a) = &result.attempts {
-        headers.insert(
-            "x-callai-attempts-count",
-            axum::http::HeaderValue::from(a.count),
-        );
-        if let Some(t) = a.output_tokens {
-            headers.insert(
-                "x-callai-attempts-output-tokens",
-                axum::http::HeaderValue::from(t),
-            );
-        }
-        let complete = if a.usage_complete { "true" } else { "false" };
-        headers.insert(
-            "x-callai-usage-complete",
-            axum::http::HeaderValue::from_static(complete),
-        );
-        let mode = match a.structured_output {
-            Some(StructuredOutput::Native) => "native",
-            Some(StructuredOutput::Prompt) => "prompt",
-            None => "none",
-        };
-        headers.insert(
-            "x-callai-structured-output",
-            axum::http::HeaderValue::from_static(mode),
-        );
+/// Adds the RFC 0248 `x-callai-*` headers of `attempts` to `headers`.
+pub fn add_attempts(headers: &mut axum::http::HeaderMap, attempts: &Attempts) {
+    use axum::http::HeaderValue;
+    headers.insert("x-callai-attempts-count", HeaderValue::from(attempts.count));
+    if let Some(t) = attempts.output_tokens {
+        headers.insert("x-callai-attempts-output-tokens", HeaderValue::from(t));
     }
-    headers
+    let complete = if attempts.usage_complete {
+        "true"
+    } else {
+        "false"
+    };
+    headers.insert(
+        "x-callai-usage-complete",
+        HeaderValue::from_static(complete),
+    );
+    let mode = match attempts.structured_output {
+        Some(StructuredOutput::Native) => "native",
+        Some(StructuredOutput::Prompt) => "prompt",
+        None => "none",
+    };
+    headers.insert("x-callai-structured-output", HeaderValue::from_static(mode));
+}
+
+/// What a call's answer says in headers besides its body: its attempts
+/// (for a result), the caller's budget, the call's id and its cost.
+struct AnswerHeaders<'a> {
+    attempts: Option<Attempts>,
+    budget: Option<&'a TenantBudget>,
+    id: &'a str,
+    cost: Option<&'a Cost>,
+}
+
+impl AnswerHeaders<'_> {
+    /// Writes them into `response`'s own header map (one map per answer,
+    /// not one per kind of header merged into it).
+    fn add_to(&self, response: &mut Response) {
+        let headers = response.headers_mut();
+        if let Some(attempts) = &self.attempts {
+            add_attempts(headers, attempts);
+        }
+        if let Some(budget) = self.budget {
+            headers.extend(budget.headers());
+        }
+        add_call_id(headers, self.id);
+        add_cost(headers, self.cost);
+    }
 }
 
 /// Adds the call's id to `headers`.
@@ -112,31 +129,39 @@ pub async fn serve(
             return Ok(response);
         }
     };
-    let mut headers = settled.budget_headers();
-    if let Ok(result) = &settled.outcome {
-        headers.extend(attempts_headers(result));
-    }
-    add_call_id(&mut headers, &id);
-    add_cost(&mut headers, settled.cost.as_ref());
-    let events = settled.events;
-    match settled.outcome {
+    let attempts = settled.outcome.as_ref().ok().and_then(|r| r.attempts);
+    let Settled {
+        outcome,
+        events,
+        budget,
+        cost,
+    } = settled;
+    let (mut response, error) = match outcome {
         Ok(result) => {
-            let cost = settled.cost;
             let answer = CallAnswer {
                 result,
                 events,
-                cost,
+                cost: cost.clone(),
             };
-            Ok((headers, axum::Json(answer)).into_response())
+            (axum::Json(answer).into_response(), None)
         }
         Err(error) => {
             let e = ApiError::from_call(&error);
             let body = axum::Json(e.body(events));
-            let mut response = (e.status(), headers, body).into_response();
-            e.add_headers(response.headers_mut());
-            Ok(response)
+            ((e.status(), body).into_response(), Some(e))
         }
+    };
+    let headers = AnswerHeaders {
+        attempts,
+        budget: budget.as_ref(),
+        id: &id,
+        cost: cost.as_ref(),
+    };
+    headers.add_to(&mut response);
+    if let Some(e) = error {
+        e.add_headers(response.headers_mut());
     }
+    Ok(response)
 }
 
 /// What observes one call: the metrics, its trace (under the call's id),

@@ -8,7 +8,7 @@ use super::api::{AnswerExtension, DropinApi, Mapped, Streaming};
 use super::outcome::{CallFailure, run};
 use super::{sse, streaming};
 use crate::body::{self, CallBody, Naming};
-use crate::call::{add_call_id, attempts_headers};
+use crate::call::{add_attempts, add_call_id};
 use crate::error::ApiError;
 use crate::state::AppState;
 use crate::tenants::Caller;
@@ -65,15 +65,21 @@ async fn answer<A: DropinApi>(
     }
     let (result, budget, cost) = run(state, &caller, call, None).await?;
     let model = route.answer_model(state, &result);
-    let mut headers = attempts_headers(&result);
-    headers.extend(budget);
-    if streaming != Streaming::Off {
+    let mut response = if streaming != Streaming::Off {
         let framer = A::framer(model, id, streaming, Some(&result));
         let frames = streaming::settled(framer, &result);
-        return Ok((headers, sse::body(frames)).into_response());
+        sse::body(frames).into_response()
+    } else {
+        let callai = AnswerExtension::of(&result).with_cost(cost);
+        axum::Json(A::answer(&model, &id, &result, callai)).into_response()
+    };
+    // Into the answer's own header map: no map of their own merged in.
+    let headers = response.headers_mut();
+    if let Some(attempts) = &result.attempts {
+        add_attempts(headers, attempts);
     }
-    let callai = AnswerExtension::of(&result).with_cost(cost);
-    Ok((headers, axum::Json(A::answer(&model, &id, &result, callai))).into_response())
+    headers.extend(budget);
+    Ok(response)
 }
 
 /// Where a drop-in `model` sends the call.
