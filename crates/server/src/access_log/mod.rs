@@ -86,54 +86,158 @@ struct Line<'a> {
     headers: &'a Response,
 }
 
-/// The answer headers a line reports, and their names in it.
-const REPORTED: [(&str, &str); 5] = [
-    ("x-callai-call-id", "callId"),
-    ("x-callai-attempts-count", "attempts"),
-    ("x-callai-attempts-output-tokens", "outputTokens"),
-    ("x-callai-cost", "cost"),
-    ("x-callai-cost-currency", "currency"),
-];
+/// Room for a typical text line: its time, method, path and status, a
+/// tenant, a call id, attempts, tokens and a cost.
+const TEXT_LINE_BYTES: usize = 192;
 
-impl Line<'_> {
-    /// Each reported header the answer carries, by its name in the line.
-    fn reported(&self) -> impl Iterator<Item = (&'static str, &str)> {
-        REPORTED.into_iter().filter_map(|(header, name)| {
-            let value = self.headers.headers().get(header)?.to_str().ok()?;
-            Some((name, value))
-        })
+/// A line as JSON: its keys in the order the text line says them.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonLine<'a> {
+    time: &'a str,
+    method: &'a str,
+    path: &'a str,
+    status: u16,
+    duration_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tenant: Option<&'a str>,
+    #[serde(flatten)]
+    reported: Reported<'a>,
+}
+
+/// The answer's `x-callai-*` headers a line reports, as their text.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Reported<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    currency: Option<&'a str>,
+}
+
+impl<'a> Reported<'a> {
+    /// What `response` carries of them.
+    fn of(response: &'a Response) -> Self {
+        let header = |name: &str| response.headers().get(name)?.to_str().ok();
+        Self {
+            call_id: header("x-callai-call-id"),
+            attempts: header("x-callai-attempts-count"),
+            output_tokens: header("x-callai-attempts-output-tokens"),
+            cost: header("x-callai-cost"),
+            currency: header("x-callai-cost-currency"),
+        }
     }
 
+    /// Each it carries, by its name in the line, in the line's order.
+    fn named(&self) -> impl Iterator<Item = (&'static str, &'a str)> {
+        [
+            ("callId", self.call_id),
+            ("attempts", self.attempts),
+            ("outputTokens", self.output_tokens),
+            ("cost", self.cost),
+            ("currency", self.currency),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+    }
+}
+
+impl Line<'_> {
     fn render(&self, format: LogFormat) -> String {
+        let reported = Reported::of(self.headers);
         match format {
             LogFormat::Json => {
-                let mut fields = serde_json::Map::new();
-                fields.insert("time".into(), self.time.clone().into());
-                fields.insert("method".into(), self.method.into());
-                fields.insert("path".into(), self.path.into());
-                fields.insert("status".into(), self.status.into());
-                fields.insert("durationMs".into(), self.duration_ms.round().into());
-                if let Some(t) = self.tenant {
-                    fields.insert("tenant".into(), t.into());
-                }
-                for (name, value) in self.reported() {
-                    fields.insert(name.into(), value.into());
-                }
-                serde_json::Value::Object(fields).to_string()
+                let line = JsonLine {
+                    time: &self.time,
+                    method: self.method,
+                    path: self.path,
+                    status: self.status,
+                    duration_ms: self.duration_ms.round(),
+                    tenant: self.tenant,
+                    reported,
+                };
+                serde_json::to_string(&line).expect("a log line serializes")
             }
             LogFormat::Text | LogFormat::Off => {
-                let mut out = format!(
+                // One allocation for the line, however many fields it has.
+                let mut out = String::with_capacity(TEXT_LINE_BYTES);
+                let _ = write!(
+                    out,
                     "{} {} {} {} {:.0}ms",
                     self.time, self.method, self.path, self.status, self.duration_ms
                 );
                 if let Some(t) = self.tenant {
                     let _ = write!(out, " tenant={t}");
                 }
-                for (name, value) in self.reported() {
+                for (name, value) in reported.named() {
                     let _ = write!(out, " {name}={value}");
                 }
                 out
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(response: &Response) -> Line<'_> {
+        Line {
+            time: "2026-12-03T10:00:00.000Z".into(),
+            method: "POST",
+            path: "/v1/call",
+            status: 200,
+            duration_ms: 411.6,
+            tenant: Some("acme"),
+            headers: response,
+        }
+    }
+
+    #[test]
+    fn a_line_says_its_figures_in_order_in_text_and_json() {
+        let mut response = Response::new(axum::body::Body::empty());
+        for (name, value) in [
+            ("x-callai-cost-currency", "USD"),
+            ("x-callai-call-id", "call_0123456789abcdef"),
+            ("x-callai-attempts-count", "2"),
+            ("x-callai-cost", "0.003"),
+            ("authorization", "Bearer tok-secret"),
+        ] {
+            response
+                .headers_mut()
+                .insert(name, axum::http::HeaderValue::from_static(value));
+        }
+        let line = line(&response);
+        assert_eq!(
+            line.render(LogFormat::Text),
+            "2026-12-03T10:00:00.000Z POST /v1/call 200 412ms tenant=acme \
+             callId=call_0123456789abcdef attempts=2 cost=0.003 currency=USD"
+        );
+        assert_eq!(
+            line.render(LogFormat::Json),
+            r#"{"time":"2026-12-03T10:00:00.000Z","method":"POST","path":"/v1/call","status":200,"durationMs":412.0,"tenant":"acme","callId":"call_0123456789abcdef","attempts":"2","cost":"0.003","currency":"USD"}"#
+        );
+    }
+
+    #[test]
+    fn a_line_without_figures_says_only_the_request() {
+        let response = Response::new(axum::body::Body::empty());
+        let mut line = line(&response);
+        line.tenant = None;
+        assert_eq!(
+            line.render(LogFormat::Text),
+            "2026-12-03T10:00:00.000Z POST /v1/call 200 412ms"
+        );
+        assert_eq!(
+            line.render(LogFormat::Json),
+            r#"{"time":"2026-12-03T10:00:00.000Z","method":"POST","path":"/v1/call","status":200,"durationMs":412.0}"#
+        );
     }
 }
