@@ -8,6 +8,7 @@ use crate::calls::{CallTracer, Cost, Origin};
 use crate::error::{ApiCode, ApiError};
 use crate::state::AppState;
 use crate::tenants::{Caller, TenantBudget};
+use axum::http::HeaderName;
 use axum::response::{IntoResponse, Response};
 use callai_engine::events::Event;
 use callai_engine::observe::SharedObserver;
@@ -21,6 +22,17 @@ pub const DEFAULT_NODE_ID: &str = "callai.call";
 /// The header naming a call's id: its trace is `GET /v1/calls/{id}`.
 pub const CALL_ID_HEADER: &str = "x-callai-call-id";
 
+// The answer's header names, made once: a name given as a `&str` is
+// copied into a fresh allocation at each insert, these are not.
+const CALL_ID: HeaderName = HeaderName::from_static(CALL_ID_HEADER);
+const COST: HeaderName = HeaderName::from_static("x-callai-cost");
+const COST_CURRENCY: HeaderName = HeaderName::from_static("x-callai-cost-currency");
+const ATTEMPTS_COUNT: HeaderName = HeaderName::from_static("x-callai-attempts-count");
+const ATTEMPTS_OUTPUT_TOKENS: HeaderName =
+    HeaderName::from_static("x-callai-attempts-output-tokens");
+const USAGE_COMPLETE: HeaderName = HeaderName::from_static("x-callai-usage-complete");
+const STRUCTURED_OUTPUT: HeaderName = HeaderName::from_static("x-callai-structured-output");
+
 /// Adds what a call cost to `headers`: `x-callai-cost` (the amount, a
 /// decimal) and `x-callai-cost-currency`.
 pub fn add_cost(headers: &mut axum::http::HeaderMap, cost: Option<&Cost>) {
@@ -29,33 +41,30 @@ pub fn add_cost(headers: &mut axum::http::HeaderMap, cost: Option<&Cost>) {
         axum::http::HeaderValue::from_str(&cost.amount.to_string()),
         axum::http::HeaderValue::from_str(&cost.currency),
     ) {
-        headers.insert("x-callai-cost", amount);
-        headers.insert("x-callai-cost-currency", currency);
+        headers.insert(COST, amount);
+        headers.insert(COST_CURRENCY, currency);
     }
 }
 
 /// Adds the RFC 0248 `x-callai-*` headers of `attempts` to `headers`.
 pub fn add_attempts(headers: &mut axum::http::HeaderMap, attempts: &Attempts) {
     use axum::http::HeaderValue;
-    headers.insert("x-callai-attempts-count", HeaderValue::from(attempts.count));
+    headers.insert(ATTEMPTS_COUNT, HeaderValue::from(attempts.count));
     if let Some(t) = attempts.output_tokens {
-        headers.insert("x-callai-attempts-output-tokens", HeaderValue::from(t));
+        headers.insert(ATTEMPTS_OUTPUT_TOKENS, HeaderValue::from(t));
     }
     let complete = if attempts.usage_complete {
         "true"
     } else {
         "false"
     };
-    headers.insert(
-        "x-callai-usage-complete",
-        HeaderValue::from_static(complete),
-    );
+    headers.insert(USAGE_COMPLETE, HeaderValue::from_static(complete));
     let mode = match attempts.structured_output {
         Some(StructuredOutput::Native) => "native",
         Some(StructuredOutput::Prompt) => "prompt",
         None => "none",
     };
-    headers.insert("x-callai-structured-output", HeaderValue::from_static(mode));
+    headers.insert(STRUCTURED_OUTPUT, HeaderValue::from_static(mode));
 }
 
 /// What a call's answer says in headers besides its body: its attempts
@@ -86,7 +95,7 @@ impl AnswerHeaders<'_> {
 /// Adds the call's id to `headers`.
 pub fn add_call_id(headers: &mut axum::http::HeaderMap, id: &str) {
     if let Ok(value) = axum::http::HeaderValue::from_str(id) {
-        headers.insert(CALL_ID_HEADER, value);
+        headers.insert(CALL_ID, value);
     }
 }
 
