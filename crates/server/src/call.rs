@@ -23,12 +23,13 @@ pub const DEFAULT_NODE_ID: &str = "callai.call";
 pub const CALL_ID_HEADER: &str = "x-callai-call-id";
 
 // The answer's header names, made once: a name given as a `&str` is
-// copied into a fresh allocation at each insert, these are not.
-const CALL_ID: HeaderName = HeaderName::from_static(CALL_ID_HEADER);
-const COST: HeaderName = HeaderName::from_static("x-callai-cost");
-const COST_CURRENCY: HeaderName = HeaderName::from_static("x-callai-cost-currency");
-const ATTEMPTS_COUNT: HeaderName = HeaderName::from_static("x-callai-attempts-count");
-const ATTEMPTS_OUTPUT_TOKENS: HeaderName =
+// copied into a fresh allocation at each insert, these are not. The log
+// line reads its figures back by the same names.
+pub(crate) const CALL_ID: HeaderName = HeaderName::from_static(CALL_ID_HEADER);
+pub(crate) const COST: HeaderName = HeaderName::from_static("x-callai-cost");
+pub(crate) const COST_CURRENCY: HeaderName = HeaderName::from_static("x-callai-cost-currency");
+pub(crate) const ATTEMPTS_COUNT: HeaderName = HeaderName::from_static("x-callai-attempts-count");
+pub(crate) const ATTEMPTS_OUTPUT_TOKENS: HeaderName =
     HeaderName::from_static("x-callai-attempts-output-tokens");
 const USAGE_COMPLETE: HeaderName = HeaderName::from_static("x-callai-usage-complete");
 const STRUCTURED_OUTPUT: HeaderName = HeaderName::from_static("x-callai-structured-output");

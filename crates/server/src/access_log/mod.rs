@@ -6,6 +6,7 @@
 
 use crate::runs::rfc3339;
 use axum::extract::{Request, State};
+use axum::http::HeaderName;
 use axum::middleware::Next;
 use axum::response::Response;
 use callai_config::LogFormat;
@@ -124,13 +125,14 @@ struct Reported<'a> {
 impl<'a> Reported<'a> {
     /// What `response` carries of them.
     fn of(response: &'a Response) -> Self {
-        let header = |name: &str| response.headers().get(name)?.to_str().ok();
+        use crate::call::{ATTEMPTS_COUNT, ATTEMPTS_OUTPUT_TOKENS, CALL_ID, COST, COST_CURRENCY};
+        let header = |name: &HeaderName| response.headers().get(name)?.to_str().ok();
         Self {
-            call_id: header("x-callai-call-id"),
-            attempts: header("x-callai-attempts-count"),
-            output_tokens: header("x-callai-attempts-output-tokens"),
-            cost: header("x-callai-cost"),
-            currency: header("x-callai-cost-currency"),
+            call_id: header(&CALL_ID),
+            attempts: header(&ATTEMPTS_COUNT),
+            output_tokens: header(&ATTEMPTS_OUTPUT_TOKENS),
+            cost: header(&COST),
+            currency: header(&COST_CURRENCY),
         }
     }
 

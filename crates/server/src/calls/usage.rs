@@ -13,7 +13,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::response::{IntoResponse, Response};
 use callai_engine::cost::from_nanos;
-use callai_engine::runlog::{MINUTE_MS, MinuteSums};
+use callai_engine::runlog::{MINUTE_MS, MinuteSums, minute_of};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -81,7 +81,7 @@ fn summarize<'a>(
     let mut calls = 0;
     for t in traces {
         calls += 1;
-        let minute = t.started_ms - (t.started_ms - since_ms) % MINUTE_MS;
+        let minute = minute_of(t.started_ms);
         for r in &t.requests {
             *requests
                 .entry((minute, r.provider.as_str(), r.reason))
@@ -171,7 +171,7 @@ pub async fn usage(
     }
     let tenant = owner(&caller, q.tenant.as_deref())?;
     let now = callai_engine::events::now_ms();
-    let since_ms = (now - now % MINUTE_MS) - (minutes - 1) * MINUTE_MS;
+    let since_ms = minute_of(now) - (minutes - 1) * MINUTE_MS;
     let sums = state.calls.minute_sums(tenant.as_deref(), since_ms).await;
     if let Some(sums) = sums.map_err(|e| ApiError::internal(e.to_string()))? {
         return Ok(axum::Json(logged(since_ms, minutes, sums)).into_response());
