@@ -23,10 +23,12 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, CliError> {
 }
 
 /// The host of `config`: every configured provider started and its API key
-/// read now, so a missing key stops every subcommand at start-up.
+/// read now, so a missing key stops every subcommand at start-up; each
+/// attempt priced at its prices, as `serve` prices it.
 fn host(config: &Config) -> Result<Host, CliError> {
+    let prices = callai_server::PriceList::load(config)?;
     let builder = config.host_builder(&|k| std::env::var(k).ok())?;
-    Ok(builder.build()?)
+    Ok(builder.prices(Arc::new(prices)).build()?)
 }
 
 fn read(path: &Path, what: &'static str) -> Result<String, CliError> {
@@ -197,15 +199,6 @@ pub fn run(args: RunArgs) -> Result<ExitCode, CliError> {
     let telemetry =
         callai_telemetry::Telemetry::from_config(&config.telemetry, |k| std::env::var(k).ok())
             .map_err(|e| CliError::Usage(e.to_string()))?;
-    // Each attempt's span carries its cost, priced as `serve` prices it.
-    let telemetry = match telemetry {
-        Some(t) => {
-            let prices = callai_server::PriceList::load(&config)
-                .map_err(|e| CliError::Usage(e.to_string()))?;
-            Some(t.with_pricer(Arc::new(prices)))
-        }
-        None => None,
-    };
     let trace = telemetry
         .as_ref()
         .map(|t| t.run(&plan.node_id, args.run_id.as_deref(), &args.pack));

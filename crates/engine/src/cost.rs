@@ -7,7 +7,10 @@
 //! Where prices come from (a provider's `prices`, a price list) is the
 //! embedder's business: it hands the engine a [`PriceBook`].
 
+use crate::engine::Target;
+use crate::provider::ProviderReply;
 use serde::Serialize;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// What one provider model's tokens cost, per token.
@@ -32,6 +35,16 @@ pub struct Usage {
     pub cached: Option<u32>,
     /// Output tokens.
     pub output: Option<u32>,
+}
+
+impl From<&ProviderReply> for Usage {
+    fn from(reply: &ProviderReply) -> Self {
+        Self {
+            input: reply.input_tokens,
+            cached: reply.cached_input_tokens,
+            output: reply.output_tokens,
+        }
+    }
 }
 
 /// A cost: an amount, its currency, and whether every request it sums
@@ -75,6 +88,46 @@ pub trait PriceBook: Send + Sync + std::fmt::Debug {
     /// The price of a request to `model` of `provider`; `None` when the
     /// host knows none.
     fn price(&self, provider: &str, model: &str) -> Option<&TokenPrice>;
+}
+
+/// The prices of one call's targets, parallel to its chain, looked up once
+/// as the call starts: each request the call sends is priced from them
+/// once, for the call's watchers and its budget alike. Empty when the host
+/// has no prices.
+#[derive(Debug, Default)]
+pub(crate) struct TargetPrices(SmallVec<[Option<TokenPrice>; 1]>);
+
+impl TargetPrices {
+    /// `targets`' prices in `book`.
+    pub(crate) fn of(book: Option<&dyn PriceBook>, targets: &[Target<'_>]) -> Self {
+        let Some(book) = book else {
+            return Self::default();
+        };
+        Self(
+            targets
+                .iter()
+                .map(|t| book.price(t.provider, &t.model).cloned())
+                .collect(),
+        )
+    }
+
+    /// The price of the chain's `target`th target, when it has one.
+    pub(crate) fn get(&self, target: usize) -> Option<&TokenPrice> {
+        self.0.get(target)?.as_ref()
+    }
+
+    /// What a request to `target` cost, reporting `usage` (a count it did
+    /// not report at its worst: `input_bound`, `max_tokens`); `None`
+    /// without a price.
+    pub(crate) fn cost(
+        &self,
+        target: usize,
+        usage: Usage,
+        input_bound: u64,
+        max_tokens: u32,
+    ) -> Option<Cost> {
+        Some(self.get(target)?.cost(usage, input_bound, max_tokens))
+    }
 }
 
 /// A call's requests' costs, summed as they end: in one currency;

@@ -6,6 +6,7 @@
 //! it comes back, then the call's result. Calls served from a run log send
 //! no request and are not observed.
 
+use crate::cost::Cost;
 use crate::engine::RequestReason;
 use crate::provider::{ProviderFailure, ProviderReply};
 use callai_wire::{CallError, CallRequest, CallResult, StructuredOutput};
@@ -72,8 +73,17 @@ pub trait CallObserver: Send + Sync {
 pub trait CallWatch: Send {
     /// A request is about to be sent.
     fn request_started(&mut self, request: &RequestStart<'_>);
-    /// The request came back (or failed).
-    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>);
+    /// The request came back (or failed), costing `cost` at the host's
+    /// prices ([`crate::HostBuilder::prices`]): priced once by the engine,
+    /// at its own provider's and model's price, a count it did not report
+    /// at its worst case (the cost then incomplete). `None` when the host
+    /// has no price for it, or it never reached the provider.
+    fn request_finished(
+        &mut self,
+        request: &RequestStart<'_>,
+        end: RequestEnd<'_>,
+        cost: Option<&Cost>,
+    );
     /// The call is over: what the caller receives.
     fn call_finished(self: Box<Self>, result: Result<&CallResult, &CallError>);
 }
@@ -133,10 +143,15 @@ impl CallWatch for Watches {
     fn request_started(&mut self, request: &RequestStart<'_>) {
         self.0.iter_mut().for_each(|w| w.request_started(request));
     }
-    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+    fn request_finished(
+        &mut self,
+        request: &RequestStart<'_>,
+        end: RequestEnd<'_>,
+        cost: Option<&Cost>,
+    ) {
         self.0
             .iter_mut()
-            .for_each(|w| w.request_finished(request, end));
+            .for_each(|w| w.request_finished(request, end, cost));
     }
     fn call_finished(self: Box<Self>, result: Result<&CallResult, &CallError>) {
         self.0.into_iter().for_each(|w| w.call_finished(result));

@@ -188,7 +188,7 @@ fn observer(
             endpoint: call.endpoint,
             run_id: None,
         },
-        state.pricing(),
+        state.metrics.clone(),
         Some(call.id.clone()),
     ));
     let mut observers = state.observers();

@@ -55,7 +55,8 @@ mod tenants;
 
 pub use auth::OpenListen;
 /// The host's prices (`[providers.NAME.prices]`, `[pricing] file`): what
-/// `serve` prices each attempt by, and `callai run` its spans.
+/// the engine prices each attempt by (`HostBuilder::prices`), in `serve`
+/// and `callai run` alike.
 pub use calls::PriceList;
 pub use check::check_config;
 pub use error::ApiError;
@@ -270,12 +271,13 @@ impl Server {
         let telemetry = Telemetry::from_config(&config.telemetry, |k| env(k))
             .map_err(|e| setup(e.to_string()))?;
         let (runlog_url, runlog) = server_runlog(&config, &options).await?;
+        // Every request is priced once, by the engine, at these prices: for
+        // its trace, its span, its metric and a budget in money alike.
+        let prices = Arc::new(PriceList::load(&config).map_err(|e| setup(e.to_string()))?);
         let host = config
             .host_builder(&|k| env(k))
-            .and_then(|builder| builder.mock(mock(&config)).build())
+            .and_then(|builder| builder.mock(mock(&config)).prices(prices).build())
             .map_err(|e| setup(e.to_string()))?;
-        let prices = Arc::new(PriceList::load(&config).map_err(|e| setup(e.to_string()))?);
-        let telemetry = telemetry.map(|t| t.with_pricer(prices.clone()));
         let packs = open_packs(&config, &options).await?;
         let tenants = callers(
             &config,
@@ -296,7 +298,6 @@ impl Server {
                 owner: &host_id,
                 ttl,
                 metrics: metrics.clone(),
-                prices: prices.clone(),
             };
             tenants.allot(log, &holder);
         }
@@ -306,7 +307,6 @@ impl Server {
             packs,
             runs: RunTable::new(config.server.keep_runs as usize),
             calls: Arc::new(calls::CallStore::of(&config, runlog.as_ref())),
-            prices,
             log: config.log.format,
             admission: Admission::new(
                 limits.max_concurrent_runs as usize,

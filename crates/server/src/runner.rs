@@ -212,7 +212,7 @@ impl Work {
                 endpoint: "run",
                 run_id: Some(entry.run_id.clone()),
             },
-            state.pricing(),
+            state.metrics.clone(),
             None,
         );
         let mut observers = state

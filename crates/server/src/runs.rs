@@ -5,6 +5,7 @@
 use crate::answer::{AttemptsTotal, EventsAnswer, RunAnswer, RunEvent, StatusWord};
 use crate::error::ApiError;
 use callai_engine::RunError;
+use callai_engine::cost::Cost;
 use callai_engine::events::{Event, EventLog};
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use callai_engine::runlog::decode::Inspected;
@@ -182,7 +183,7 @@ struct Unwatched;
 
 impl CallWatch for Unwatched {
     fn request_started(&mut self, _: &RequestStart<'_>) {}
-    fn request_finished(&mut self, _: &RequestStart<'_>, _: RequestEnd<'_>) {}
+    fn request_finished(&mut self, _: &RequestStart<'_>, _: RequestEnd<'_>, _: Option<&Cost>) {}
     fn call_finished(self: Box<Self>, _: Result<&CallResult, &CallError>) {}
 }
 

@@ -4,7 +4,7 @@
 //! it holds and on nothing that handles a request.
 
 use crate::admission::Admission;
-use crate::calls::{CallStore, PriceList, Pricing};
+use crate::calls::CallStore;
 use crate::error::ApiError;
 use crate::metrics::Metrics;
 use crate::packs::PackStore;
@@ -30,8 +30,6 @@ pub struct AppState {
     pub runs: RunTable,
     /// The traces of recent calls.
     pub calls: Arc<CallStore>,
-    /// What requests cost.
-    pub prices: Arc<PriceList>,
     /// The line each request writes on stderr.
     pub log: callai_config::LogFormat,
     /// The gate in front of runs and calls.
@@ -57,14 +55,6 @@ pub struct AppState {
 }
 
 impl AppState {
-    /// The prices calls are traced at, and the metrics their cost goes to.
-    pub fn pricing(&self) -> Pricing {
-        Pricing {
-            prices: self.prices.clone(),
-            metrics: self.metrics.clone(),
-        }
-    }
-
     /// The engine's config.
     pub fn config(&self) -> &HostConfig {
         self.host.config()

@@ -38,7 +38,6 @@ mod cost;
 mod spans;
 
 pub use config::TelemetryConfig;
-pub use cost::AttemptPricer;
 pub use spans::{RunTrace, SpanObserver};
 
 use config::check_http_url;
@@ -77,8 +76,6 @@ pub struct Telemetry {
     provider: SdkTracerProvider,
     tracer: Arc<SdkTracer>,
     endpoint: String,
-    /// What prices the request spans, when anything does.
-    pricer: spans::Pricer,
 }
 
 impl Telemetry {
@@ -134,15 +131,7 @@ impl Telemetry {
             provider,
             tracer,
             endpoint: url.to_owned(),
-            pricer: None,
         })
-    }
-
-    /// The pipeline with every request span (and call span) carrying its
-    /// cost as `pricer` prices it.
-    pub fn with_pricer(mut self, pricer: Arc<dyn AttemptPricer>) -> Self {
-        self.pricer = Some(pricer);
-        self
     }
 
     /// Where the spans go.
@@ -152,18 +141,12 @@ impl Telemetry {
 
     /// Starts the span of one node run; its calls go under it.
     pub fn run(&self, node_id: &str, run_id: Option<&str>, pack: &str) -> RunTrace {
-        RunTrace::start(
-            self.tracer.clone(),
-            self.pricer.clone(),
-            node_id,
-            run_id,
-            pack,
-        )
+        RunTrace::start(self.tracer.clone(), node_id, run_id, pack)
     }
 
     /// An observer whose call spans have no run above them (`/v1/call`).
     pub fn calls(&self) -> SpanObserver {
-        SpanObserver::root(self.tracer.clone(), self.pricer.clone())
+        SpanObserver::root(self.tracer.clone())
     }
 
     /// Sends every span ended so far.

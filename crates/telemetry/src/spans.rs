@@ -7,11 +7,8 @@ use opentelemetry::{Array, Context, KeyValue, StringValue, Value};
 use opentelemetry_sdk::trace::SdkTracer;
 use std::sync::Arc;
 
-use crate::cost::{AttemptPricer, attributes};
-use callai_engine::cost::CostSum;
-
-/// The pricer of a pipeline's request spans, when it has one.
-pub(crate) type Pricer = Option<Arc<dyn AttemptPricer>>;
+use crate::cost::attributes;
+use callai_engine::cost::{Cost, CostSum};
 
 /// The span of one node run. Calls the run makes go under it through
 /// [`RunTrace::observer`]; [`RunTrace::end`] closes it.
@@ -24,7 +21,6 @@ pub struct RunTrace {
 impl RunTrace {
     pub(crate) fn start(
         tracer: Arc<SdkTracer>,
-        pricer: Pricer,
         node_id: &str,
         run_id: Option<&str>,
         pack: &str,
@@ -45,7 +41,6 @@ impl RunTrace {
         Self {
             observer: Arc::new(SpanObserver {
                 tracer,
-                pricer,
                 parent: cx.clone(),
             }),
             cx,
@@ -73,15 +68,13 @@ impl RunTrace {
 #[derive(Debug, Clone)]
 pub struct SpanObserver {
     tracer: Arc<SdkTracer>,
-    pricer: Pricer,
     parent: Context,
 }
 
 impl SpanObserver {
-    pub(crate) fn root(tracer: Arc<SdkTracer>, pricer: Pricer) -> Self {
+    pub(crate) fn root(tracer: Arc<SdkTracer>) -> Self {
         Self {
             tracer,
-            pricer,
             parent: Context::new(),
         }
     }
@@ -116,7 +109,6 @@ impl CallObserver for SpanObserver {
             request: None,
             input_tokens: None,
             output_tokens: None,
-            pricer: self.pricer.clone(),
             cost: CostSum::default(),
         })
     }
@@ -147,8 +139,7 @@ struct CallTrace {
     /// Usage summed over the call's requests that reported it.
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
-    /// What prices its requests, and what they cost so far.
-    pricer: Pricer,
+    /// What its requests cost so far.
     cost: CostSum,
 }
 
@@ -174,19 +165,20 @@ impl CallWatch for CallTrace {
         self.request = Some(span);
     }
 
-    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+    fn request_finished(&mut self, _: &RequestStart<'_>, end: RequestEnd<'_>, cost: Option<&Cost>) {
         let Some(mut span) = self.request.take() else {
             return;
         };
-        // A request that reached a provider costs what it cost; one that
+        // A request that reached a provider costs what the engine priced
+        // it at (`None` when it had no price: the call's sum is then
+        // incomplete, or none at all when no request had one); one that
         // did not is no attempt and costs nothing.
         let sent = end.as_ref().map_or_else(|f| f.was_sent(), |_| true);
-        if let Some(pricer) = self.pricer.as_ref().filter(|_| sent) {
-            let cost = pricer.cost(request, &end);
-            if let Some(cost) = &cost {
+        if sent {
+            if let Some(cost) = cost {
                 span.set_attributes(attributes(cost));
             }
-            self.cost.add(cost.as_ref());
+            self.cost.add(cost);
         }
         match end {
             Ok(reply) => {

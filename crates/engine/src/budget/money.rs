@@ -1,24 +1,24 @@
 //! A budget in money: each attempt of a budgeted call is charged at its own
-//! target's price in the budget's currency, and the call's worst case is
-//! reserved at the dearest price among the targets it may reach. A target
-//! with no price in that currency cannot be bounded, so a call that may
-//! reach one is refused before any request.
+//! target's price in the budget's currency (the host's prices,
+//! [`crate::HostBuilder::prices`]), and the call's worst case is reserved
+//! at the dearest price among the targets it may reach. A target with no
+//! price in that currency cannot be bounded, so a call that may reach one
+//! is refused before any request.
 
 use super::Spend;
 use super::worst_case::Rate;
-use crate::cost::{PriceBook, TokenPrice, Usage, to_nanos};
+use crate::cost::{Cost, TargetPrices, TokenPrice, Usage, to_nanos};
 use crate::engine::Target;
 use callai_wire::{CallError, ErrorCode};
 use std::sync::Arc;
 
-/// What a budget in money charges its calls at.
+/// What a budget in money counts in; its calls are charged at the host's
+/// prices.
 #[derive(Debug, Clone)]
 pub struct Money {
     /// The budget's currency: every target a call may reach needs a price
     /// in it.
     pub currency: Arc<str>,
-    /// The host's prices.
-    pub prices: Arc<dyn PriceBook>,
 }
 
 /// The prices of one budgeted call's targets, parallel to its chain; none
@@ -29,15 +29,19 @@ pub(crate) struct Charges {
 }
 
 impl Charges {
-    /// The prices of `targets` in `money`'s currency, or the refusal naming
-    /// the first target that has none.
-    pub(crate) fn of(money: &Money, targets: &[Target<'_>]) -> Result<Self, CallError> {
+    /// `targets`' prices (`prices`, parallel to them) in `money`'s
+    /// currency, or the refusal naming the first target that has none.
+    pub(crate) fn of(
+        money: &Money,
+        prices: &TargetPrices,
+        targets: &[Target<'_>],
+    ) -> Result<Self, CallError> {
         let prices = targets
             .iter()
-            .map(|t| {
-                money
-                    .prices
-                    .price(t.provider, &t.model)
+            .enumerate()
+            .map(|(i, t)| {
+                prices
+                    .get(i)
                     .filter(|p| p.currency == money.currency)
                     .cloned()
                     .ok_or_else(|| unpriced(money, t))
@@ -57,27 +61,42 @@ impl Charges {
     /// What one request to `target` may spend at most: one request,
     /// `max_tokens` out, `input_bound` in, and their price.
     pub(crate) fn worst(&self, target: usize, max_tokens: u32, input_bound: u64) -> Spend {
-        self.spend(target, Usage::default(), max_tokens, input_bound)
+        let cost = self.prices.get(target).map(|p| {
+            let worst = p.cost(Usage::default(), input_bound, max_tokens);
+            to_nanos(worst.amount)
+        });
+        spend(Usage::default(), max_tokens, input_bound, cost)
     }
 
-    /// What it spent, having reported `usage` (a count it did not report
-    /// stays at its worst).
-    pub(crate) fn spend(
+    /// What a request spent, having reported `usage` (a count it did not
+    /// report stays at its worst) and cost `cost`: the price the request
+    /// was priced at once as it ended ([`TargetPrices::cost`]), which for
+    /// a budget in money is the target's price in its currency.
+    pub(crate) fn spent(
         &self,
-        target: usize,
         usage: Usage,
         max_tokens: u32,
         input_bound: u64,
+        cost: Option<&Cost>,
     ) -> Spend {
-        let cost = self.prices.get(target).map_or(0, |p| {
-            to_nanos(p.cost(usage, input_bound, max_tokens).amount)
-        });
-        Spend {
-            requests: 1,
-            output_tokens: usage.output.map_or(u64::from(max_tokens), u64::from),
-            input_tokens: usage.input.map_or(input_bound, u64::from),
-            cost,
-        }
+        let in_money = !self.prices.is_empty();
+        debug_assert!(
+            !in_money || cost.is_some(),
+            "a target of a call in money is priced"
+        );
+        let cost = cost.filter(|_| in_money).map(|c| to_nanos(c.amount));
+        spend(usage, max_tokens, input_bound, cost)
+    }
+}
+
+/// One request's spend: its tokens (a count not reported at its worst) and,
+/// in a budget in money, its cost in billionths.
+fn spend(usage: Usage, max_tokens: u32, input_bound: u64, cost: Option<u64>) -> Spend {
+    Spend {
+        requests: 1,
+        output_tokens: usage.output.map_or(u64::from(max_tokens), u64::from),
+        input_tokens: usage.input.map_or(input_bound, u64::from),
+        cost: cost.unwrap_or(0),
     }
 }
 
@@ -103,6 +122,7 @@ fn unpriced(money: &Money, target: &Target<'_>) -> CallError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cost::PriceBook;
 
     #[derive(Debug)]
     struct Book(Vec<(&'static str, TokenPrice)>);
@@ -133,17 +153,25 @@ mod tests {
     fn money() -> Money {
         Money {
             currency: "USD".into(),
-            prices: Arc::new(Book(vec![
-                ("cheap", price(1e-6, 0.5e-6, 2e-6, "USD")),
-                ("dear", price(3e-6, 4e-6, 15e-6, "USD")),
-                ("euro", price(1e-6, 1e-6, 1e-6, "EUR")),
-            ])),
         }
+    }
+
+    /// `targets` and their prices in the host's book.
+    fn priced<'a>(targets: &[&'a str]) -> (Vec<Target<'a>>, TargetPrices) {
+        let book = Book(vec![
+            ("cheap", price(1e-6, 0.5e-6, 2e-6, "USD")),
+            ("dear", price(3e-6, 4e-6, 15e-6, "USD")),
+            ("euro", price(1e-6, 1e-6, 1e-6, "EUR")),
+        ]);
+        let targets: Vec<_> = targets.iter().map(|p| target(p)).collect();
+        let prices = TargetPrices::of(Some(&book as &dyn PriceBook), &targets);
+        (targets, prices)
     }
 
     #[test]
     fn each_attempt_is_charged_at_its_own_target_and_reserved_at_the_dearest() {
-        let charges = Charges::of(&money(), &[target("cheap"), target("dear")]).unwrap();
+        let (targets, prices) = priced(&["cheap", "dear"]);
+        let charges = Charges::of(&money(), &prices, &targets).unwrap();
         assert_eq!(
             charges.rate(),
             Rate {
@@ -167,16 +195,22 @@ mod tests {
             cached: None,
             output: Some(10),
         };
+        let cost = prices.cost(1, usage, 500, 1000);
         assert_eq!(
-            charges.spend(1, usage, 1000, 500).cost,
-            to_nanos(100.0 * 3e-6 + 10.0 * 15e-6)
+            charges.spent(usage, 1000, 500, cost.as_ref()).cost,
+            to_nanos(100.0 * 3e-6 + 10.0 * 15e-6),
+            "charged what the request was priced at"
         );
+        let unbudgeted = Charges::default().spent(usage, 1000, 500, cost.as_ref());
+        assert_eq!(unbudgeted.cost, 0, "a budget not in money counts no cost");
+        assert_eq!(unbudgeted.output_tokens, 10);
     }
 
     #[test]
     fn a_target_without_a_price_in_the_budgets_currency_refuses_the_call() {
         for provider in ["euro", "nowhere"] {
-            let e = Charges::of(&money(), &[target("cheap"), target(provider)]).unwrap_err();
+            let (targets, prices) = priced(&["cheap", provider]);
+            let e = Charges::of(&money(), &prices, &targets).unwrap_err();
             assert_eq!(e.code, ErrorCode::PolicyDenied);
             let d = e.details.unwrap();
             assert_eq!(d["reason"], "budget_unpriced");

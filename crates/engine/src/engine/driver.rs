@@ -7,7 +7,7 @@ use super::machine::{Attempt, CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use super::tools::CompiledTools;
 use crate::budget::{Budget, Charges, Spend, Tally, request_bound};
-use crate::cost::Usage;
+use crate::cost::{Cost, TargetPrices, Usage};
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
 use crate::provider::{
@@ -154,6 +154,9 @@ pub(crate) struct DriveOptions<'a> {
     pub schema_bytes: u64,
     /// The largest hidden input per attempt of the call's targets.
     pub overhead: u64,
+    /// The prices of the call's targets: each request that reached its
+    /// provider is priced here once, for the budget and the watch.
+    pub prices: &'a TargetPrices,
 }
 
 /// How a budgeted call's attempts are charged as they go.
@@ -176,7 +179,7 @@ impl Charging<'_> {
         worst
     }
 
-    /// `attempt`, sent to `provider` at `worst`, got `reply`: what it
+    /// `attempt`, sent at `worst`, got `reply` and cost `cost`: what it
     /// reported replaces its worst case; what it reported past it is
     /// charged and told to the budget.
     fn reported(
@@ -186,16 +189,12 @@ impl Charging<'_> {
         reply: &ProviderReply,
         worst: &Spend,
         input_bound: u64,
+        cost: Option<&Cost>,
     ) {
-        let usage = Usage {
-            input: reply.input_tokens,
-            cached: reply.cached_input_tokens,
-            output: reply.output_tokens,
-        };
         let max_tokens = attempt.request.max_tokens;
         let real = self
             .charges
-            .spend(attempt.target, usage, max_tokens, input_bound);
+            .spent(Usage::from(reply), max_tokens, input_bound, cost);
         let over = self.tally.reported(worst, &real);
         if over != Spend::default() {
             self.budget.overrun(provider, over);
@@ -268,6 +267,7 @@ pub(crate) async fn drive(
         tally,
         schema_bytes,
         overhead,
+        prices,
     } = options;
     let mut step = machine.start();
     loop {
@@ -295,11 +295,13 @@ pub(crate) async fn drive(
                 let worst = tally.map(|c| c.sent(attempt.target, max_tokens, bound));
                 let outcome = match send(provider, &attempt.request, deltas, text_call).await {
                     Ok(reply) => {
+                        let usage = Usage::from(&reply);
+                        let cost = prices.cost(attempt.target, usage, bound, max_tokens);
                         if let (Some(c), Some(worst)) = (tally, &worst) {
-                            c.reported(name, &attempt, &reply, worst, bound);
+                            c.reported(name, &attempt, &reply, worst, bound, cost.as_ref());
                         }
                         if let Some(w) = watch.as_deref_mut() {
-                            w.request_finished(&seen, Ok(&reply));
+                            w.request_finished(&seen, Ok(&reply), cost.as_ref());
                         }
                         let schema = machine.schema().cloned();
                         let tools = machine.tools().cloned();
@@ -314,7 +316,11 @@ pub(crate) async fn drive(
                             c.tally.unsent(worst);
                         }
                         if let Some(w) = watch.as_deref_mut() {
-                            w.request_finished(&seen, Err(&failure));
+                            // Sent, it cost its worst case; unsent, nothing.
+                            let cost = failure.was_sent().then(|| {
+                                prices.cost(attempt.target, Usage::default(), bound, max_tokens)
+                            });
+                            w.request_finished(&seen, Err(&failure), cost.flatten().as_ref());
                         }
                         Outcome::Failed(failure)
                     }

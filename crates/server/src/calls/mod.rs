@@ -14,7 +14,7 @@ pub use callai_engine::cost::Cost;
 pub use handlers::{get_call, list_calls};
 pub use pricing::PriceList;
 pub use text::TraceText;
-pub use trace::{CallTrace, CallTracer, Origin, Pricing};
+pub use trace::{CallTrace, CallTracer, Origin};
 pub use usage::usage;
 
 use callai_engine::RunLog;

@@ -6,9 +6,7 @@
 
 use callai_config::Config;
 use callai_engine::config::{ConfigError, invalid};
-use callai_engine::cost::{Cost, PriceBook, TokenPrice as Price, Usage};
-use callai_engine::observe::{RequestEnd, RequestStart};
-use callai_telemetry::AttemptPricer;
+use callai_engine::cost::{PriceBook, TokenPrice as Price};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -118,38 +116,9 @@ fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
         .collect()
 }
 
-/// What `end` reported: nothing for a failed request.
-pub fn usage_of(end: &RequestEnd<'_>) -> Usage {
-    match end {
-        Ok(reply) => Usage {
-            input: reply.input_tokens,
-            cached: reply.cached_input_tokens,
-            output: reply.output_tokens,
-        },
-        Err(_) => Usage::default(),
-    }
-}
-
-impl PriceList {
-    /// What `request`, reporting `usage`, cost at its provider's and
-    /// model's price (missing a count, at its worst case); `None` without
-    /// a price.
-    pub fn request_cost(&self, request: &RequestStart<'_>, usage: Usage) -> Option<Cost> {
-        let price = self.price(request.provider, request.model)?;
-        Some(price.cost(usage, request.input_bound, request.max_tokens))
-    }
-}
-
 impl PriceBook for PriceList {
     fn price(&self, provider: &str, model: &str) -> Option<&Price> {
         PriceList::price(self, provider, model)
-    }
-}
-
-/// The request spans of `[telemetry]` carry what `/v1/calls` shows.
-impl AttemptPricer for PriceList {
-    fn cost(&self, request: &RequestStart<'_>, end: &RequestEnd<'_>) -> Option<Cost> {
-        self.request_cost(request, usage_of(end))
     }
 }
 

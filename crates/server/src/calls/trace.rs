@@ -11,12 +11,11 @@
 //! server slower (the performance page, "Call traces and the log line").
 
 use super::CallStore;
-use super::pricing::{PriceList, usage_of};
 use super::text::TracedText;
 use crate::metrics::Metrics;
 use crate::runs::rfc3339;
 use callai_engine::RequestReason;
-use callai_engine::cost::{Cost, CostSum};
+use callai_engine::cost::{Cost, CostSum, Usage};
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use callai_engine::wire::{Attempts, CallError, CallRequest, CallResult};
 use serde::Serialize;
@@ -151,36 +150,27 @@ pub struct Origin {
 pub struct CallTracer {
     store: Arc<CallStore>,
     origin: Origin,
-    /// What its requests are priced at, and where their cost is counted.
-    pricing: Pricing,
+    /// Where its requests' cost is counted (`callai_cost_total`).
+    metrics: Arc<Metrics>,
     /// The id the next call takes, when it was chosen.
     next_id: Mutex<Option<String>>,
     /// The cost of the last call that ended, for its answer.
     last_cost: Arc<Mutex<Option<Cost>>>,
 }
 
-/// The prices, and the metrics that count what was spent.
-#[derive(Debug, Clone)]
-pub struct Pricing {
-    /// The prices.
-    pub prices: Arc<PriceList>,
-    /// `callai_cost_total`.
-    pub metrics: Arc<Metrics>,
-}
-
 impl CallTracer {
-    /// A tracer of calls from `origin` into `store`, priced by `pricing`;
-    /// the first call takes `id` when given.
+    /// A tracer of calls from `origin` into `store`, counting their cost in
+    /// `metrics`; the first call takes `id` when given.
     pub fn new(
         store: Arc<CallStore>,
         origin: Origin,
-        pricing: Pricing,
+        metrics: Arc<Metrics>,
         id: Option<String>,
     ) -> Self {
         Self {
             store,
             origin,
-            pricing,
+            metrics,
             next_id: Mutex::new(id),
             last_cost: Arc::default(),
         }
@@ -202,7 +192,7 @@ impl CallTracer {
         let now_ms = callai_engine::events::now_ms();
         Box::new(TraceWatch {
             store: self.store.clone(),
-            pricing: self.pricing.clone(),
+            metrics: self.metrics.clone(),
             last_cost: self.last_cost.clone(),
             trace: CallTrace {
                 id: id.into(),
@@ -249,7 +239,7 @@ impl CallObserver for CallTracer {
 /// One call being traced.
 struct TraceWatch {
     store: Arc<CallStore>,
-    pricing: Pricing,
+    metrics: Arc<Metrics>,
     last_cost: Arc<Mutex<Option<Cost>>>,
     trace: CallTrace,
     started: Instant,
@@ -262,14 +252,18 @@ impl CallWatch for TraceWatch {
         self.sent = Some(Instant::now());
     }
 
-    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+    fn request_finished(
+        &mut self,
+        request: &RequestStart<'_>,
+        end: RequestEnd<'_>,
+        cost: Option<&Cost>,
+    ) {
         let latency = self.sent.take().map_or(0, |at| at.elapsed().as_millis());
         // A request that never reached a provider is no attempt.
         if end.is_err_and(|f| !f.was_sent()) {
             return;
         }
-        let usage = usage_of(&end);
-        let cost = self.pricing.prices.request_cost(request, usage);
+        let usage = end.map_or_else(|_| Usage::default(), Usage::from);
         let (outcome, status, answer) = match end {
             Ok(reply) => (
                 reply.stop.as_str(),
@@ -278,8 +272,8 @@ impl CallWatch for TraceWatch {
             ),
             Err(failure) => ("error", failure.status, None),
         };
-        if let Some(c) = &cost {
-            self.pricing.metrics.spent(
+        if let Some(c) = cost {
+            self.metrics.spent(
                 &self.trace.tenant,
                 request.provider,
                 request.model,
@@ -288,7 +282,7 @@ impl CallWatch for TraceWatch {
             );
         }
         self.trace.requests.push(RequestTrace {
-            cost,
+            cost: cost.cloned(),
             n: request.number,
             reason: reason(request.reason),
             provider: request.provider.into(),

@@ -3,6 +3,7 @@
 //! change it within a call), and a routed call under the target that served.
 
 use super::{Metrics, ProviderLabel, RequestLabels, RouteLabels};
+use callai_engine::cost::Cost;
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use callai_engine::wire::{CallError, CallResult};
 use std::sync::Arc;
@@ -66,7 +67,12 @@ impl CallWatch for CallCount {
         self.in_flight = Some((request.provider.to_owned(), request.reason.as_str()));
     }
 
-    fn request_finished(&mut self, request: &RequestStart<'_>, end: RequestEnd<'_>) {
+    fn request_finished(
+        &mut self,
+        request: &RequestStart<'_>,
+        end: RequestEnd<'_>,
+        _: Option<&Cost>,
+    ) {
         self.in_flight = None;
         // A request that never reached a provider is no request.
         if end.is_err_and(|f| !f.was_sent()) {
@@ -158,11 +164,23 @@ mod tests {
         let metrics = Arc::new(Metrics::new(["mock"], ["admin"]));
         let observer = MetricsObserver(metrics.clone());
         let mut watch = observer.call_started(&call(None));
-        watch.request_finished(&start("mock", 1, RequestReason::First), Ok(&reply(10)));
+        watch.request_finished(
+            &start("mock", 1, RequestReason::First),
+            Ok(&reply(10)),
+            None,
+        );
         let failed = ProviderFailure::from_status(503, "down");
-        watch.request_finished(&start("mock", 2, RequestReason::Truncation), Err(&failed));
+        watch.request_finished(
+            &start("mock", 2, RequestReason::Truncation),
+            Err(&failed),
+            None,
+        );
         let unsent = ProviderFailure::new(callai_engine::FailureKind::Unanswerable, None, "no");
-        watch.request_finished(&start("mock", 3, RequestReason::Transient), Err(&unsent));
+        watch.request_finished(
+            &start("mock", 3, RequestReason::Transient),
+            Err(&unsent),
+            None,
+        );
         watch.call_finished(Err(&CallError::new(ErrorCode::ProviderUnavailable, "x")));
         observer.call_refused("n", &CallError::validation("messages", "missing"));
         metrics.run_finished(true, Duration::from_millis(30));
@@ -195,9 +213,9 @@ mod tests {
         let observer = MetricsObserver(metrics.clone());
         let mut watch = observer.call_started(&call(Some("fast")));
         let down = ProviderFailure::from_status(503, "down");
-        watch.request_finished(&start("a", 1, RequestReason::First), Err(&down));
+        watch.request_finished(&start("a", 1, RequestReason::First), Err(&down), None);
         let fallback = start("b", 2, RequestReason::ProviderFallback);
-        watch.request_finished(&fallback, Ok(&reply(4)));
+        watch.request_finished(&fallback, Ok(&reply(4)), None);
         watch.call_finished(Ok(&CallResult::default()));
 
         let text = metrics.render();

@@ -31,7 +31,6 @@ use crate::metrics::{BudgetCounters, Metrics};
 use callai_engine::budget::{
     Budget, Money, Refusal, Reservation, ReserveError, ReserveRequest, Reserved, Spend, WindowState,
 };
-use callai_engine::cost::PriceBook;
 use callai_engine::events::now_ms;
 use callai_engine::wire::CallError;
 use callai_engine::{BoxFuture, RunLog};
@@ -96,8 +95,6 @@ pub struct Holder<'a> {
     pub ttl: Duration,
     /// Where its budget's counters are.
     pub metrics: Arc<Metrics>,
-    /// What its calls are priced at, for a budget in money.
-    pub prices: Arc<dyn PriceBook>,
 }
 
 impl Allotment {
@@ -107,11 +104,9 @@ impl Allotment {
             owner,
             ttl,
             metrics,
-            prices,
         } = holder;
         let money = plan.limits.cost.map(|_| Money {
             currency: plan.currency.clone(),
-            prices,
         });
         Arc::new_cyclic(|me| Self {
             me: me.clone(),

@@ -4,15 +4,19 @@
 use crate::budget::{self, Bounds, Charges, Held, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
+use crate::cost::{PriceBook, TargetPrices};
 use crate::engine::{
-    CallMachine, CallSpec, Charging, Clock, CompiledSchema, CompiledTools, DriveOptions, Effects,
-    Jitter, SchemaCache, Sleeper, Target, drive,
+    CallMachine, CallSpec, Charging, CompiledSchema, CompiledTools, DriveOptions, Effects,
+    SchemaCache, Target, drive,
 };
 use crate::events::{Event, EventSink};
-use crate::mock::{MockProvider, MockScript};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
 use crate::provider::DeltaSink;
 use crate::provider::{Provider, Providers};
+use crate::routing::Chain;
+
+mod builder;
+pub use builder::HostBuilder;
 use callai_wire::{CallError, CallRequest, CallResult, StructuredOutput, UnknownField};
 use std::sync::Arc;
 use tokio::time::Instant;
@@ -45,6 +49,8 @@ pub struct Host {
     providers: Providers,
     effects: Effects,
     schemas: Arc<SchemaCache>,
+    /// What provider requests are charged at ([`HostBuilder::prices`]).
+    prices: Option<Arc<dyn PriceBook>>,
 }
 
 /// How one call is made, beyond its request.
@@ -64,90 +70,10 @@ pub struct CallOptions {
     pub budget: Option<SharedBudget>,
 }
 
-/// Builds a [`Host`]: the built-in mock and the providers registered with
-/// it (an embedder's own, or the HTTP ones `callai-providers` starts from
-/// the config's `[providers.NAME]` sections).
-pub struct HostBuilder {
-    config: HostConfig,
-    mock: Option<MockProvider>,
-    extra: Providers,
-    effects: Effects,
-}
-
-impl std::fmt::Debug for HostBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostBuilder")
-            .field("extra", &self.extra)
-            .finish_non_exhaustive()
-    }
-}
-
-impl HostBuilder {
-    /// The mock provider to use (default: an empty script, so a request to
-    /// `mock` fails at once until a script is given).
-    pub fn mock(mut self, mock: MockProvider) -> Self {
-        self.mock = Some(mock);
-        self
-    }
-
-    /// Registers an embedder's own provider under `name`; requests, routing
-    /// and `policy.allowedProviders` treat it like a configured one. It
-    /// replaces a configured provider of the same name.
-    pub fn provider(mut self, name: impl Into<String>, provider: Arc<dyn Provider>) -> Self {
-        self.extra.insert(name, provider);
-        self
-    }
-
-    /// Registers every provider of `providers` under its name, as
-    /// [`HostBuilder::provider`] does one.
-    pub fn providers(mut self, providers: Providers) -> Self {
-        self.extra.extend(providers);
-        self
-    }
-
-    /// The clock the engine reads (default: tokio's, paused in paused tests).
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.effects.clock = clock;
-        self
-    }
-
-    /// How the engine waits between requests (default: tokio's timer).
-    pub fn sleeper(mut self, sleeper: Arc<dyn Sleeper>) -> Self {
-        self.effects.sleeper = sleeper;
-        self
-    }
-
-    /// Where backoff jitter comes from (default: seeded from the clock).
-    pub fn jitter(mut self, jitter: Arc<dyn Jitter>) -> Self {
-        self.effects.jitter = jitter;
-        self
-    }
-
-    /// Checks that `defaults.provider` and `policy.allowedProviders` name
-    /// providers that exist, and builds the host.
-    pub fn build(self) -> Result<Host, ConfigError> {
-        let config = self.config;
-        let mock = self.mock.unwrap_or_else(|| {
-            MockProvider::new(MockScript::default(), config.mock.structured_output())
-                .with_latency(config.mock.latency())
-        });
-        let mut providers = Providers::new().with("mock", Arc::new(mock));
-        providers.extend(self.extra);
-        let mut host = Host::new(Arc::new(config), providers)?;
-        host.effects = self.effects;
-        Ok(host)
-    }
-}
-
 impl Host {
     /// Starts building a host for `config`.
     pub fn builder(config: HostConfig) -> HostBuilder {
-        HostBuilder {
-            config,
-            mock: None,
-            extra: Providers::new(),
-            effects: Effects::default(),
-        }
+        HostBuilder::new(config)
     }
 
     /// A host calling exactly `providers` under `config`; refused when
@@ -192,6 +118,7 @@ impl Host {
                 limits.schema_cache_bytes,
                 limits.max_schema_work,
             )),
+            prices: None,
         })
     }
 
@@ -199,10 +126,8 @@ impl Host {
     /// run's script).
     pub fn with_provider(&self, name: &str, provider: Arc<dyn Provider>) -> Self {
         Self {
-            config: self.config.clone(),
             providers: self.providers.clone().with(name, provider),
-            effects: self.effects.clone(),
-            schemas: self.schemas.clone(),
+            ..self.clone()
         }
     }
 
@@ -219,9 +144,7 @@ impl Host {
         config.policy.allowed_providers = Some(narrowed);
         Self {
             config: Arc::new(config),
-            providers: self.providers.clone(),
-            effects: self.effects.clone(),
-            schemas: self.schemas.clone(),
+            ..self.clone()
         }
     }
 
@@ -270,13 +193,13 @@ impl Host {
         &self,
         budget: &SharedBudget,
         request: &CallRequest,
-        targets: &[Target<'_>],
+        (targets, prices): (&[Target<'_>], &TargetPrices),
         schema_bytes: Option<u64>,
         overhead: u64,
     ) -> Result<Held, CallError> {
         let money = budget.money();
         let charges = match money {
-            Some(money) => Charges::of(money, targets)?,
+            Some(money) => Charges::of(money, prices, targets)?,
             None => Charges::default(),
         };
         let bounds = Bounds {
@@ -296,6 +219,30 @@ impl Host {
             })
     }
 
+    /// What observers are told of a call of `node_id` going along `chain`
+    /// as it starts.
+    fn call_start<'a>(
+        &self,
+        node_id: &'a str,
+        request: &'a CallRequest,
+        chain: &'a Chain<'a>,
+    ) -> CallStart<'a> {
+        let first = &chain.targets[0];
+        let structured = StructuredOutput::native_if(first.native);
+        CallStart {
+            node_id,
+            route: chain.route,
+            provider: first.provider,
+            model: &first.model,
+            max_tokens: request
+                .max_tokens
+                .unwrap_or(self.config.retry.default_max_tokens)
+                .min(self.config.retry.provider_max_tokens),
+            structured: request.response_schema.as_ref().map(|_| structured),
+            request,
+        }
+    }
+
     /// [`Host::call`], with `options`.
     pub async fn call_with(
         &self,
@@ -313,22 +260,10 @@ impl Host {
                 return Err(e);
             }
         };
-        let first = &chain.targets[0];
-        let structured = StructuredOutput::native_if(first.native);
-        let mut watch = options.observer.as_ref().map(|o| {
-            o.call_started(&CallStart {
-                node_id,
-                route: chain.route,
-                provider: first.provider,
-                model: &first.model,
-                max_tokens: request
-                    .max_tokens
-                    .unwrap_or(self.config.retry.default_max_tokens)
-                    .min(self.config.retry.provider_max_tokens),
-                structured: request.response_schema.as_ref().map(|_| structured),
-                request,
-            })
-        });
+        let mut watch = options
+            .observer
+            .as_ref()
+            .map(|o| o.call_started(&self.call_start(node_id, request, &chain)));
         let (schema, tools) = match self.compile(request) {
             Ok(compiled) => compiled,
             Err(e) => {
@@ -342,9 +277,17 @@ impl Host {
         // A reservation covers the whole chain: every attempt at the
         // largest overhead of any target it may reach.
         let overhead = chain.overhead();
+        // Each target's price, looked up once for the call's requests.
+        let prices = TargetPrices::of(self.prices.as_deref(), &chain.targets);
         let held = match &options.budget {
             Some(budget) => match self
-                .reserve(budget, request, &chain.targets, schema_bytes, overhead)
+                .reserve(
+                    budget,
+                    request,
+                    (&chain.targets, &prices),
+                    schema_bytes,
+                    overhead,
+                )
                 .await
             {
                 Ok(held) => Some(held),
@@ -377,6 +320,7 @@ impl Host {
             }),
             schema_bytes: schema_bytes.unwrap_or(0),
             overhead,
+            prices: &prices,
         };
         let result = drive(
             machine,
@@ -477,3 +421,6 @@ fn carried_bytes(schema: Option<&CompiledSchema>, tools: Option<&CompiledTools>)
         schema.map_or(0, CompiledSchema::text_bytes) + tools.map_or(0, CompiledTools::text_bytes)
     })
 }
+
+#[cfg(test)]
+mod priced_tests;
