@@ -23,9 +23,12 @@ impl PriceBook for CountingBook {
     }
 }
 
+/// A request's number and the cost it was handed.
+type Seen = (u32, Option<Cost>);
+
 /// Keeps the cost each request was handed, by request number.
 #[derive(Default)]
-struct Costs(Arc<Mutex<Vec<(u32, Option<Cost>)>>>);
+struct Costs(Arc<Mutex<Vec<Seen>>>);
 
 impl CallObserver for Costs {
     fn call_started(&self, _: &CallStart<'_>) -> Box<dyn CallWatch> {

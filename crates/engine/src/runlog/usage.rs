@@ -122,6 +122,42 @@ impl UsageBatch {
     pub fn is_empty(&self) -> bool {
         self.calls.is_empty()
     }
+
+    /// What it adds up to, as a run log answers
+    /// [`super::TraceLog::minute_sums`]: requests summed over tenants, in
+    /// order of minute, provider and reason; spend of the priced calls in
+    /// order of minute, tenant and currency. A host with no run log sums
+    /// the calls it keeps in memory this way, so that both answer alike.
+    pub fn sums(&self) -> MinuteSums {
+        let mut requests: BTreeMap<(u64, &str, &str), u64> = BTreeMap::new();
+        for ((minute, _, provider, reason), count) in &self.requests {
+            *requests.entry((*minute, provider, reason)).or_default() += count;
+        }
+        MinuteSums {
+            calls: self.calls.values().map(|s| s.calls).sum(),
+            requests: requests
+                .into_iter()
+                .map(|((minute_ms, provider, reason), count)| MinuteRequests {
+                    minute_ms,
+                    provider: provider.to_owned(),
+                    reason: reason.to_owned(),
+                    count,
+                })
+                .collect(),
+            spend: self
+                .calls
+                .iter()
+                .filter(|((_, _, currency), _)| !currency.is_empty())
+                .map(|((minute_ms, tenant, currency), sum)| MinuteSpend {
+                    minute_ms: *minute_ms,
+                    tenant: tenant.clone(),
+                    currency: currency.clone(),
+                    nanos: sum.nanos,
+                    complete: !sum.incomplete,
+                })
+                .collect(),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -173,5 +209,47 @@ mod tests {
         );
         assert_eq!(batch.requests.len(), 3);
         assert_eq!(minute_of(m + 59_999), m);
+    }
+
+    #[test]
+    fn a_batch_reads_back_as_a_run_log_sums_it() {
+        let mut batch = UsageBatch::default();
+        let m = 5 * MINUTE_MS;
+        batch.add("b", m, &usage(&[("p", "first")], Some(("USD", 4, true))));
+        batch.add(
+            "a",
+            m + 1,
+            &usage(
+                &[("p", "first"), ("q", "fallback")],
+                Some(("USD", 10, false)),
+            ),
+        );
+        batch.add("a", m + MINUTE_MS, &usage(&[("p", "first")], None));
+        let sums = batch.sums();
+        assert_eq!(sums.calls, 3);
+        let requests: Vec<_> = sums
+            .requests
+            .iter()
+            .map(|r| (r.minute_ms, r.provider.as_str(), r.reason.as_str(), r.count))
+            .collect();
+        assert_eq!(
+            requests,
+            [
+                (m, "p", "first", 2),
+                (m, "q", "fallback", 1),
+                (m + MINUTE_MS, "p", "first", 1)
+            ],
+            "summed over tenants, in order"
+        );
+        let spend: Vec<_> = sums
+            .spend
+            .iter()
+            .map(|s| (s.tenant.as_str(), s.nanos, s.complete))
+            .collect();
+        assert_eq!(
+            spend,
+            [("a", 10, false), ("b", 4, true)],
+            "the unpriced call has no spend"
+        );
     }
 }

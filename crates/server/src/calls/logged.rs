@@ -6,8 +6,7 @@
 
 use super::CallTrace;
 use callai_engine::RunLog;
-use callai_engine::cost::to_nanos;
-use callai_engine::runlog::{TraceCost, TraceRow, TraceTag, TraceUsage};
+use callai_engine::runlog::{TraceRow, TraceTag};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::{Notify, mpsc, oneshot};
@@ -235,17 +234,6 @@ pub(super) fn row(trace: &CallTrace) -> TraceRow {
         attempts: trace.attempts.count,
         tags,
         json: serde_json::to_string(trace).expect("a trace serializes"),
-        usage: TraceUsage {
-            requests: trace
-                .requests
-                .iter()
-                .map(|r| (r.provider.to_string(), r.reason.to_owned()))
-                .collect(),
-            cost: trace.cost.as_ref().map(|c| TraceCost {
-                currency: c.currency.to_string(),
-                nanos: to_nanos(c.amount),
-                complete: c.complete,
-            }),
-        },
+        usage: super::usage::of(trace),
     }
 }

@@ -12,10 +12,9 @@ use crate::tenants::Caller;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Extension, Query, State};
 use axum::response::{IntoResponse, Response};
-use callai_engine::cost::from_nanos;
-use callai_engine::runlog::{MINUTE_MS, MinuteSums, minute_of};
+use callai_engine::cost::{from_nanos, to_nanos};
+use callai_engine::runlog::{MINUTE_MS, MinuteSums, TraceCost, TraceUsage, UsageBatch, minute_of};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// The longest span a summary covers: a day.
@@ -69,58 +68,37 @@ pub struct Usage {
     spend: Vec<Spend>,
 }
 
-/// Sums `traces` (any order) into minutes from `since_ms`, a minute's start.
-/// Each request counts in the minute its call started.
+/// What `trace` adds to the sums of the minute it started in: the run
+/// log adds it as the trace is written, and a host with no run log sums its
+/// kept traces by it, so both answer alike.
+pub(super) fn of(trace: &CallTrace) -> TraceUsage {
+    TraceUsage {
+        requests: trace
+            .requests
+            .iter()
+            .map(|r| (r.provider.to_string(), r.reason.to_owned()))
+            .collect(),
+        cost: trace.cost.as_ref().map(|c| TraceCost {
+            currency: c.currency.to_string(),
+            nanos: to_nanos(c.amount),
+            complete: c.complete,
+        }),
+    }
+}
+
+/// Sums `traces` (any order) into minutes from `since_ms`, a minute's
+/// start, as a run log sums them: each request counts in the minute its
+/// call started, and a call's cost in billionths, rounded up.
 fn summarize<'a>(
     since_ms: u64,
     minutes: u64,
     traces: impl Iterator<Item = &'a CallTrace>,
 ) -> Usage {
-    let mut requests: BTreeMap<(u64, &str, &'static str), u64> = BTreeMap::new();
-    let mut spend: BTreeMap<(u64, &str, &str), (f64, bool)> = BTreeMap::new();
-    let mut calls = 0;
+    let mut batch = UsageBatch::default();
     for t in traces {
-        calls += 1;
-        let minute = minute_of(t.started_ms);
-        for r in &t.requests {
-            *requests
-                .entry((minute, r.provider.as_str(), r.reason))
-                .or_default() += 1;
-        }
-        if let Some(cost) = &t.cost {
-            let e = spend
-                .entry((minute, t.tenant.as_str(), &cost.currency))
-                .or_insert((0.0, true));
-            e.0 += cost.amount;
-            e.1 &= cost.complete;
-        }
+        batch.add(&t.tenant, t.started_ms, &of(t));
     }
-    Usage {
-        since_ms,
-        minutes,
-        calls,
-        requests: requests
-            .into_iter()
-            .map(|((minute_ms, provider, reason), count)| RequestCount {
-                minute_ms,
-                provider: provider.to_owned(),
-                reason: reason.to_owned(),
-                count,
-            })
-            .collect(),
-        spend: spend
-            .into_iter()
-            .map(
-                |((minute_ms, tenant, currency), (amount, complete))| Spend {
-                    minute_ms,
-                    tenant: tenant.to_owned(),
-                    currency: currency.to_owned(),
-                    amount,
-                    complete,
-                },
-            )
-            .collect(),
-    }
+    logged(since_ms, minutes, batch.sums())
 }
 
 /// The run log's sums of the minutes from `since_ms`, as the answer.
