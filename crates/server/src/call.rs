@@ -38,12 +38,29 @@ const STRUCTURED_OUTPUT: HeaderName = HeaderName::from_static("x-callai-structur
 /// decimal) and `x-callai-cost-currency`.
 pub fn add_cost(headers: &mut axum::http::HeaderMap, cost: Option<&Cost>) {
     let Some(cost) = cost else { return };
-    if let (Ok(amount), Ok(currency)) = (
-        axum::http::HeaderValue::from_str(&cost.amount.to_string()),
+    if let (Some(amount), Ok(currency)) = (
+        decimal(cost.amount),
         axum::http::HeaderValue::from_str(&cost.currency),
     ) {
         headers.insert(COST, amount);
         headers.insert(COST_CURRENCY, currency);
+    }
+}
+
+/// `amount` as a header value: a decimal, never an exponent (as `f64`'s
+/// `Display` writes it). Written on the stack first: through a `String` it
+/// would be two allocations, not the header value's one.
+pub(crate) fn decimal(amount: f64) -> Option<axum::http::HeaderValue> {
+    use std::io::Write as _;
+    let mut buf = [0u8; 48];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    match write!(cursor, "{amount}") {
+        Ok(()) => {
+            let len = cursor.position() as usize;
+            axum::http::HeaderValue::from_bytes(&buf[..len]).ok()
+        }
+        // Longer than the buffer (an amount past 1e47, or below 1e-40).
+        Err(_) => axum::http::HeaderValue::from_str(&amount.to_string()).ok(),
     }
 }
 
@@ -86,7 +103,7 @@ impl AnswerHeaders<'_> {
             add_attempts(headers, attempts);
         }
         if let Some(budget) = self.budget {
-            headers.extend(budget.headers());
+            budget.add_headers(headers);
         }
         add_call_id(headers, self.id);
         add_cost(headers, self.cost);
@@ -112,16 +129,6 @@ pub struct Settled {
     pub budget: Option<TenantBudget>,
     /// What it cost, when a price is known.
     pub cost: Option<Cost>,
-}
-
-impl Settled {
-    /// The `x-callai-budget-remaining-*` headers, when the caller has a budget.
-    pub fn budget_headers(&self) -> axum::http::HeaderMap {
-        self.budget
-            .as_ref()
-            .map(|b| b.headers())
-            .unwrap_or_default()
-    }
 }
 
 /// Serves one call: `POST /v1/call`'s answer.
@@ -290,5 +297,23 @@ pub async fn settle(
             "this host shut down while the call was going on",
             1,
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn an_amount_is_a_decimal_never_an_exponent() {
+        let text = |amount: f64| decimal(amount).unwrap().to_str().unwrap().to_owned();
+        assert_eq!(text(0.0), "0");
+        assert_eq!(text(1.5e-7), "0.00000015");
+        assert_eq!(text(2.5), "2.5");
+        assert_eq!(text(12_345_678.0), "12345678");
+        // Past the stack buffer: written through a String, the same way.
+        assert_eq!(text(1e-45), format!("{}", 1e-45));
+        assert!(text(1e-45).starts_with("0.000"));
+        assert_eq!(text(1e60).len(), 61);
     }
 }

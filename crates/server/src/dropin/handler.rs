@@ -63,14 +63,14 @@ async fn answer<A: DropinApi>(
         let framer = A::framer(model, id, streaming, None);
         return streaming::relay(state.clone(), caller, call, framer).await;
     }
-    let (result, budget, cost) = run(state, &caller, call, None).await?;
+    let (result, charged) = run(state, &caller, call, None).await?;
     let model = route.answer_model(state, &result);
     let mut response = if streaming != Streaming::Off {
         let framer = A::framer(model, id, streaming, Some(&result));
         let frames = streaming::settled(framer, &result);
         sse::body(frames).into_response()
     } else {
-        let callai = AnswerExtension::of(&result).with_cost(cost);
+        let callai = AnswerExtension::of(&result).with_cost(charged.cost.clone());
         axum::Json(A::answer(&model, &id, &result, callai)).into_response()
     };
     // Into the answer's own header map: no map of their own merged in.
@@ -78,7 +78,7 @@ async fn answer<A: DropinApi>(
     if let Some(attempts) = &result.attempts {
         add_attempts(headers, attempts);
     }
-    headers.extend(budget);
+    charged.add_to(headers);
     Ok(response)
 }
 

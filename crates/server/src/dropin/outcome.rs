@@ -1,6 +1,5 @@
-//! A drop-in call run through the engine: its result with the caller's
-//! budget headers and the `x-callai-*` headers of its attempts, or its
-//! failure.
+//! A drop-in call run through the engine: its result with what it charged
+//! (the caller's budget, its cost), or its failure.
 
 use crate::body::CallBody;
 use crate::call::{self, Settled};
@@ -8,7 +7,7 @@ use crate::call::{self, Settled};
 use crate::calls::Cost;
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::tenants::Caller;
+use crate::tenants::{Caller, TenantBudget};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use callai_engine::DeltaSink;
@@ -39,26 +38,55 @@ impl IntoResponse for CallFailure {
     }
 }
 
-/// A call's result, the headers of the caller's budget and of what it
-/// cost, and that cost.
-pub type Answered = (CallResult, HeaderMap, Option<Cost>);
+/// What a drop-in answer says in headers beside its body: the caller's
+/// budget after the call (when it has one) and what the call cost.
+#[derive(Debug, Default)]
+pub struct Charged {
+    budget: Option<TenantBudget>,
+    /// What the call cost, when a price is known (the body says it too).
+    pub cost: Option<Cost>,
+}
+
+impl Charged {
+    /// Writes the `x-callai-budget-remaining-*` and `x-callai-cost`
+    /// headers into `headers` (an answer's own map: no map of their own
+    /// merged in).
+    pub fn add_to(&self, headers: &mut HeaderMap) {
+        if let Some(budget) = &self.budget {
+            budget.add_headers(headers);
+        }
+        call::add_cost(headers, self.cost.as_ref());
+    }
+}
+
+/// A call's result, and what it charged.
+pub type Answered = (CallResult, Charged);
 
 /// Runs a prepared call through the engine, its text streamed to `deltas`
-/// when given; the result with the caller's budget and cost headers.
+/// when given; the result with what it charged, or the failure with its
+/// budget and cost headers.
 pub async fn run(
     state: &AppState,
     caller: &Caller,
     call: CallBody,
     deltas: Option<DeltaSink>,
 ) -> Result<Answered, CallFailure> {
-    let settled: Settled = call::settle(state, caller, call, deltas).await?;
-    let mut headers = settled.budget_headers();
-    call::add_cost(&mut headers, settled.cost.as_ref());
-    match settled.outcome {
-        Ok(result) => Ok((result, headers, settled.cost)),
-        Err(e) => Err(CallFailure {
-            error: ApiError::from_call(&e),
-            headers,
-        }),
+    let Settled {
+        outcome,
+        budget,
+        cost,
+        ..
+    } = call::settle(state, caller, call, deltas).await?;
+    let charged = Charged { budget, cost };
+    match outcome {
+        Ok(result) => Ok((result, charged)),
+        Err(e) => {
+            let mut headers = HeaderMap::new();
+            charged.add_to(&mut headers);
+            Err(CallFailure {
+                error: ApiError::from_call(&e),
+                headers,
+            })
+        }
     }
 }

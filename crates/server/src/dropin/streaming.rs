@@ -98,7 +98,7 @@ pub async fn relay(
         let gone = tx.clone();
         tokio::select! {
             end = run(&task_state, &caller, call, Some(sink)) => {
-                let _ = tx.send(Piece::End(end.map(|(result, _, _)| result)));
+                let _ = tx.send(Piece::End(end.map(|(result, _)| result)));
             }
             // The client went away: dropping the call cancels its request.
             () = gone.closed() => {}

@@ -3,6 +3,7 @@
 
 use super::Caller;
 use super::allotment::Allotment;
+use crate::call::decimal;
 use crate::error::ApiError;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use callai_engine::RunLog;
@@ -37,34 +38,33 @@ impl TenantBudget {
         self.0.clone()
     }
 
-    /// The `x-callai-budget-remaining-*` headers, one per limited key, as
-    /// this host last saw the window.
-    pub fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
+    /// Writes the `x-callai-budget-remaining-*` headers into `headers`,
+    /// one per limited key, as this host last saw the window.
+    pub fn add_headers(&self, headers: &mut HeaderMap) {
         let Some(left) = self.0.remaining() else {
-            return headers;
+            return;
         };
-        let names = [
-            "x-callai-budget-remaining-requests",
-            "x-callai-budget-remaining-output-tokens",
-            "x-callai-budget-remaining-input-tokens",
-            "x-callai-budget-remaining-cost",
-        ];
-        for ((name, left), key) in names.into_iter().zip(left).zip(KEYS) {
-            // Money as `x-callai-cost` writes it: a decimal, never an
-            // exponent.
-            let text = match (left, key) {
+        for ((name, left), key) in REMAINING.into_iter().zip(left).zip(KEYS) {
+            let value = match (left, key) {
                 (None, _) => continue,
-                (Some(left), "cost") => from_nanos(left).to_string(),
-                (Some(left), _) => left.to_string(),
+                // Money as `x-callai-cost` writes it.
+                (Some(left), "cost") => decimal(from_nanos(left)),
+                (Some(left), _) => Some(HeaderValue::from(left)),
             };
-            if let Ok(value) = HeaderValue::from_str(&text) {
-                headers.insert(HeaderName::from_static(name), value);
+            if let Some(value) = value {
+                headers.insert(name, value);
             }
         }
-        headers
     }
 }
+
+/// The remaining headers, in the order of the budget's keys.
+const REMAINING: [HeaderName; 4] = [
+    HeaderName::from_static("x-callai-budget-remaining-requests"),
+    HeaderName::from_static("x-callai-budget-remaining-output-tokens"),
+    HeaderName::from_static("x-callai-budget-remaining-input-tokens"),
+    HeaderName::from_static("x-callai-budget-remaining-cost"),
+];
 
 /// `GET /v1/budget`: the caller's budget in its current window, as `log`
 /// (the server's run log) keeps it.
