@@ -4,6 +4,7 @@
 //! (pruned with its runs, `[runlog] keepDays`); owner-scoped as runs are.
 
 mod handlers;
+mod kept;
 mod logged;
 mod pricing;
 mod text;
@@ -19,8 +20,8 @@ pub use usage::usage;
 
 use callai_engine::RunLog;
 use callai_engine::runlog::{MinuteSums, RunLogError, TracePage, TraceQuery, TraceTag};
+use kept::Kept;
 use logged::TraceWriter;
-use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 /// A fresh call id: `prefix` and 16 hex digits, unguessable (the run log's
@@ -58,12 +59,6 @@ pub enum Listed {
     Kept(Vec<Arc<CallTrace>>, bool),
     /// From the run log: each call's id and JSON.
     Logged(TracePage),
-}
-
-#[derive(Debug, Default)]
-struct Kept {
-    order: VecDeque<Arc<CallTrace>>,
-    by_id: HashMap<smol_str::SmolStr, Arc<CallTrace>>,
 }
 
 /// What `GET /v1/calls` keeps to.
@@ -239,17 +234,10 @@ impl CallStore {
         if self.keep == 0 {
             return;
         }
-        let trace = Arc::new(trace);
+        let (trace, stale) = self.kept().keep(trace, self.keep);
+        drop(stale);
         if let Some(log) = &self.log {
-            log.send(trace.clone());
-        }
-        let mut kept = self.kept();
-        kept.by_id.insert(trace.id.clone(), trace.clone());
-        kept.order.push_back(trace);
-        while kept.order.len() > self.keep {
-            if let Some(old) = kept.order.pop_front() {
-                kept.by_id.remove(&old.id);
-            }
+            log.send(trace);
         }
     }
 
