@@ -120,7 +120,7 @@ mod tests {
             kept.order.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
             ["b", "c"]
         );
-        assert!(kept.by_id.get("a").is_none());
+        assert!(!kept.by_id.contains_key("a"));
         // A reader holds "b": "d" gets an allocation of its own, and the
         // reader's trace is untouched.
         let held = kept.by_id["b"].clone();
