@@ -8,8 +8,12 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use std::future::Future;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::{Layer, Service};
 
 /// Who may call: every caller's token, checked on each request.
 #[derive(Debug, Clone)]
@@ -154,42 +158,126 @@ pub async fn require_metrics_token(
     Err(error.into_response())
 }
 
-/// The middleware: puts the [`Caller`] on the request, or answers 401 when
+/// The layer that puts the [`Caller`] on each request, or answers 401 when
 /// the token is missing or is nobody's (in the shape of the API whose
-/// routes it guards: their layer gives it).
-pub async fn require_token(
-    State(auth): State<Auth>,
-    mut request: Request,
-    next: Next,
-) -> Result<Response, Response> {
-    let headers = request.headers();
-    let header = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
-    let api_key = match auth.key_header {
-        KeyHeader::XApiKey => headers.get("x-api-key").map(|v| v.as_bytes()),
-        KeyHeader::None => None,
-    };
-    let caller = if auth.tenants.open() {
-        Some(auth.tenants.admin())
-    } else {
-        auth.bearer(header)
-            .or_else(|| api_key.and_then(|k| auth.tenants.resolve(k)))
-    };
-    if let Some(caller) = caller {
-        let name = caller.name.clone();
-        request.extensions_mut().insert(Caller(caller.clone()));
-        let mut response = next.run(request).await;
-        // For the request's log line.
-        response
-            .extensions_mut()
-            .insert(crate::access_log::Answered(name));
-        return Ok(response);
+/// routes it guards: their layer gives it). A service of its own, not
+/// `axum::middleware::from_fn`: that boxes each request's future, and the
+/// service behind it, once more per request (the performance page).
+#[derive(Debug, Clone)]
+pub struct RequireToken(Auth);
+
+impl Auth {
+    /// The layer guarding a router's routes with these tokens.
+    pub fn require_token(&self) -> RequireToken {
+        RequireToken(self.clone())
     }
-    let message = if header.is_some() || api_key.is_some() {
-        "the bearer token is not this server's"
-    } else {
-        "this server needs `Authorization: Bearer <token>`"
-    };
-    Err(ApiError::new(ApiCode::Unauthorized, message).into_response())
+
+    /// The caller whose token `request` carries, or why it has none (its
+    /// 401's message).
+    fn caller(&self, request: &Request) -> Result<Arc<Tenant>, &'static str> {
+        let headers = request.headers();
+        let header = headers.get(header::AUTHORIZATION).map(|v| v.as_bytes());
+        let api_key = match self.key_header {
+            KeyHeader::XApiKey => headers.get("x-api-key").map(|v| v.as_bytes()),
+            KeyHeader::None => None,
+        };
+        let caller = if self.tenants.open() {
+            Some(self.tenants.admin())
+        } else {
+            self.bearer(header)
+                .or_else(|| api_key.and_then(|k| self.tenants.resolve(k)))
+        };
+        if let Some(caller) = caller {
+            return Ok(caller.clone());
+        }
+        Err(if header.is_some() || api_key.is_some() {
+            "the bearer token is not this server's"
+        } else {
+            "this server needs `Authorization: Bearer <token>`"
+        })
+    }
+}
+
+impl<S> Layer<S> for RequireToken {
+    type Service = Guarded<S>;
+
+    fn layer(&self, inner: S) -> Guarded<S> {
+        Guarded {
+            auth: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// `S`, behind the tokens.
+#[derive(Debug, Clone)]
+pub struct Guarded<S> {
+    auth: Auth,
+    inner: S,
+}
+
+impl<S> Service<Request> for Guarded<S>
+where
+    S: Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = GuardedFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> Self::Future {
+        match self.auth.caller(&request) {
+            Ok(caller) => {
+                request.extensions_mut().insert(Caller(caller.clone()));
+                GuardedFuture::Called {
+                    inner: self.inner.call(request),
+                    caller: Some(caller),
+                }
+            }
+            Err(message) => GuardedFuture::Refused {
+                refusal: Some(ApiError::new(ApiCode::Unauthorized, message).into_response()),
+            },
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A guarded request's response: the inner service's, marked with the
+    /// caller it answered (for the request's log line), or the refusal.
+    #[project = Guarding]
+    pub enum GuardedFuture<F> {
+        /// The token was a caller's.
+        Called { #[pin] inner: F, caller: Option<Arc<Tenant>> },
+        /// It was not.
+        Refused { refusal: Option<Response> },
+    }
+}
+
+impl<F, E> Future for GuardedFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        match self.project() {
+            Guarding::Called { inner, caller } => {
+                let mut result = std::task::ready!(inner.poll(cx));
+                if let (Ok(response), Some(caller)) = (&mut result, caller.take()) {
+                    response
+                        .extensions_mut()
+                        .insert(crate::access_log::Answered(caller));
+                }
+                Poll::Ready(result)
+            }
+            Guarding::Refused { refusal } => {
+                Poll::Ready(Ok(refusal.take().expect("a refusal is answered once")))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! shape), and the handlers of the callai API's own endpoints.
 
 use crate::answer::Health;
-use crate::auth::{Auth, require_metrics_token, require_token};
+use crate::auth::{Auth, require_metrics_token};
 use crate::body::{self, ApiJson, CallBody, CallBodyJson, RunBody, RunRequest};
 use crate::dropin::{self, Anthropic, Api, OpenAi, reshape};
 use crate::error::{ApiCode, ApiError};
@@ -52,10 +52,7 @@ pub fn router(state: Arc<AppState>, auth: Auth, log: crate::access_log::AccessLo
     if log.is_off() {
         return router;
     }
-    router.layer(axum::middleware::from_fn_with_state(
-        log,
-        crate::access_log::log_request,
-    ))
+    router.layer(log.layer())
 }
 
 /// A `POST` route of `handler` that reads a JSON body: bounded by
@@ -81,10 +78,7 @@ where
         route = route.layer(axum::middleware::map_response_with_state(api, reshape));
     }
     route
-        .layer::<_, std::convert::Infallible>(axum::middleware::from_fn_with_state(
-            keyed,
-            crate::idempotency::keyed,
-        ))
+        .layer::<_, std::convert::Infallible>(crate::idempotency::KeyedLayer(keyed))
         .layer(DefaultBodyLimit::max(body_limit))
 }
 
@@ -111,7 +105,7 @@ fn callai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/tenants", get(tenants))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(auth, require_token))
+        .layer(auth.require_token())
 }
 
 /// The OpenAI drop-in: Chat Completions and the model list.
@@ -121,7 +115,7 @@ fn openai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/chat/completions", chat)
         .route("/v1/models", get(dropin::models))
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(auth, require_token))
+        .layer(auth.require_token())
         .layer(axum::middleware::map_response_with_state(
             Api::OpenAi,
             reshape,
@@ -135,10 +129,7 @@ fn anthropic(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/messages", messages)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn_with_state(
-            auth.with_api_key(),
-            require_token,
-        ))
+        .layer(auth.with_api_key().require_token())
         .layer(axum::middleware::map_response_with_state(
             Api::Anthropic,
             reshape,

@@ -5,13 +5,16 @@
 //! body.
 
 use crate::runs::rfc3339;
-use axum::extract::{Request, State};
-use axum::http::HeaderName;
-use axum::middleware::Next;
+use axum::extract::Request;
+use axum::http::{HeaderName, Method};
 use axum::response::Response;
 use callai_config::LogFormat;
 use std::fmt::Write;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 use std::time::Instant;
+use tower::{Layer, Service};
 use writer::LineWriter;
 
 mod writer;
@@ -47,33 +50,115 @@ impl AccessLog {
     }
 }
 
-/// The name of the caller a response answered, as the auth layer found it.
+/// The caller a response answered, as the auth layer found it.
 #[derive(Debug, Clone)]
-pub struct Answered(pub String);
+pub struct Answered(pub std::sync::Arc<crate::tenants::Tenant>);
 
-/// The middleware: runs the request, then writes its line.
-pub async fn log_request(State(log): State<AccessLog>, request: Request, next: Next) -> Response {
-    let Some(writer) = &log.writer else {
-        return next.run(request).await;
-    };
-    let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_owned();
-    let response = next.run(request).await;
-    let line = Line {
-        time: rfc3339(callai_engine::events::now_ms()),
-        method: method.as_str(),
-        path: &path,
-        status: response.status().as_u16(),
-        duration_ms: started.elapsed().as_secs_f64() * 1000.0,
-        tenant: response
-            .extensions()
-            .get::<Answered>()
-            .map(|a| a.0.as_str()),
-        headers: &response,
-    };
-    writer.append(&line.render(log.format));
-    response
+/// The layer that writes each request's line once its response is
+/// ready. A service of its own, not `axum::middleware::from_fn`: that boxes
+/// each request's future, and the service behind it, once more per
+/// request (allocations and memory per call in flight: the performance
+/// page).
+#[derive(Debug, Clone)]
+pub struct LogLayer(AccessLog);
+
+impl AccessLog {
+    /// The layer writing this log's lines.
+    pub fn layer(&self) -> LogLayer {
+        LogLayer(self.clone())
+    }
+}
+
+impl<S> Layer<S> for LogLayer {
+    type Service = Logged<S>;
+
+    fn layer(&self, inner: S) -> Logged<S> {
+        Logged {
+            log: self.0.clone(),
+            inner,
+        }
+    }
+}
+
+/// `S`, each request's line written when its response is ready.
+#[derive(Debug, Clone)]
+pub struct Logged<S> {
+    log: AccessLog,
+    inner: S,
+}
+
+/// What a line says of the request, taken before it is handed on.
+#[derive(Debug)]
+struct Seen {
+    started: Instant,
+    method: Method,
+    path: String,
+}
+
+impl<S> Service<Request> for Logged<S>
+where
+    S: Service<Request, Response = Response>,
+{
+    type Response = Response;
+    type Error = S::Error;
+    type Future = LoggedFuture<S::Future>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> Self::Future {
+        let seen = self.log.writer.as_ref().map(|_| Seen {
+            started: Instant::now(),
+            method: request.method().clone(),
+            path: request.uri().path().to_owned(),
+        });
+        LoggedFuture {
+            inner: self.inner.call(request),
+            log: self.log.clone(),
+            seen,
+        }
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A request's response, its line written when it is ready.
+    pub struct LoggedFuture<F> {
+        #[pin]
+        inner: F,
+        log: AccessLog,
+        seen: Option<Seen>,
+    }
+}
+
+impl<F, E> Future for LoggedFuture<F>
+where
+    F: Future<Output = Result<Response, E>>,
+{
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let result = std::task::ready!(this.inner.poll(cx));
+        if let (Ok(response), Some(seen), Some(writer)) =
+            (&result, this.seen.take(), &this.log.writer)
+        {
+            let line = Line {
+                time: rfc3339(callai_engine::events::now_ms()),
+                method: seen.method.as_str(),
+                path: &seen.path,
+                status: response.status().as_u16(),
+                duration_ms: seen.started.elapsed().as_secs_f64() * 1000.0,
+                tenant: response
+                    .extensions()
+                    .get::<Answered>()
+                    .map(|a| a.0.name.as_str()),
+                headers: response,
+            };
+            writer.append(&line.render(this.log.format));
+        }
+        Poll::Ready(result)
+    }
 }
 
 /// What one line says.

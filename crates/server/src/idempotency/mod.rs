@@ -10,14 +10,18 @@ use crate::error::{ApiCode, ApiError};
 use crate::state::AppState;
 use crate::tenants::Caller;
 use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, Request, State};
+use axum::extract::{FromRequest, Request};
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use callai_engine::budget::{KeyClaim, KeyState, StoredAnswer};
 use sha2::{Digest, Sha256};
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
+use tower::{Service, ServiceExt};
+
+mod layer;
+pub use layer::KeyedLayer;
 
 /// The header.
 const HEADER: &str = "idempotency-key";
@@ -46,11 +50,19 @@ pub struct Keyed {
     pub client_retries: Option<&'static str>,
 }
 
-/// The middleware. Its own refusals are [`ApiError`]s, given their API's
-/// shape by the route's layer.
-pub async fn keyed(State(keyed): State<Keyed>, request: Request, next: Next) -> Response {
+/// A request with an `Idempotency-Key` ([`KeyedLayer`] hands only those
+/// here), run by `route` once its key is claimed. Its own refusals are
+/// [`ApiError`]s, given their API's shape by the route's layer.
+async fn keyed<S>(keyed: Keyed, request: Request, route: S) -> Response
+where
+    S: Service<Request, Response = Response, Error = Infallible>,
+{
+    let run = |request: Request| async move {
+        let Ok(response) = route.oneshot(request).await;
+        response
+    };
     let Some(value) = request.headers().get(HEADER) else {
-        return next.run(request).await;
+        return run(request).await;
     };
     let state = keyed.state.clone();
     let path = request.uri().path().to_owned();
@@ -101,9 +113,7 @@ pub async fn keyed(State(keyed): State<Keyed>, request: Request, next: Next) -> 
         key,
         armed: true,
     };
-    let response = next
-        .run(Request::from_parts(parts, Body::from(bytes)))
-        .await;
+    let response = run(Request::from_parts(parts, Body::from(bytes))).await;
     keep(response, held).await
 }
 
