@@ -5,7 +5,7 @@
 use crate::answer::Health;
 use crate::auth::{Auth, require_metrics_token};
 use crate::body::{self, ApiJson, CallBody, CallBodyJson, RunBody, RunRequest};
-use crate::dropin::{self, Anthropic, Api, OpenAi, reshape};
+use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape};
 use crate::error::{ApiCode, ApiError};
 use crate::idempotency::Keyed;
 use crate::runs;
@@ -75,7 +75,7 @@ where
     };
     let mut route = post(handler);
     if let Some(api) = shape {
-        route = route.layer(axum::middleware::map_response_with_state(api, reshape));
+        route = route.layer(Reshape(api));
     }
     route
         .layer::<_, std::convert::Infallible>(crate::idempotency::KeyedLayer(keyed))
@@ -116,10 +116,7 @@ fn openai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/models", get(dropin::models))
         .method_not_allowed_fallback(method_not_allowed)
         .layer(auth.require_token())
-        .layer(axum::middleware::map_response_with_state(
-            Api::OpenAi,
-            reshape,
-        ))
+        .layer(Reshape(Api::OpenAi))
 }
 
 /// The Anthropic drop-in: Messages, which also takes the token in
@@ -130,10 +127,7 @@ fn anthropic(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/messages", messages)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(auth.with_api_key().require_token())
-        .layer(axum::middleware::map_response_with_state(
-            Api::Anthropic,
-            reshape,
-        ))
+        .layer(Reshape(Api::Anthropic))
 }
 
 async fn healthz() -> impl IntoResponse {

@@ -23,6 +23,6 @@ mod streaming;
 
 pub use anthropic::Anthropic;
 pub use api::Api;
-pub use error::reshape;
+pub use error::Reshape;
 pub use handler::{count_client_retry, handle};
 pub use openai::{OpenAi, models};
