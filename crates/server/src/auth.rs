@@ -2,18 +2,15 @@
 //! resolved to the [`Caller`] of every request, and the rule that keeps a
 //! server without any token on the loopback interface.
 
+use crate::around::{Around, Before};
 use crate::error::{ApiCode, ApiError};
 use crate::tenants::{Caller, Tenant, Tenants};
 use axum::extract::{Request, State};
 use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use std::future::Future;
 use std::net::SocketAddr;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 /// Who may call: every caller's token, checked on each request.
 #[derive(Debug, Clone)]
@@ -158,20 +155,34 @@ pub async fn require_metrics_token(
     Err(error.into_response())
 }
 
-/// The layer that puts the [`Caller`] on each request, or answers 401 when
-/// the token is missing or is nobody's (in the shape of the API whose
-/// routes it guards: their layer gives it). A service of its own, not
-/// `axum::middleware::from_fn`: that boxes each request's future, and the
-/// service behind it, once more per request (the performance page).
-#[derive(Debug, Clone)]
-pub struct RequireToken(Auth);
+/// The token check of a router's routes: puts the [`Caller`] on each
+/// request, or answers 401 when the token is missing or is nobody's (in
+/// the shape of the API whose routes it guards: their layer gives it); the
+/// caller goes on the response too, for its log line.
+impl Around for Auth {
+    type Carry = Arc<Tenant>;
 
-impl Auth {
-    /// The layer guarding a router's routes with these tokens.
-    pub fn require_token(&self) -> RequireToken {
-        RequireToken(self.clone())
+    fn before(&self, request: &mut Request) -> Before<Arc<Tenant>> {
+        match self.caller(request) {
+            Ok(caller) => {
+                request.extensions_mut().insert(Caller(caller.clone()));
+                Before::Go(caller)
+            }
+            Err(message) => {
+                Before::Stop(ApiError::new(ApiCode::Unauthorized, message).into_response())
+            }
+        }
     }
 
+    fn after(caller: Arc<Tenant>, mut response: Response) -> Response {
+        response
+            .extensions_mut()
+            .insert(crate::access_log::Answered(caller));
+        response
+    }
+}
+
+impl Auth {
     /// The caller whose token `request` carries, or why it has none (its
     /// 401's message).
     fn caller(&self, request: &Request) -> Result<Arc<Tenant>, &'static str> {
@@ -195,88 +206,6 @@ impl Auth {
         } else {
             "this server needs `Authorization: Bearer <token>`"
         })
-    }
-}
-
-impl<S> Layer<S> for RequireToken {
-    type Service = Guarded<S>;
-
-    fn layer(&self, inner: S) -> Guarded<S> {
-        Guarded {
-            auth: self.0.clone(),
-            inner,
-        }
-    }
-}
-
-/// `S`, behind the tokens.
-#[derive(Debug, Clone)]
-pub struct Guarded<S> {
-    auth: Auth,
-    inner: S,
-}
-
-impl<S> Service<Request> for Guarded<S>
-where
-    S: Service<Request, Response = Response>,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = GuardedFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
-    }
-
-    fn call(&mut self, mut request: Request) -> Self::Future {
-        match self.auth.caller(&request) {
-            Ok(caller) => {
-                request.extensions_mut().insert(Caller(caller.clone()));
-                GuardedFuture::Called {
-                    inner: self.inner.call(request),
-                    caller: Some(caller),
-                }
-            }
-            Err(message) => GuardedFuture::Refused {
-                refusal: Some(ApiError::new(ApiCode::Unauthorized, message).into_response()),
-            },
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A guarded request's response: the inner service's, marked with the
-    /// caller it answered (for the request's log line), or the refusal.
-    #[project = Guarding]
-    pub enum GuardedFuture<F> {
-        /// The token was a caller's.
-        Called { #[pin] inner: F, caller: Option<Arc<Tenant>> },
-        /// It was not.
-        Refused { refusal: Option<Response> },
-    }
-}
-
-impl<F, E> Future for GuardedFuture<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        match self.project() {
-            Guarding::Called { inner, caller } => {
-                let mut result = std::task::ready!(inner.poll(cx));
-                if let (Ok(response), Some(caller)) = (&mut result, caller.take()) {
-                    response
-                        .extensions_mut()
-                        .insert(crate::access_log::Answered(caller));
-                }
-                Poll::Ready(result)
-            }
-            Guarding::Refused { refusal } => {
-                Poll::Ready(Ok(refusal.take().expect("a refusal is answered once")))
-            }
-        }
     }
 }
 

@@ -29,6 +29,7 @@
 mod access_log;
 mod admission;
 mod answer;
+mod around;
 mod auth;
 mod banner;
 mod body;

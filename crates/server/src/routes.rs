@@ -3,6 +3,7 @@
 //! shape), and the handlers of the callai API's own endpoints.
 
 use crate::answer::Health;
+use crate::around::AroundLayer;
 use crate::auth::{Auth, require_metrics_token};
 use crate::body::{self, ApiJson, CallBody, CallBodyJson, RunBody, RunRequest};
 use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape};
@@ -52,7 +53,7 @@ pub fn router(state: Arc<AppState>, auth: Auth, log: crate::access_log::AccessLo
     if log.is_off() {
         return router;
     }
-    router.layer(log.layer())
+    router.layer(AroundLayer(log))
 }
 
 /// A `POST` route of `handler` that reads a JSON body: bounded by
@@ -75,7 +76,7 @@ where
     };
     let mut route = post(handler);
     if let Some(api) = shape {
-        route = route.layer(Reshape(api));
+        route = route.layer(AroundLayer(Reshape(api)));
     }
     route
         .layer::<_, std::convert::Infallible>(crate::idempotency::KeyedLayer(keyed))
@@ -105,7 +106,7 @@ fn callai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/tenants", get(tenants))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(auth.require_token())
+        .layer(AroundLayer(auth))
 }
 
 /// The OpenAI drop-in: Chat Completions and the model list.
@@ -115,8 +116,8 @@ fn openai(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
         .route("/v1/chat/completions", chat)
         .route("/v1/models", get(dropin::models))
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(auth.require_token())
-        .layer(Reshape(Api::OpenAi))
+        .layer(AroundLayer(auth))
+        .layer(AroundLayer(Reshape(Api::OpenAi)))
 }
 
 /// The Anthropic drop-in: Messages, which also takes the token in
@@ -126,8 +127,8 @@ fn anthropic(state: &Arc<AppState>, auth: Auth) -> Router<Arc<AppState>> {
     Router::new()
         .route("/v1/messages", messages)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(auth.with_api_key().require_token())
-        .layer(Reshape(Api::Anthropic))
+        .layer(AroundLayer(auth.with_api_key()))
+        .layer(AroundLayer(Reshape(Api::Anthropic)))
 }
 
 async fn healthz() -> impl IntoResponse {

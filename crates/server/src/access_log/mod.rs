@@ -4,17 +4,14 @@
 //! of the request is written: no header (so no key or token), no query, no
 //! body.
 
+use crate::around::{Around, Before};
 use crate::runs::rfc3339;
 use axum::extract::Request;
 use axum::http::{HeaderName, Method};
 use axum::response::Response;
 use callai_config::LogFormat;
 use std::fmt::Write;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 use std::time::Instant;
-use tower::{Layer, Service};
 use writer::LineWriter;
 
 mod writer;
@@ -54,95 +51,28 @@ impl AccessLog {
 #[derive(Debug, Clone)]
 pub struct Answered(pub std::sync::Arc<crate::tenants::Tenant>);
 
-/// The layer that writes each request's line once its response is
-/// ready. A service of its own, not `axum::middleware::from_fn`: that boxes
-/// each request's future, and the service behind it, once more per
-/// request (allocations and memory per call in flight: the performance
-/// page).
-#[derive(Debug, Clone)]
-pub struct LogLayer(AccessLog);
+/// Each request's line, written once its response is ready.
+impl Around for AccessLog {
+    /// What the line says of the request, and where it goes (none when
+    /// the log is off).
+    type Carry = Option<(Seen, AccessLog)>;
 
-impl AccessLog {
-    /// The layer writing this log's lines.
-    pub fn layer(&self) -> LogLayer {
-        LogLayer(self.clone())
-    }
-}
-
-impl<S> Layer<S> for LogLayer {
-    type Service = Logged<S>;
-
-    fn layer(&self, inner: S) -> Logged<S> {
-        Logged {
-            log: self.0.clone(),
-            inner,
-        }
-    }
-}
-
-/// `S`, each request's line written when its response is ready.
-#[derive(Debug, Clone)]
-pub struct Logged<S> {
-    log: AccessLog,
-    inner: S,
-}
-
-/// What a line says of the request, taken before it is handed on.
-#[derive(Debug)]
-struct Seen {
-    started: Instant,
-    method: Method,
-    path: String,
-}
-
-impl<S> Service<Request> for Logged<S>
-where
-    S: Service<Request, Response = Response>,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = LoggedFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
+    fn before(&self, request: &mut Request) -> Before<Self::Carry> {
+        Before::Go(self.writer.as_ref().map(|_| {
+            let seen = Seen {
+                started: Instant::now(),
+                method: request.method().clone(),
+                path: request.uri().path().to_owned(),
+            };
+            (seen, self.clone())
+        }))
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        let seen = self.log.writer.as_ref().map(|_| Seen {
-            started: Instant::now(),
-            method: request.method().clone(),
-            path: request.uri().path().to_owned(),
-        });
-        LoggedFuture {
-            inner: self.inner.call(request),
-            log: self.log.clone(),
-            seen,
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A request's response, its line written when it is ready.
-    pub struct LoggedFuture<F> {
-        #[pin]
-        inner: F,
-        log: AccessLog,
-        seen: Option<Seen>,
-    }
-}
-
-impl<F, E> Future for LoggedFuture<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let result = std::task::ready!(this.inner.poll(cx));
-        if let (Ok(response), Some(seen), Some(writer)) =
-            (&result, this.seen.take(), &this.log.writer)
-        {
+    fn after(carry: Self::Carry, response: Response) -> Response {
+        let Some((seen, log)) = carry else {
+            return response;
+        };
+        if let Some(writer) = &log.writer {
             let line = Line {
                 time: rfc3339(callai_engine::events::now_ms()),
                 method: seen.method.as_str(),
@@ -153,12 +83,20 @@ where
                     .extensions()
                     .get::<Answered>()
                     .map(|a| a.0.name.as_str()),
-                headers: response,
+                headers: &response,
             };
-            writer.append(&line.render(this.log.format));
+            writer.append(&line.render(log.format));
         }
-        Poll::Ready(result)
+        response
     }
+}
+
+/// What a line says of the request, taken before it is handed on.
+#[derive(Debug)]
+pub struct Seen {
+    started: Instant,
+    method: Method,
+    path: String,
 }
 
 /// What one line says.

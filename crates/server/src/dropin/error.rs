@@ -12,6 +12,7 @@
 //! its own retries (422, 502), yes when it was full.
 
 use super::Api;
+use crate::around::{Around, Before};
 use crate::error::{ApiCode, ApiError};
 use axum::body::Body;
 use axum::extract::Request;
@@ -20,72 +21,21 @@ use axum::response::Response;
 use callai_engine::wire::ErrorCode;
 use serde::Serialize;
 use serde_json::{Map, Value};
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-use tower::{Layer, Service};
 
 /// The layer of a drop-in's routes: an [`ApiError`] answer, re-answered
-/// in its API's shape; any other answer as it is. A layer of its own, not
-/// `axum::middleware::map_response`: that boxes each request's future, and
-/// clones the service behind it, per request (the performance page).
+/// in its API's shape; any other answer as it is.
 #[derive(Debug, Clone, Copy)]
 pub struct Reshape(pub Api);
 
-impl<S> Layer<S> for Reshape {
-    type Service = Reshaped<S>;
+impl Around for Reshape {
+    type Carry = Api;
 
-    fn layer(&self, inner: S) -> Reshaped<S> {
-        Reshaped { api: self.0, inner }
-    }
-}
-
-/// `S`, its errors answered in an API's shape.
-#[derive(Debug, Clone)]
-pub struct Reshaped<S> {
-    api: Api,
-    inner: S,
-}
-
-impl<S> Service<Request> for Reshaped<S>
-where
-    S: Service<Request, Response = Response>,
-{
-    type Response = Response;
-    type Error = S::Error;
-    type Future = ReshapedFuture<S::Future>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
+    fn before(&self, _: &mut Request) -> Before<Api> {
+        Before::Go(self.0)
     }
 
-    fn call(&mut self, request: Request) -> Self::Future {
-        ReshapedFuture {
-            inner: self.inner.call(request),
-            api: self.api,
-        }
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A response, re-answered in `api`'s shape when it is an error.
-    pub struct ReshapedFuture<F> {
-        #[pin]
-        inner: F,
-        api: Api,
-    }
-}
-
-impl<F, E> Future for ReshapedFuture<F>
-where
-    F: Future<Output = Result<Response, E>>,
-{
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let result = std::task::ready!(this.inner.poll(cx));
-        Poll::Ready(result.map(|response| reshape(*this.api, response)))
+    fn after(api: Api, response: Response) -> Response {
+        reshape(api, response)
     }
 }
 
