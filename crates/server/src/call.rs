@@ -85,28 +85,25 @@ pub fn add_attempts(headers: &mut axum::http::HeaderMap, attempts: &Attempts) {
     headers.insert(STRUCTURED_OUTPUT, HeaderValue::from_static(mode));
 }
 
-/// What a call's answer says in headers besides its body: its attempts
-/// (for a result), the caller's budget, the call's id and its cost.
-struct AnswerHeaders<'a> {
-    attempts: Option<Attempts>,
-    budget: Option<&'a TenantBudget>,
-    id: &'a str,
-    cost: Option<&'a Cost>,
+/// What a call charged, as its answer says it in headers: the caller's
+/// budget after the call (when it has one) and what the call cost.
+#[derive(Debug, Default)]
+pub struct Charged {
+    /// The caller's budget.
+    pub budget: Option<TenantBudget>,
+    /// What the call cost, when a price is known (the body says it too).
+    pub cost: Option<Cost>,
 }
 
-impl AnswerHeaders<'_> {
-    /// Writes them into `response`'s own header map (one map per answer,
-    /// not one per kind of header merged into it).
-    fn add_to(&self, response: &mut Response) {
-        let headers = response.headers_mut();
-        if let Some(attempts) = &self.attempts {
-            add_attempts(headers, attempts);
-        }
-        if let Some(budget) = self.budget {
+impl Charged {
+    /// Writes the `x-callai-budget-remaining-*` and `x-callai-cost`
+    /// headers into `headers` (an answer's own map: no map of their own
+    /// merged in).
+    pub fn add_to(&self, headers: &mut axum::http::HeaderMap) {
+        if let Some(budget) = &self.budget {
             budget.add_headers(headers);
         }
-        add_call_id(headers, self.id);
-        add_cost(headers, self.cost);
+        add_cost(headers, self.cost.as_ref());
     }
 }
 
@@ -125,10 +122,8 @@ pub struct Settled {
     pub outcome: Result<CallResult, CallError>,
     /// The call's events, when asked for.
     pub events: Option<Vec<Event>>,
-    /// The caller's budget, when it has one.
-    pub budget: Option<TenantBudget>,
-    /// What it cost, when a price is known.
-    pub cost: Option<Cost>,
+    /// What it charged.
+    pub charged: Charged,
 }
 
 /// Serves one call: `POST /v1/call`'s answer.
@@ -150,15 +145,14 @@ pub async fn serve(
     let Settled {
         outcome,
         events,
-        budget,
-        cost,
+        charged,
     } = settled;
     let (mut response, error) = match outcome {
         Ok(result) => {
             let answer = CallAnswer {
                 result,
                 events,
-                cost: cost.clone(),
+                cost: charged.cost.clone(),
             };
             (axum::Json(answer).into_response(), None)
         }
@@ -168,13 +162,13 @@ pub async fn serve(
             ((e.status(), body).into_response(), Some(e))
         }
     };
-    let headers = AnswerHeaders {
-        attempts,
-        budget: budget.as_ref(),
-        id: &id,
-        cost: cost.as_ref(),
-    };
-    headers.add_to(&mut response);
+    // Into the answer's own header map: no map of their own merged in.
+    let headers = response.headers_mut();
+    if let Some(attempts) = &attempts {
+        add_attempts(headers, attempts);
+    }
+    charged.add_to(headers);
+    add_call_id(headers, &id);
     if let Some(e) = error {
         e.add_headers(response.headers_mut());
     }
@@ -283,8 +277,10 @@ pub async fn settle(
         Some(Ok(outcome)) => Ok(Settled {
             outcome,
             events,
-            budget,
-            cost: tracer.last_cost(),
+            charged: Charged {
+                budget,
+                cost: tracer.last_cost(),
+            },
         }),
         Some(Err(RunError::Limit { key, message })) => Err(ApiError::over_limit(
             ApiCode::LimitExceeded,

@@ -2,12 +2,10 @@
 //! (the caller's budget, its cost), or its failure.
 
 use crate::body::CallBody;
-use crate::call::{self, Settled};
-
-use crate::calls::Cost;
+use crate::call::{self, Charged, Settled};
 use crate::error::ApiError;
 use crate::state::AppState;
-use crate::tenants::{Caller, TenantBudget};
+use crate::tenants::Caller;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use callai_engine::DeltaSink;
@@ -38,27 +36,6 @@ impl IntoResponse for CallFailure {
     }
 }
 
-/// What a drop-in answer says in headers beside its body: the caller's
-/// budget after the call (when it has one) and what the call cost.
-#[derive(Debug, Default)]
-pub struct Charged {
-    budget: Option<TenantBudget>,
-    /// What the call cost, when a price is known (the body says it too).
-    pub cost: Option<Cost>,
-}
-
-impl Charged {
-    /// Writes the `x-callai-budget-remaining-*` and `x-callai-cost`
-    /// headers into `headers` (an answer's own map: no map of their own
-    /// merged in).
-    pub fn add_to(&self, headers: &mut HeaderMap) {
-        if let Some(budget) = &self.budget {
-            budget.add_headers(headers);
-        }
-        call::add_cost(headers, self.cost.as_ref());
-    }
-}
-
 /// A call's result, and what it charged.
 pub type Answered = (CallResult, Charged);
 
@@ -72,12 +49,8 @@ pub async fn run(
     deltas: Option<DeltaSink>,
 ) -> Result<Answered, CallFailure> {
     let Settled {
-        outcome,
-        budget,
-        cost,
-        ..
+        outcome, charged, ..
     } = call::settle(state, caller, call, deltas).await?;
-    let charged = Charged { budget, cost };
     match outcome {
         Ok(result) => Ok((result, charged)),
         Err(e) => {
