@@ -53,50 +53,50 @@ pub struct Answered(pub std::sync::Arc<crate::tenants::Tenant>);
 
 /// Each request's line, written once its response is ready.
 impl Around for AccessLog {
-    /// What the line says of the request, and where it goes (none when
-    /// the log is off).
-    type Carry = Option<(Seen, AccessLog)>;
+    /// What the line says of the request, and the writer it goes to (none
+    /// when the log is off).
+    type Carry = Option<Pending>;
 
-    fn before(&self, request: &mut Request) -> Before<Self::Carry> {
-        Before::Go(self.writer.as_ref().map(|_| {
-            let seen = Seen {
-                started: Instant::now(),
-                method: request.method().clone(),
-                path: request.uri().path().to_owned(),
-            };
-            (seen, self.clone())
+    fn before(&self, request: &mut Request) -> Before<Option<Pending>> {
+        Before::Go(self.writer.as_ref().map(|writer| Pending {
+            started: Instant::now(),
+            method: request.method().clone(),
+            path: request.uri().path().to_owned(),
+            writer: writer.clone(),
+            format: self.format,
         }))
     }
 
-    fn after(carry: Self::Carry, response: Response) -> Response {
-        let Some((seen, log)) = carry else {
+    fn after(pending: Option<Pending>, response: Response) -> Response {
+        let Some(pending) = pending else {
             return response;
         };
-        if let Some(writer) = &log.writer {
-            let line = Line {
-                time: rfc3339(callai_engine::events::now_ms()),
-                method: seen.method.as_str(),
-                path: &seen.path,
-                status: response.status().as_u16(),
-                duration_ms: seen.started.elapsed().as_secs_f64() * 1000.0,
-                tenant: response
-                    .extensions()
-                    .get::<Answered>()
-                    .map(|a| a.0.name.as_str()),
-                headers: &response,
-            };
-            writer.append(&line.render(log.format));
-        }
+        let line = Line {
+            time: rfc3339(callai_engine::events::now_ms()),
+            method: pending.method.as_str(),
+            path: &pending.path,
+            status: response.status().as_u16(),
+            duration_ms: pending.started.elapsed().as_secs_f64() * 1000.0,
+            tenant: response
+                .extensions()
+                .get::<Answered>()
+                .map(|a| a.0.name.as_str()),
+            headers: &response,
+        };
+        pending.writer.append(&line.render(pending.format));
         response
     }
 }
 
-/// What a line says of the request, taken before it is handed on.
+/// A request's line to be: what it says of the request, taken before the
+/// request is handed on, and where and how it is written.
 #[derive(Debug)]
-pub struct Seen {
+pub struct Pending {
     started: Instant,
     method: Method,
     path: String,
+    writer: LineWriter,
+    format: LogFormat,
 }
 
 /// What one line says.
