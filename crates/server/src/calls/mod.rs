@@ -222,8 +222,9 @@ impl CallStore {
     }
 
     fn kept(&self) -> std::sync::MutexGuard<'_, Kept> {
-        // A panic while holding the lock leaves the traces whole (each
-        // change is one push or one pop): go on with them.
+        // A panic under the lock (a reader's closure, say) leaves the
+        // traces whole: they change only in `Kept::keep`, which calls
+        // nothing that panics short of aborting. Go on with them.
         self.inner
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
