@@ -243,6 +243,12 @@ impl Host {
         }
     }
 
+    /// `targets`' prices, looked up once for a call's requests, when
+    /// anything is `told` what they cost (a watch, a budget); none else.
+    fn prices_of(&self, targets: &[Target<'_>], told: bool) -> TargetPrices {
+        TargetPrices::of(self.prices.as_deref().filter(|_| told), targets)
+    }
+
     /// [`Host::call`], with `options`.
     pub async fn call_with(
         &self,
@@ -277,8 +283,8 @@ impl Host {
         // A reservation covers the whole chain: every attempt at the
         // largest overhead of any target it may reach.
         let overhead = chain.overhead();
-        // Each target's price, looked up once for the call's requests.
-        let prices = TargetPrices::of(self.prices.as_deref(), &chain.targets);
+        let told = watch.is_some() || options.budget.is_some();
+        let prices = self.prices_of(&chain.targets, told);
         let held = match &options.budget {
             Some(budget) => match self
                 .reserve(
