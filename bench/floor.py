@@ -28,6 +28,9 @@ after 2 s, each contender fresh). Contenders:
   `/v1/call`;
 - serve call, mimalloc: the same binary built with `--features mimalloc`;
 - serve call, 1 worker: the default binary with `TOKIO_WORKER_THREADS=1`;
+- serve call, tcache: the default binary with glibc's per-thread cache
+  of freed blocks raised from 7 a size to 1024
+  (`GLIBC_TUNABLES=glibc.malloc.tcache_count=1024`);
 - serve call (no traces): the default binary keeping no call traces
   (`[server] keepCalls = 0`) and writing no line per request (`[log]
   format = "off"`), beside "serve call" with both on, as by default;
@@ -256,6 +259,11 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
                                  toml=f'[runlog]\nurl = "{runlog}"\n[log]\nformat = "off"\n')
         procs.append(proc)
         out["serve call (run log)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    if wanted("serve call, tcache"):
+        proc, port = start_serve("serve-tcache", RELEASE / "callai", fake_port,
+                                 {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=1024"})
+        procs.append(proc)
+        out["serve call, tcache"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     if wanted("serve call, 1 worker"):
         proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
         procs.append(proc)
@@ -412,7 +420,8 @@ def main():
     parser.add_argument("--calls-one", type=int, default=1000, help="calls a stage at 1 in flight")
     parser.add_argument("--peer-calls", type=int, default=2000, help="at most this many for Portkey, LiteLLM")
     parser.add_argument("--idle-seconds", type=float, default=60)
-    parser.add_argument("--only", help="comma-separated contenders (direct and nginx are always run)")
+    parser.add_argument("--only", help="contenders separated by commas, or by semicolons when a name has "
+                        "a comma (direct and nginx are always run)")
     parser.add_argument("--memory-only", action="store_true", help="only memory per call in flight")
     parser.add_argument("--baseline", help="a callai binary of another build, measured beside this one "
                         "as \"serve call (before)\" and \"serve chat (before)\"")
@@ -420,7 +429,7 @@ def main():
     if args.quick:
         args.rounds, args.calls, args.calls_one, args.peer_calls, args.idle_seconds = 1, 400, 50, 200, 10
     keep = {"direct", "nginx", "serve chat (before)", "serve call (before)",
-            *(args.only.split(",") if args.only else [])}
+            *(args.only.split(";" if ";" in args.only else ",") if args.only else [])}
     wanted = (lambda name: name in keep) if args.only else (lambda name: True)
     build(wanted)
     if args.memory_only:

@@ -10,6 +10,11 @@
 # URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint;
 # CALLAI_BIN=PATH another build of callai; EXTRA_TOML='...' adds lines to
 # its config (a run log: EXTRA_TOML=$'[runlog]\nurl = "/tmp/runs.db"').
+# FLOOR=1 profiles the floor instead (`callai-bench`'s hyper pass-through,
+# the same fake behind it) under the same load, the same call as an OpenAI
+# request to /v1/chat/completions (BODY defaults to it):
+#
+#   FLOOR=1 bench/profile/serve.sh perf 50 6000
 # Network: 127.0.0.1 only.
 set -euo pipefail
 tool=${1:?perf or heaptrack}; concurrency=${2:-50}; calls=${3:-6000}
@@ -19,6 +24,9 @@ out=$target/profile
 mkdir -p "$out"
 (cd "$root" && cargo build --locked --profile release-debug -p callai-cli --bin callai &&
   cargo build --locked --release -p callai-bench --bin fake-openai --bin load)
+if [ -n "${FLOOR:-}" ]; then
+  (cd "$root" && cargo build --locked --profile release-debug -p callai-bench --bin passthrough)
+fi
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 fake_port=$(free_port); serve_port=$(free_port)
 "$target/release/fake-openai" --port "$fake_port" --delay-ms 20 2>/dev/null &
@@ -39,12 +47,21 @@ wrap=()
 [ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack${HEAPTRACK_SUFFIX:-}")
 # CALLAI_BIN: another build of callai to profile (its sites are named only
 # if it has symbols).
-FAKE_KEY=sk-fake "${wrap[@]}" "${CALLAI_BIN:-$target/release-debug/callai}" serve --config "$out/serve.toml" \
-  --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
-for _ in $(seq 100); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.2; done
-serve=$(pgrep -f -n "callai serve --config $out/serve.toml")
-body=${BODY:-'{"request":{"messages":[{"role":"user","content":"Write one sentence of a scene."}],"maxTokens":200,"responseSchema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}'}
-url="http://127.0.0.1:$serve_port${URLPATH:-/v1/call}"
+if [ -n "${FLOOR:-}" ]; then
+  "${wrap[@]}" "$target/release-debug/passthrough" --port "$serve_port" --upstream "http://127.0.0.1:$fake_port" \
+    >"$out/serve.log" 2>&1 &
+  for _ in $(seq 100); do grep -q listening "$out/serve.log" && break; sleep 0.2; done
+  serve=$(pgrep -f -n "passthrough --port $serve_port")
+  body=${BODY:-'{"model":"fake","max_tokens":200,"messages":[{"role":"user","content":"Write one sentence of a scene."}],"response_format":{"type":"json_schema","json_schema":{"name":"scene","schema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}}'}
+  url="http://127.0.0.1:$serve_port${URLPATH:-/v1/chat/completions}"
+else
+  FAKE_KEY=sk-fake "${wrap[@]}" "${CALLAI_BIN:-$target/release-debug/callai}" serve --config "$out/serve.toml" \
+    --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
+  for _ in $(seq 100); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.2; done
+  serve=$(pgrep -f -n "callai serve --config $out/serve.toml")
+  body=${BODY:-'{"request":{"messages":[{"role":"user","content":"Write one sentence of a scene."}],"maxTokens":200,"responseSchema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}'}
+  url="http://127.0.0.1:$serve_port${URLPATH:-/v1/call}"
+fi
 # Warm-up: connections, caches, lazily built state (WARMUP calls).
 "$target/release/load" --url "$url" --body "$body" --calls "${WARMUP:-1000}" --concurrency "$concurrency" >/dev/null
 if [ "$tool" = perf ]; then
@@ -54,6 +71,9 @@ if [ "$tool" = perf ]; then
 fi
 "$target/release/load" --url "$url" --body "$body" --calls "$calls" --concurrency "$concurrency"
 if [ "$tool" = perf ]; then kill -INT "$recorder"; wait "$recorder" || true; fi
-kill -INT "$serve"; wait "$serve" 2>/dev/null || true
+# serve stops on SIGINT (and writes its heaptrack); the floor, started in
+# the background of a script, ignores it.
+if [ -n "${FLOOR:-}" ]; then kill "$serve"; else kill -INT "$serve"; fi
+wait "$serve" 2>/dev/null || true
 kill "$fake"; wait "$fake" 2>/dev/null || true
 ls -1 "$out"/perf.data "$out"/heaptrack*.zst 2>/dev/null || true
