@@ -171,14 +171,30 @@ impl Event {
 pub trait EventSink: Send + Sync {
     /// Records one event.
     fn emit(&self, event: Event);
+
+    /// Whether emitted events are kept. A sink that keeps none (a caller
+    /// that will not read them) lets the engine skip making them.
+    fn keeps(&self) -> bool {
+        true
+    }
 }
 
 /// Collects events in memory, in order, each with the time it was emitted.
 /// Clones share one log: a caller can keep a handle on a run's events and
-/// read them while the run goes on.
-#[derive(Debug, Default, Clone)]
+/// read them while the run goes on. A [`discarding`](Self::discarding)
+/// log keeps none.
+#[derive(Debug, Clone)]
 pub struct EventLog {
-    inner: Arc<Mutex<Stamped>>,
+    /// `None`: the log keeps nothing.
+    inner: Option<Arc<Mutex<Stamped>>>,
+}
+
+impl Default for EventLog {
+    fn default() -> Self {
+        Self {
+            inner: Some(Arc::default()),
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -201,18 +217,28 @@ impl EventLog {
         Self::default()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Stamped> {
-        self.inner.lock().expect("event log poisoned")
+    /// A log that keeps no event, and whose making costs nothing: for a
+    /// live session whose events nobody reads (it is no journal's record:
+    /// a session that records its calls for replay needs their events).
+    /// The engine makes no event for a call whose sink keeps none.
+    pub fn discarding() -> Self {
+        Self { inner: None }
+    }
+
+    /// The log's events, or `None` when it keeps none.
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Stamped>> {
+        let inner = self.inner.as_ref()?;
+        Some(inner.lock().expect("event log poisoned"))
     }
 
     /// A copy of the events so far.
     pub fn snapshot(&self) -> Vec<Event> {
-        self.lock().events.clone()
+        self.lock().map(|l| l.events.clone()).unwrap_or_default()
     }
 
     /// How many events so far.
     pub fn len(&self) -> usize {
-        self.lock().events.len()
+        self.lock().map_or(0, |l| l.events.len())
     }
 
     /// Whether there are none.
@@ -222,7 +248,9 @@ impl EventLog {
 
     /// The events from position `start` on.
     pub fn since(&self, start: usize) -> Vec<Event> {
-        let log = self.lock();
+        let Some(log) = self.lock() else {
+            return Vec::new();
+        };
         log.events
             .get(start..)
             .map(<[Event]>::to_vec)
@@ -232,7 +260,9 @@ impl EventLog {
     /// The events from position `start` on, each with the time it was
     /// emitted (ms since the Unix epoch).
     pub fn stamped_since(&self, start: usize) -> Vec<(u64, Event)> {
-        let log = self.lock();
+        let Some(log) = self.lock() else {
+            return Vec::new();
+        };
         let times = log.times.get(start..).unwrap_or_default();
         let events = log.events.get(start..).unwrap_or_default();
         times.iter().copied().zip(events.iter().cloned()).collect()
@@ -240,7 +270,9 @@ impl EventLog {
 
     /// Takes the events out, leaving the log empty.
     pub fn take(&self) -> Vec<Event> {
-        let mut log = self.lock();
+        let Some(mut log) = self.lock() else {
+            return Vec::new();
+        };
         log.times.clear();
         std::mem::take(&mut log.events)
     }
@@ -257,10 +289,13 @@ pub fn write_jsonl(events: &[Event], out: &mut dyn Write) -> std::io::Result<()>
 
 impl EventSink for EventLog {
     fn emit(&self, event: Event) {
-        let at = now_ms();
-        let mut log = self.lock();
+        let Some(mut log) = self.lock() else { return };
         log.events.push(event);
-        log.times.push(at);
+        log.times.push(now_ms());
+    }
+
+    fn keeps(&self) -> bool {
+        self.inner.is_some()
     }
 }
 
@@ -311,5 +346,23 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert_eq!(lines[2]["payload"]["outputTokens"], 3);
         assert_eq!(lines[0]["payload"]["inputTokens"], Value::Null);
+    }
+
+    #[test]
+    fn a_discarding_log_keeps_nothing_and_says_so() {
+        let log = EventLog::discarding();
+        assert!(!log.keeps());
+        assert!(EventLog::new().keeps());
+        log.emit(Event::PackLogDropped {
+            node_id: "n".into(),
+            lines: 1,
+            bytes: 1,
+        });
+        assert!(log.is_empty());
+        assert!(log.snapshot().is_empty() && log.since(0).is_empty());
+        assert!(log.stamped_since(0).is_empty() && log.take().is_empty());
+        // Clones discard too.
+        let clone = log.clone();
+        assert!(!clone.keeps());
     }
 }

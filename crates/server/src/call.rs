@@ -240,7 +240,11 @@ pub async fn settle(
     }
     state.report_load();
     let (observer, tracer) = observer(state, caller, &call);
-    let events = EventLog::new();
+    // A call's events are made only for a caller that asked for them.
+    let events = match call.events {
+        true => EventLog::new(),
+        false => EventLog::discarding(),
+    };
     let node_id = call.node_id.as_deref().unwrap_or(DEFAULT_NODE_ID);
     // A call that does not reach the mock needs no mock of its own: it
     // goes through the caller's host as it is.

@@ -15,6 +15,8 @@ use crate::config::HostConfig;
 use crate::events::Event;
 use crate::provider::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, RetryPolicy, StructuredOutput};
+pub(crate) use noted::Events;
+use noted::Noted;
 use std::time::Duration;
 
 /// One request to send.
@@ -124,8 +126,8 @@ pub(crate) struct CallMachine<'a> {
     /// Tries of this call that never reached the provider (connect failures).
     unreached: u32,
     /// Events that announce the next request; emitted once it is sent.
-    announce: Vec<Event>,
-    events: Vec<Event>,
+    announce: Noted,
+    events: Noted,
 }
 
 /// What a [`CallMachine`] is made from: one call and where it goes.
@@ -142,6 +144,8 @@ pub(crate) struct CallSpec<'a> {
     pub tools: Option<CompiledTools>,
     /// Where it goes: one target, or a route's chain (never empty).
     pub targets: &'a [Target<'a>],
+    /// Whether its events are made (not when the sink keeps none).
+    pub events: Events,
 }
 
 impl<'a> CallMachine<'a> {
@@ -155,6 +159,7 @@ impl<'a> CallMachine<'a> {
             schema,
             tools,
             targets,
+            events,
         } = spec;
         let first = &targets[0];
         let retry = &config.retry;
@@ -195,8 +200,8 @@ impl<'a> CallMachine<'a> {
             reason: RequestReason::First,
             transient_in_a_row: 0,
             unreached: 0,
-            announce: Vec::new(),
-            events: Vec::new(),
+            announce: Noted::new(events),
+            events: Noted::new(events),
         }
     }
 
@@ -212,7 +217,7 @@ impl<'a> CallMachine<'a> {
 
     /// The events produced since the last call, in order.
     pub(crate) fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
-        self.events.drain(..)
+        self.events.drain()
     }
 
     /// The first request.
@@ -396,14 +401,15 @@ impl<'a> CallMachine<'a> {
     /// Sets the next request's reason and what announces it once sent.
     fn announce_retry(&mut self, next: RequestReason, previous_error: String) {
         self.reason = next;
-        self.announce.push(Event::RetryAttempted {
+        let attempt = self.ledger.count() + 1;
+        self.announce.push_with(|| Event::RetryAttempted {
             node_id: self.node_id.into(),
-            attempt: self.ledger.count() + 1,
+            attempt,
             reason: next.as_str().into(),
             previous_error: Some(previous_error),
         });
         if next == RequestReason::Fallback {
-            self.announce.push(Event::NlToFormatEngaged {
+            self.announce.push_with(|| Event::NlToFormatEngaged {
                 node_id: self.node_id.into(),
                 original_envelope_type: "json-schema".into(),
                 fallback_calls: 1,
@@ -416,13 +422,14 @@ impl<'a> CallMachine<'a> {
     fn sent(&mut self, input_tokens: Option<u32>, output_tokens: Option<u32>) {
         self.events.append(&mut self.announce);
         self.ledger.record(output_tokens);
-        self.events.push(Event::ProviderUsage {
+        let attempt = self.ledger.count();
+        self.events.push_with(|| Event::ProviderUsage {
             provider: self.provider.into(),
             model: self.model.clone(),
             input_tokens,
             output_tokens,
             node_id: Some(self.node_id.into()),
-            attempt: self.ledger.count(),
+            attempt,
             reason: self.reason.as_str().into(),
         });
     }
@@ -433,11 +440,12 @@ impl<'a> CallMachine<'a> {
         let total = self.ledger.count();
         let mut error = CallError::new(failure.code, failure.message.clone());
         if total > 0 {
-            self.events.push(Event::RetryExhausted {
+            let (reason, message) = (failure.reason, failure.message);
+            self.events.push_with(|| Event::RetryExhausted {
                 node_id: self.node_id.into(),
                 total_attempts: total,
-                final_reason: failure.reason.into(),
-                final_error: Some(failure.message),
+                final_reason: reason.into(),
+                final_error: Some(message),
             });
             error = error.with_detail("totalAttempts", total);
             if self.config.call_accounting.attempts {
@@ -468,5 +476,6 @@ mod chain;
 #[cfg(test)]
 mod chain_tests;
 mod judge;
+mod noted;
 #[cfg(test)]
 mod tests;

@@ -17,7 +17,7 @@ mod tools;
 
 pub(crate) use driver::{Charging, DriveOptions, Effects, drive};
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};
-pub(crate) use machine::{CallMachine, CallSpec, Target};
+pub(crate) use machine::{CallMachine, CallSpec, Events, Target};
 pub use reason::RequestReason;
 pub(crate) use schema::{CompiledSchema, SchemaCache};
 pub(crate) use tools::CompiledTools;

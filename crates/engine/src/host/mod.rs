@@ -6,7 +6,7 @@ use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::cost::{PriceBook, TargetPrices};
 use crate::engine::{
-    CallMachine, CallSpec, Charging, CompiledSchema, CompiledTools, DriveOptions, Effects,
+    CallMachine, CallSpec, Charging, CompiledSchema, CompiledTools, DriveOptions, Effects, Events,
     SchemaCache, Target, drive,
 };
 use crate::events::{Event, EventSink};
@@ -313,6 +313,10 @@ impl Host {
             schema,
             tools,
             targets: &chain.targets,
+            events: match events.keeps() {
+                true => Events::Made,
+                false => Events::Skipped,
+            },
         });
         let max_response_bytes = self.config.limits.max_response_bytes;
         let drive_options = DriveOptions {
@@ -428,5 +432,7 @@ fn carried_bytes(schema: Option<&CompiledSchema>, tools: Option<&CompiledTools>)
     })
 }
 
+#[cfg(test)]
+mod event_tests;
 #[cfg(test)]
 mod priced_tests;

@@ -30,7 +30,7 @@ impl CallMachine<'_> {
         match verdict {
             Verdict::Accept { data, recovery } => {
                 if let Some(path) = recovery {
-                    self.events.push(Event::RecoveryApplied {
+                    self.events.push_with(|| Event::RecoveryApplied {
                         node_id: self.node_id.into(),
                         path: path.as_str().into(),
                     });
@@ -45,7 +45,7 @@ impl CallMachine<'_> {
                 Err(failure(ErrorCode::LimitExceeded, message, None))
             }
             Verdict::Refusal => {
-                self.events.push(Event::Refusal {
+                self.events.push_with(|| Event::Refusal {
                     node_id: self.node_id.into(),
                     provider: self.provider.into(),
                     model: self.model.clone(),
@@ -54,7 +54,7 @@ impl CallMachine<'_> {
                 Err(failure(ErrorCode::EnvelopeRefusal, message, None))
             }
             Verdict::Truncated => {
-                self.events.push(Event::Truncated {
+                self.events.push_with(|| Event::Truncated {
                     node_id: self.node_id.into(),
                     provider: self.provider.into(),
                     model: self.model.clone(),

@@ -54,6 +54,7 @@ pub(super) fn chained<'a>(
         schema,
         tools: None,
         targets,
+        events: Events::Made,
     })
 }
 
