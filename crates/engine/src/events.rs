@@ -289,9 +289,14 @@ pub fn write_jsonl(events: &[Event], out: &mut dyn Write) -> std::io::Result<()>
 
 impl EventSink for EventLog {
     fn emit(&self, event: Event) {
+        if !self.keeps() {
+            return;
+        }
+        // The time is read before the lock is taken, as ever.
+        let at = now_ms();
         let Some(mut log) = self.lock() else { return };
         log.events.push(event);
-        log.times.push(now_ms());
+        log.times.push(at);
     }
 
     fn keeps(&self) -> bool {
