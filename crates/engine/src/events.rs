@@ -218,8 +218,8 @@ impl EventLog {
     }
 
     /// A log that keeps no event, and whose making costs nothing: for a
-    /// live session whose events nobody reads (it is no journal's record:
-    /// a session that records its calls for replay needs their events).
+    /// live session whose events nobody reads (a session that records or
+    /// replays its calls does not take it: its record holds their events).
     /// The engine makes no event for a call whose sink keeps none.
     pub fn discarding() -> Self {
         Self { inner: None }

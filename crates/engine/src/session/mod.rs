@@ -116,10 +116,15 @@ impl RunSession {
     }
 
     /// Collects the run's events in `events` (a log the caller keeps a
-    /// handle on, to watch the run as it goes) instead of a fresh one.
+    /// handle on, to watch the run as it goes) instead of a fresh one. A
+    /// log that keeps none ([`EventLog::discarding`]) is taken only by a
+    /// live session: one that records or replays its calls keeps their
+    /// events in a log of its own, since its record holds them.
     pub fn with_events(mut self, events: EventLog) -> Self {
-        self.events = events;
-        self.shared_events = true;
+        if events.keeps() || self.journal.is_live() {
+            self.events = events;
+            self.shared_events = true;
+        }
         self
     }
 
