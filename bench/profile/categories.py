@@ -3,13 +3,13 @@
 the kernel, malloc/free, serde_json, hyper, tokio, this project's crates...
 
     python3 bench/profile/categories.py perf.data
-    python3 bench/profile/categories.py perf.data --calls 6000 --hz 1999
+    python3 bench/profile/categories.py perf.data --calls 6000
 
-With `--calls` (the calls made while it recorded) and `--hz` (perf's
-sampling frequency, `-F`), each category's CPU µs per call as well: one
-sample stands for 1/hz seconds of one thread's CPU, so two profiles of
-the same load (`serve.sh` and `FLOOR=1 serve.sh`) can be set side by side
-and their difference read category by category.
+With `--calls` (the calls made while it recorded), each category's CPU
+µs per call as well: one sample stands for 1/F seconds of one thread's
+CPU (F, perf's sampling frequency, read from the recording), so two
+profiles of the same load (`serve.sh` and `FLOOR=1 serve.sh`) can be set
+side by side and their difference read category by category.
 
 The categories are regular expressions over symbol names (the first that
 matches wins); a build with symbols (`cargo build --profile release-debug`)
@@ -40,21 +40,29 @@ RULES = [
 ]
 
 
+def sample_frequency(path):
+    """perf's `-F` for the recording at `path` (`perf evlist -F`)."""
+    listing = subprocess.run(["perf", "evlist", "-F", "-i", path], capture_output=True, text=True,
+                             check=True).stdout
+    m = re.search(r"sample_freq=(\d+)", listing)
+    if not m:
+        sys.exit(f"{path}: no sampling frequency in `perf evlist -F`: {listing.strip()!r}")
+    return int(m[1])
+
+
 def main():
     args = sys.argv[1:]
     path = args[0]
     calls = int(args[args.index("--calls") + 1]) if "--calls" in args else None
-    hz = float(args[args.index("--hz") + 1]) if "--hz" in args else 1999.0
     report = subprocess.run(["perf", "report", "-i", path, "--no-children", "--sort", "dso,sym", "-n",
                              "-g", "none", "--percent-limit", "0"], capture_output=True, text=True,
                             check=True).stdout
-    shares = collections.Counter()
     samples = collections.Counter()
     for line in report.splitlines():
-        m = re.match(r"\s*([\d.]+)%\s+(\d+)\s+(\S+)\s+\[(.)\]\s+(.*)", line)
+        m = re.match(r"\s*[\d.]+%\s+(\d+)\s+(\S+)\s+\[(.)\]\s+(.*)", line)
         if not m:
             continue
-        pct, count, dso, kind, sym = float(m[1]), int(m[2]), m[3], m[4], m[5]
+        count, dso, kind, sym = int(m[1]), m[2], m[3], m[4]
         key = "kernel" if kind == "k" or "kernel" in dso else None
         for name, rx in RULES:
             if key:
@@ -63,15 +71,20 @@ def main():
                 key = name
         if not key and "libc" in dso:
             key = "libc, other"
-        shares[key or "other"] += pct
         samples[key or "other"] += count
-    for name, pct in shares.most_common():
-        if calls:
-            print(f"{pct:6.1f}%  {samples[name] * 1e6 / hz / calls:7.1f} µs/call  {name}")
-        else:
-            print(f"{pct:6.1f}%  {name}")
+    total = sum(samples.values())
+    per_call = None
     if calls:
-        print(f"{100.0:6.1f}%  {sum(samples.values()) * 1e6 / hz / calls:7.1f} µs/call  all")
+        hz = sample_frequency(path)
+        per_call = lambda n: n * 1e6 / hz / calls  # noqa: E731
+    for name, count in samples.most_common():
+        share = 100.0 * count / total
+        if per_call:
+            print(f"{share:6.1f}%  {per_call(count):7.1f} µs/call  {name}")
+        else:
+            print(f"{share:6.1f}%  {name}")
+    if per_call:
+        print(f"{100.0:6.1f}%  {per_call(total):7.1f} µs/call  all")
 
 
 if __name__ == "__main__":
