@@ -33,6 +33,7 @@ mod fault_matrix;
 mod fuzz_inputs;
 mod hostile;
 mod languages;
+mod layering;
 mod limits;
 mod provider_faults;
 mod providers;

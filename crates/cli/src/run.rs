@@ -26,7 +26,7 @@ pub(crate) fn load_config(path: Option<&Path>) -> Result<Config, CliError> {
 /// read now, so a missing key stops every subcommand at start-up; each
 /// attempt priced at its prices, as `serve` prices it.
 fn host(config: &Config) -> Result<Host, CliError> {
-    let prices = callai_server::PriceList::load(config)?;
+    let prices = callai_config::PriceList::load(config)?;
     let builder = config.host_builder(&|k| std::env::var(k).ok())?;
     Ok(builder.prices(Arc::new(prices)).build()?)
 }

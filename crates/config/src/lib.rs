@@ -9,7 +9,11 @@
 //! | `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]`, `[limits]` | callai-engine ([`HostConfig`], declared there once) |
 //! | `[providers.NAME]` | callai-providers |
 //! | `[telemetry]` | callai-telemetry |
-//! | `[server]`, `[runlog]`, `[cache]`, `[tenants.NAME]` | this crate, for `callai serve` |
+//! | `[server]`, `[runlog]`, `[cache]`, `[tenants.NAME]`, `[pricing]`, `[log]` | callai-gateway, the domain of `callai serve` |
+//!
+//! Beside the file, the host's prices ([`PriceList`]: each provider's
+//! `prices` and the `[pricing] file`), which `serve` and `callai run` price
+//! every attempt at.
 //!
 //! ```
 //! let config = callai_config::Config::from_toml("[limits]\nwallMs = 5000\n")?;
@@ -21,17 +25,17 @@
 
 mod locate;
 mod open_log;
-mod pricing;
+mod prices;
 mod resolved;
-mod serve;
-mod tenants;
 
+pub use callai_gateway::config::{
+    BudgetConfig, CacheConfig, LogConfig, LogFormat, PricingConfig, RunLogConfig, ServerConfig,
+    TenantConfig, TenantsConfig, is_tenant_name, parse_listen,
+};
 pub use locate::{located, located_in_file, position};
 pub use open_log::{OpenLog, open_runlog};
-pub use pricing::{LogConfig, LogFormat, PricingConfig};
+pub use prices::PriceList;
 pub use resolved::ResolvedConfig;
-pub use serve::{CacheConfig, RunLogConfig, ServerConfig, parse_listen};
-pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name};
 
 use callai_engine::config::{ConfigError, checked, parse_toml, read_sections, read_toml};
 use callai_engine::{HostBuilder, HostConfig, Providers};
@@ -94,7 +98,7 @@ impl Config {
         self.telemetry.validate()?;
         self.server.validate()?;
         self.cache.validate()?;
-        tenants::validate(&self.tenants)?;
+        callai_gateway::config::validate_tenants(&self.tenants)?;
         self.runlog.validate()
     }
 

@@ -1,7 +1,7 @@
 //! The run log a `RUNLOG` argument or `[runlog] url` names: a
 //! `postgres://` URL, or an SQLite file path.
 
-use crate::serve::RunLogConfig;
+use crate::RunLogConfig;
 use callai_engine::{RunLog, RunLogError};
 use callai_runlog_sqlite::SqliteRunLog;
 use std::path::Path;

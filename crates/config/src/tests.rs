@@ -216,3 +216,76 @@ fn bad_service_values_name_their_key() {
     let e = Config::from_toml("[server]\nport = 1").unwrap_err();
     assert!(e.to_string().contains("port"), "{e}");
 }
+
+/// `[tenants.NAME]`, as the file reads it.
+mod tenants {
+    use callai_engine::budget::{Limits, Window};
+    use callai_engine::config::ConfigError;
+
+    fn parse(toml: &str) -> Result<crate::Config, ConfigError> {
+        crate::Config::from_toml(toml)
+    }
+
+    #[test]
+    fn a_tenant_with_a_budget_parses() {
+        let c = parse(
+            "[tenants.bookai]\ntokenEnv = \"BOOKAI_TOKEN\"\nallowedProviders = [\"mock\"]\n\
+             [tenants.bookai.budget]\nrequests = 10\noutputTokens = 2000\ncost = 5\nwindow = \"1h\"\n",
+        )
+        .unwrap();
+        let t = &c.tenants["bookai"];
+        assert_eq!(t.budget.window(), Window::Hour);
+        assert_eq!(
+            t.budget.limits(),
+            Limits {
+                requests: Some(10),
+                output_tokens: Some(2000),
+                input_tokens: None,
+                cost: Some(5_000_000_000),
+            }
+        );
+        assert_eq!(t.budget.currency, "USD");
+    }
+
+    #[test]
+    fn bad_sections_name_their_key() {
+        let cases = [
+            ("[tenants.a]\ntokenEnv = \"T\"\nbudgett = 1\n", "budgett"),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nrequests = -1\n",
+                "tenants.a.budget.requests",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\noutputTokens = -5\n",
+                "tenants.a.budget.outputTokens",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = -0.5\n",
+                "tenants.a.budget.cost",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = nan\n",
+                "tenants.a.budget.cost",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncurrency = \"\"\n",
+                "tenants.a.budget.currency",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nwindow = \"2d\"\n",
+                "tenants.a.budget.window",
+            ),
+            (
+                "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nrequestz = 5\n",
+                "requestz",
+            ),
+            ("[tenants.a]\n", "tenants.a.tokenEnv"),
+            ("[tenants.\"a b\"]\ntokenEnv = \"T\"\n", "tenants.a b"),
+            ("[tenants.admin]\ntokenEnv = \"T\"\n", "tenants.admin"),
+        ];
+        for (toml, key) in cases {
+            let e = parse(toml).unwrap_err().to_string();
+            assert!(e.contains(key), "{toml}: {e}");
+        }
+    }
+}

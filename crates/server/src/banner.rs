@@ -2,9 +2,9 @@
 //! call, who may call it, where runs are kept, in one block an operator
 //! reads once (and a newcomer learns from what to change).
 
-use crate::tenants::Tenants;
 use callai_config::Config;
 use callai_engine::Host;
+use callai_gateway::tenants::Tenants;
 use std::fmt::Write;
 use std::net::SocketAddr;
 

@@ -1,15 +1,19 @@
 //! The JSON bodies of `POST /v1/runs` and `POST /v1/call`: typed with serde
 //! (`deny_unknown_fields`), read by the [`ApiJson`] extractor, and every
 //! refusal names its field in `details.field`: not JSON, not an object, a
-//! field missing, of the wrong type, or unknown.
+//! field missing, of the wrong type, or unknown. Each becomes what the
+//! gateway takes: a [`RunRequest`], a [`Planned`] call.
 
 use crate::error::{ApiCode, ApiError};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
-use callai_engine::MockScript;
 use callai_engine::wire::ParsedRequest;
+use callai_engine::{Host, MockScript};
+use callai_gateway::call::{Planned, Route};
+use callai_gateway::ids::{fresh_id, valid_run_id};
+use callai_gateway::runs::RunRequest;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -144,25 +148,6 @@ pub struct RunBody {
     events: Option<bool>,
 }
 
-/// `POST /v1/run`, checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRequest {
-    /// The pack's name.
-    pub pack: String,
-    /// The node's input, as JSON text.
-    pub input: String,
-    /// The run id to use; one is made up when absent.
-    pub run_id: Option<String>,
-    /// Record call by call under a lease, for another host to take over.
-    pub durable: bool,
-    /// Answer when the run ends (the default), or at once with `202`.
-    pub wait: bool,
-    /// A mock script for this run alone, and its JSON text.
-    pub script: Option<(MockScript, String)>,
-    /// Return the run's events in the answer.
-    pub events: bool,
-}
-
 /// `POST /v1/call`, as sent: the request read into its types in the same
 /// pass (its fields' refusals are the engine's to tell).
 #[derive(Debug, Deserialize)]
@@ -172,25 +157,6 @@ pub struct CallBodyJson {
     script: Option<Box<RawValue>>,
     node_id: Option<String>,
     events: Option<bool>,
-}
-
-/// `POST /v1/call` (or a drop-in's call), checked.
-#[derive(Debug, Clone)]
-pub struct CallBody {
-    /// The call's id (`x-callai-call-id`, its trace's).
-    pub id: String,
-    /// Where it came in: `call`, `chat_completions` or `messages`.
-    pub endpoint: &'static str,
-    /// The ctx.callAI request, read but not yet checked (the engine does).
-    pub request: ParsedRequest,
-    /// The provider the request names, if it names one.
-    pub provider: Option<String>,
-    /// A mock script for this call alone.
-    pub script: Option<MockScript>,
-    /// The node id the call's events carry.
-    pub node_id: Option<String>,
-    /// Return the call's events in the answer.
-    pub events: bool,
 }
 
 /// A mock script sent as JSON, and its text.
@@ -207,28 +173,10 @@ pub fn script(
         .map_err(|e| ApiError::invalid(field, e))
 }
 
-/// Whether `id` may name a node: 1 to 256 characters, none of them a
-/// control character (a NUL is refused by PostgreSQL's text, and no id
-/// needs one).
-pub fn valid_node_id(id: &str) -> bool {
-    (1..=256).contains(&id.chars().count()) && !id.chars().any(char::is_control)
-}
-
-/// What a refused node id is told.
-pub const NODE_ID_RULE: &str = "must be 1 to 256 characters, none of them a control character";
-
-/// Whether `id` may name a run: 1 to 128 of `A-Z a-z 0-9 . _ : -`.
-pub fn valid_run_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:-".contains(&b))
-}
-
-impl TryFrom<RunBody> for RunRequest {
-    type Error = ApiError;
-
-    fn try_from(body: RunBody) -> Result<Self, ApiError> {
+impl RunBody {
+    /// The run it asks for, checked.
+    pub fn checked(self) -> Result<RunRequest, ApiError> {
+        let body = self;
         let input = body.input.ok_or_else(|| {
             ApiError::invalid("input", "missing: the node's input, any JSON value")
         })?;
@@ -240,7 +188,7 @@ impl TryFrom<RunBody> for RunRequest {
                 "use 1 to 128 letters, digits, '.', '_', ':', '-'",
             ));
         }
-        Ok(Self {
+        Ok(RunRequest {
             pack: body.pack,
             input: input.to_string(),
             run_id: body.run_id,
@@ -252,23 +200,19 @@ impl TryFrom<RunBody> for RunRequest {
     }
 }
 
-impl TryFrom<CallBodyJson> for CallBody {
-    type Error = ApiError;
-
-    fn try_from(body: CallBodyJson) -> Result<Self, ApiError> {
-        if let Some(id) = &body.node_id
-            && !valid_node_id(id)
-        {
-            return Err(ApiError::invalid("nodeId", NODE_ID_RULE));
-        }
-        Ok(Self {
-            id: crate::calls::fresh_id("call_"),
+impl CallBodyJson {
+    /// The call it asks for, to go through `host` (whose model names and
+    /// default provider say where it goes).
+    pub fn planned(self, host: &Host) -> Result<Planned, ApiError> {
+        let script = script("script", self.script)?.map(|(s, _)| (s, "script"));
+        Ok(Planned {
+            id: fresh_id("call_"),
             endpoint: "call",
-            provider: body.request.request().provider.clone(),
-            request: body.request,
-            script: script("script", body.script)?.map(|(s, _)| s),
-            node_id: body.node_id,
-            events: body.events.unwrap_or(false),
+            route: Route::of_request(host, self.request.request()),
+            request: self.request,
+            script,
+            node_id: self.node_id.map(|id| (id, "nodeId")),
+            events: self.events.unwrap_or(false),
         })
     }
 }
@@ -279,11 +223,14 @@ mod tests {
     use callai_engine::wire::RetryField;
 
     fn run(body: &str) -> Result<RunRequest, ApiError> {
-        parse::<RunBody>(body.as_bytes()).and_then(RunRequest::try_from)
+        parse::<RunBody>(body.as_bytes()).and_then(RunBody::checked)
     }
 
-    fn call(body: &str) -> Result<CallBody, ApiError> {
-        parse::<CallBodyJson>(body.as_bytes()).and_then(CallBody::try_from)
+    fn call(body: &str) -> Result<Planned, ApiError> {
+        let host = Host::builder(callai_engine::HostConfig::default())
+            .build()
+            .unwrap();
+        parse::<CallBodyJson>(body.as_bytes()).and_then(|b| b.planned(&host))
     }
 
     fn field(e: ApiError) -> String {
@@ -327,10 +274,6 @@ mod tests {
         }
         assert_eq!(field(call(r#"{"script": []}"#).unwrap_err()), "request");
         assert_eq!(field(call(r#"{"request": "hi"}"#).unwrap_err()), "request");
-        assert_eq!(
-            field(call(r#"{"request": {}, "nodeId": ""}"#).unwrap_err()),
-            "nodeId"
-        );
     }
 
     #[test]
@@ -339,7 +282,13 @@ mod tests {
             r#"{"request": {"messages": [], "retry": {"maxAttempts": 2.5}, "provider": "x"}}"#,
         )
         .unwrap();
-        assert_eq!(c.provider.as_deref(), Some("x"));
+        assert_eq!(
+            c.route,
+            Route::Provider {
+                provider: "x".into(),
+                model: None
+            }
+        );
         let refused = c.request.check(RetryField::Honoured).unwrap_err();
         assert_eq!(refused.field(), Some("retry.maxAttempts"));
         // Not JSON anywhere in the body is the body's refusal.

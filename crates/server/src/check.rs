@@ -1,12 +1,12 @@
 //! `callai config check`: what start-up checks of a config, without
 //! binding a socket, opening a run log or compiling a pack.
 
-use crate::auth::{self, OpenListen};
-use crate::tenants::{ServerTokens, Tenants};
-use callai_config::{Config, parse_listen};
+use crate::layers::auth::{self, OpenListen};
+use callai_config::{Config, PriceList, parse_listen};
 use callai_engine::config::{ConfigError, invalid};
+use callai_gateway::tenants::{ServerTokens, Tenants};
 
-/// Checks `config` as [`crate::Server::bind`] does before it opens
+/// Checks `config` as `Server::bind` does before it opens
 /// anything: the listen address and whether it needs a token, the admin's
 /// and the metrics scraper's tokens, the providers (their keys read
 /// through `env`), `defaults.provider`, and every tenant (its token, that
@@ -33,9 +33,9 @@ pub fn check_config(
     .map_err(keyed)?;
     let host = config
         .host_builder(env)?
-        .mock(crate::mock(config))
+        .mock(crate::setup::mock(config))
         .build()?;
-    crate::calls::PriceList::load(config)?;
+    PriceList::load(config)?;
     let tokens = ServerTokens {
         admin: admin.as_deref(),
         metrics: metrics.as_deref(),

@@ -2,7 +2,6 @@
 
 use crate::error::CallError;
 use crate::image::Image;
-use crate::parse;
 use crate::tools::{Tool, ToolCall, ToolChoice};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -207,35 +206,6 @@ impl RetryField {
 }
 
 impl CallRequest {
-    /// Parses and checks the wire JSON of a request; a refusal is a
-    /// `validation_error` whose `details.field` names the key.
-    ///
-    /// `retry` says whether the host honours the `retry` field (its
-    /// `callAccounting.retryPolicy` flag). Unknown top-level fields are ignored
-    /// for the same reason. Whole numbers written as decimals (`3.0`, `3e0`)
-    /// are integers, as they are to JSON Schema and JavaScript.
-    ///
-    /// What this checks is the shape; a host checks the `responseSchema`
-    /// itself (it alone compiles schemas).
-    pub fn from_json(text: &str, retry: RetryField) -> Result<Self, CallError> {
-        Self::from_json_naming_unknown(text, retry).map(|(request, _)| request)
-    }
-
-    /// [`CallRequest::from_json`], with the top-level fields the spec does
-    /// not define (which it ignores), each with the field it looks like.
-    pub fn from_json_naming_unknown(
-        text: &str,
-        retry: RetryField,
-    ) -> Result<(Self, Vec<crate::UnknownField>), CallError> {
-        parse::request(text)?.check(retry)
-    }
-
-    /// As [`CallRequest::from_json`], from a parsed value.
-    pub fn from_value(value: &Value, retry: RetryField) -> Result<Self, CallError> {
-        let (request, _) = parse::request_value(value)?.check(retry)?;
-        Ok(request)
-    }
-
     /// The range checks of a request that is already typed (the host's
     /// typed entry): messages, temperature, maxTokens and, when honoured,
     /// `retry`. With [`RetryField::Ignored`] the policy is left unchecked.

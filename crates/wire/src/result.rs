@@ -118,7 +118,7 @@ pub struct CallResult {
     /// The tool calls of the answer, each with arguments valid against its
     /// tool's `parameters` (finish reason `tool-call`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool_calls: Option<Vec<crate::ToolCall>>,
+    pub tool_calls: Option<Vec<crate::tools::ToolCall>>,
     /// The final attempt's usage (§A.4); absent when it reported none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<Usage>,
@@ -152,8 +152,8 @@ pub struct CallAccounting {
 
 impl CallAccounting {
     /// How a host advertising these flags treats a request's `retry`.
-    pub fn retry_field(&self) -> crate::RetryField {
-        crate::RetryField::advertised(self.retry_policy)
+    pub fn retry_field(&self) -> crate::request::RetryField {
+        crate::request::RetryField::advertised(self.retry_policy)
     }
 }
 

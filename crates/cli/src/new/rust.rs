@@ -16,9 +16,10 @@ const SDK: &[(&str, &str)] = sources!(".callai/callai-sdk", "guest-sdk":
     "src/node.rs", "src/request.rs", "src/response.rs", "src/tools.rs", "wit/callai.wit");
 
 const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
-    "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse/mod.rs", "src/parse/shape.rs",
-    "src/parse/tests.rs", "src/parse/visit.rs", "src/request.rs", "src/result.rs",
-    "src/tools.rs", "src/unknown.rs", "src/image.rs");
+    "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse/mod.rs", "src/parse/parsed.rs",
+    "src/parse/read.rs", "src/parse/retry.rs", "src/parse/shape.rs", "src/parse/tests.rs",
+    "src/parse/visit.rs", "src/request.rs", "src/result.rs", "src/tools.rs", "src/unknown.rs",
+    "src/image.rs");
 
 /// The oldest Rust the pack builds with: the workspace's own.
 const RUST_VERSION: &str = env!("CARGO_PKG_RUST_VERSION");
@@ -159,4 +160,45 @@ pub fn files(name: &str) -> Vec<File> {
             .map(|(path, text)| File::text(path, (*text).into())),
     );
     files
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{SDK, WIRE};
+    use std::path::Path;
+
+    /// Every `.rs` file under `dir`, relative to `root`.
+    fn sources(root: &Path, dir: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                sources(root, &path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let relative = path.strip_prefix(root).unwrap();
+                out.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
+
+    /// A new pack's copy of the SDK builds only with every file of it: a
+    /// file added to the wire crate or the SDK is added to the lists.
+    #[test]
+    fn the_lists_name_every_source_file_of_the_sdk() {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for (crate_dir, copy, list) in [
+            ("crates/wire", ".callai/callai-wire/", WIRE),
+            ("guest-sdk", ".callai/callai-sdk/", SDK),
+        ] {
+            let root = repo.join(crate_dir);
+            let mut found = Vec::new();
+            sources(&root, &root.join("src"), &mut found);
+            for file in found {
+                let listed = format!("{copy}{file}");
+                assert!(
+                    list.iter().any(|(name, _)| *name == listed),
+                    "{crate_dir}/{file} is not in the list `callai new --lang rust` copies"
+                );
+            }
+        }
+    }
 }

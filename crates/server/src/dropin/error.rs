@@ -11,9 +11,9 @@
 //! which the OpenAI and Anthropic SDKs obey): not after the host has spent
 //! its own retries (422, 502), yes when it was full.
 
-use super::Api;
-use crate::around::{Around, Before};
+use super::api::Api;
 use crate::error::{ApiCode, ApiError};
+use crate::layers::around::{Around, Before};
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};

@@ -2,7 +2,7 @@
 //! `image` blocks, both read into the engine's [`Image`] (a URL or a
 //! `data:` URL), checked where the client can tell which part was wrong.
 
-use super::api::{ImageSourcePart, ImageUrlPart, TextOrParts};
+use super::parts::{ImageSourcePart, ImageUrlPart, TextOrParts};
 use crate::error::ApiError;
 use callai_engine::wire::Image;
 use serde_json::value::RawValue;

@@ -5,7 +5,7 @@
 //! their base URL. Each API is a [`DropinApi`]: its request mapped onto the
 //! engine's typed request, its answers, streams and errors in its own
 //! shape; one [`handler::handle`] serves both. Each call goes through the
-//! engine as `/v1/call` does (the same admission, limits, events, metrics
+//! gateway's one call path as `/v1/call` does (the same admission, limits, events, metrics
 //! and traces), and RFC 0248 travels in an extension strict clients
 //! ignore: `"callai": {"attempts"}` in the body and the `x-callai-*`
 //! headers. `usage` keeps its meaning, the final attempt's, in the API's
@@ -18,6 +18,7 @@ mod handler;
 mod images;
 mod openai;
 mod outcome;
+mod parts;
 mod sse;
 mod streaming;
 

@@ -1,15 +1,15 @@
 //! A drop-in call run through the engine: its result with what it charged
 //! (the caller's budget, its cost), or its failure.
 
-use crate::body::CallBody;
-use crate::call::{self, Charged, Settled};
 use crate::error::ApiError;
-use crate::state::AppState;
-use crate::tenants::Caller;
+use crate::headers;
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use callai_engine::DeltaSink;
 use callai_engine::wire::CallResult;
+use callai_gateway::Gateway;
+use callai_gateway::call::{CallPlan, Charged, Settled};
+use callai_gateway::tenants::Caller;
 
 /// A call that did not answer: the error, with the caller's budget
 /// headers when it has a budget.
@@ -39,26 +39,27 @@ impl IntoResponse for CallFailure {
 /// A call's result, and what it charged.
 pub type Answered = (CallResult, Charged);
 
-/// Runs a prepared call through the engine, its text streamed to `deltas`
+/// Runs a planned call through the gateway, its text streamed to `deltas`
 /// when given; the result with what it charged, or the failure with its
 /// budget and cost headers.
 pub async fn run(
-    state: &AppState,
+    gateway: &Gateway,
     caller: &Caller,
-    call: CallBody,
+    plan: CallPlan,
     deltas: Option<DeltaSink>,
 ) -> Result<Answered, CallFailure> {
+    let settled = gateway.call(caller, plan, deltas).await;
     let Settled {
         outcome, charged, ..
-    } = call::settle(state, caller, call, deltas).await?;
+    } = settled.map_err(ApiError::from)?;
     match outcome {
         Ok(result) => Ok((result, charged)),
         Err(e) => {
-            let mut headers = HeaderMap::new();
-            charged.add_to(&mut headers);
+            let mut map = HeaderMap::new();
+            headers::charged(&mut map, &charged);
             Err(CallFailure {
                 error: ApiError::from_call(&e),
-                headers,
+                headers: map,
             })
         }
     }

@@ -9,14 +9,14 @@
 use super::api::{Framer, answer_text};
 use super::outcome::{CallFailure, run};
 use super::sse::{self, Frame};
-use crate::body::CallBody;
 use crate::error::ApiError;
-use crate::state::AppState;
-use crate::tenants::Caller;
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use callai_engine::wire::CallResult;
 use callai_engine::{BoxFuture, DeltaSink, DeltaTarget};
+use callai_gateway::Gateway;
+use callai_gateway::call::CallPlan;
+use callai_gateway::tenants::Caller;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -81,9 +81,9 @@ impl DeltaTarget for ToClient {
 
 /// Runs `call` with its text relayed to the client by `framer`.
 pub async fn relay(
-    state: Arc<AppState>,
+    gateway: Arc<Gateway>,
     caller: Caller,
-    call: CallBody,
+    plan: CallPlan,
     mut framer: impl Framer,
 ) -> Result<Response, CallFailure> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Piece>();
@@ -93,11 +93,11 @@ pub async fn relay(
         pieces: tx.clone(),
         unread: unread.clone(),
     });
-    let task_state = state.clone();
-    state.tasks.spawn(async move {
+    let task_gateway = gateway.clone();
+    gateway.tasks.spawn(async move {
         let gone = tx.clone();
         tokio::select! {
-            end = run(&task_state, &caller, call, Some(sink)) => {
+            end = run(&task_gateway, &caller, plan, Some(sink)) => {
                 let _ = tx.send(Piece::End(end.map(|(result, _)| result)));
             }
             // The client went away: dropping the call cancels its request.

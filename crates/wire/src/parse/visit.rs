@@ -3,29 +3,14 @@
 //! is the one reported (the order the spec lists them in; before this
 //! reader, the order they were checked in).
 
-use super::ParsedRequest;
+use super::parsed::{Field, ParsedRequest};
+use super::retry::RetryShape;
 use super::shape::{Discard, Kind, Scalar, Shape, Shaped};
 use crate::error::CallError;
-use crate::request::{MAX_ATTEMPTS, Message, RetryPolicy, Role};
+use crate::request::{Message, Role};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use std::fmt;
-
-/// The request's fields, in the order their refusals are reported.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Field {
-    Provider,
-    Model,
-    SystemPrompt,
-    Messages,
-    Temperature,
-    MaxTokens,
-    StopSequences,
-    ResponseSchema,
-    Tools,
-    ToolChoice,
-    ParallelToolCalls,
-}
 
 /// A key of the request object.
 enum Key {
@@ -247,14 +232,14 @@ impl<'de> Shaped<'de> for MessageShape {
             }
         }
         let tool_calls = match calls
-            .map(|c| typed::<Vec<crate::ToolCall>>(c, &self.field("toolCalls")))
+            .map(|c| typed::<Vec<crate::tools::ToolCall>>(c, &self.field("toolCalls")))
             .transpose()
         {
             Ok(calls) => calls.unwrap_or_default(),
             Err(e) => return Ok(Err(e)),
         };
         let images = match images
-            .map(|i| typed::<Vec<crate::Image>>(i, &self.field("images")))
+            .map(|i| typed::<Vec<crate::image::Image>>(i, &self.field("images")))
             .transpose()
         {
             Ok(images) => images.unwrap_or_default(),
@@ -365,53 +350,5 @@ impl<'de> Shaped<'de> for StringsShape {
             }
         }
         Ok(Ok(strings))
-    }
-}
-
-/// `retry`: RFC 0248 §B's policy. A key this host does not know could be a
-/// misspelt narrowing, so it is refused rather than silently widened: the
-/// first such key in byte order, before the known keys' own refusals.
-pub(crate) struct RetryShape;
-
-impl<'de> Shaped<'de> for RetryShape {
-    type Out = RetryPolicy;
-
-    fn refuse(self, kind: Kind) -> CallError {
-        CallError::validation("retry", format!("must be an object, got {kind}"))
-    }
-
-    fn map<A: MapAccess<'de>>(
-        self,
-        mut map: A,
-    ) -> Result<Result<RetryPolicy, CallError>, A::Error> {
-        let (mut max_attempts, mut grow, mut unknown) = (None, None, None::<String>);
-        while let Some(key) = map.next_key::<String>()? {
-            match key.as_str() {
-                "maxAttempts" => max_attempts = Some(map.next_value::<Scalar>()?),
-                "growMaxTokens" => grow = Some(map.next_value::<Scalar>()?),
-                _ => {
-                    map.next_value::<Discard>()?;
-                    if unknown.as_ref().is_none_or(|u| key < *u) {
-                        unknown = Some(key);
-                    }
-                }
-            }
-        }
-        if let Some(unknown) = unknown {
-            return Ok(Err(CallError::validation(
-                format!("retry.{unknown}"),
-                "is not a retry policy key (maxAttempts, growMaxTokens)",
-            )));
-        }
-        let range = format!("1..{MAX_ATTEMPTS}");
-        let policy = (|| {
-            Ok(RetryPolicy {
-                max_attempts: max_attempts
-                    .map(|v| v.integer("retry.maxAttempts", &range))
-                    .transpose()?,
-                grow_max_tokens: grow.map(|v| v.boolean("retry.growMaxTokens")).transpose()?,
-            })
-        })();
-        Ok(policy)
     }
 }

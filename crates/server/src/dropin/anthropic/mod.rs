@@ -11,10 +11,8 @@ mod tools;
 
 pub use answer::MessageFramer;
 
-use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, text_of,
-    text_or_parts,
-};
+use super::api::{AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming};
+use super::parts::{TextOrParts, text_of, text_or_parts};
 use crate::error::ApiError;
 use answer::{MessageAnswer, Usage, content, stop_reason, usage};
 use callai_engine::wire::{CallRequest, CallResult, Role};

@@ -3,7 +3,7 @@
 //! engine's tools and messages. Only client tools (`custom`, or no `type`)
 //! exist for this host; a server tool is refused naming its `type`.
 
-use crate::dropin::api::{TextOrParts, text_of};
+use crate::dropin::parts::{TextOrParts, text_of};
 use crate::error::ApiError;
 use callai_engine::wire::{Message, Role, Tool, ToolCall, ToolChoice};
 use serde::Deserialize;

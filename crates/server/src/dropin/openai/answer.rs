@@ -6,9 +6,9 @@ use super::tools::out_calls;
 use crate::dropin::api::{AnswerExtension, Api, Framer, openai_finish, unix_now};
 use crate::dropin::sse::Frame;
 use crate::error::ApiError;
-use crate::tenants::Caller;
 use axum::response::IntoResponse;
 use callai_engine::wire::{CallResult, ToolCall};
+use callai_gateway::tenants::Caller;
 use serde::Serialize;
 use std::borrow::Cow;
 

@@ -11,9 +11,10 @@ mod tools;
 pub use answer::{ChatFramer, models};
 
 use super::api::{
-    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, TextOrParts, answer_text,
-    openai_finish, text_of, text_or_parts, unix_now,
+    AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming, answer_text, openai_finish,
+    unix_now,
 };
+use super::parts::{TextOrParts, text_of, text_or_parts};
 use crate::error::ApiError;
 use answer::{AssistantMessage, ChatCompletion, Choice, usage};
 use callai_engine::wire::{CallRequest, CallResult, Message, Role, TokenLimitField};

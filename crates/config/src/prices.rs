@@ -1,0 +1,156 @@
+//! Cost in money: each request priced at its own provider and model, from
+//! the provider's `[providers.NAME.prices]` or the `[pricing] file` in
+//! LiteLLM's `model_prices_and_context_window.json` format. How a request
+//! is priced (and a call's requests summed) is the engine's rule
+//! (`callai_engine::cost`), which budgets in money charge by too.
+
+use crate::Config;
+use callai_engine::config::{ConfigError, invalid};
+use callai_engine::cost::{PriceBook, TokenPrice as Price};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+
+/// The prices a host knows: by provider, and by model from the price list.
+#[derive(Debug, Default)]
+pub struct PriceList {
+    by_provider: HashMap<String, Price>,
+    /// The list's entries by their whole name (`gpt-4o-mini`,
+    /// `azure/gpt-4o-mini`).
+    by_model: HashMap<String, Price>,
+    /// Its entries named `PROVIDER/MODEL`, by provider then model, split at
+    /// each `/` (so `a/b/m` is under `a` as `b/m` and under `a/b` as `m`):
+    /// the lookup of a request's `provider/model` builds no string.
+    by_provider_model: HashMap<String, HashMap<String, Price>>,
+}
+
+impl PriceList {
+    /// The prices of `config`: each provider's `prices`, and the `[pricing]
+    /// file`, read now (an unreadable or empty one is refused naming
+    /// `pricing.file`).
+    pub fn load(config: &Config) -> Result<Self, ConfigError> {
+        let per_million = 1e-6;
+        let by_provider = config
+            .providers
+            .iter()
+            .filter_map(|(name, section)| {
+                let p = section.prices.as_ref()?;
+                let price = Price {
+                    input: p.input * per_million,
+                    cached_input: p.cached_input.unwrap_or(p.input) * per_million,
+                    output: p.output * per_million,
+                    currency: p.currency.clone().into(),
+                };
+                Some((name.clone(), price))
+            })
+            .collect();
+        let by_model = match &config.pricing.file {
+            None => HashMap::new(),
+            Some(path) => {
+                let bad =
+                    |why: String| invalid("pricing.file", format!("{}: {why}", path.display()));
+                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let list: Map<String, Value> = serde_json::from_str(&text)
+                    .map_err(|e| bad(format!("not a JSON object of models: {e}")))?;
+                let prices = litellm_prices(&list);
+                if prices.is_empty() {
+                    return Err(bad(
+                        "names no model with input_cost_per_token and output_cost_per_token".into(),
+                    ));
+                }
+                prices
+            }
+        };
+        Ok(Self::of(by_provider, by_model))
+    }
+
+    /// The list of the providers' own prices and the price list's entries.
+    fn of(by_provider: HashMap<String, Price>, by_model: HashMap<String, Price>) -> Self {
+        let mut by_provider_model: HashMap<String, HashMap<String, Price>> = HashMap::new();
+        for (name, price) in &by_model {
+            for (at, _) in name.match_indices('/') {
+                let (provider, model) = (&name[..at], &name[at + 1..]);
+                by_provider_model
+                    .entry(provider.to_owned())
+                    .or_default()
+                    .insert(model.to_owned(), price.clone());
+            }
+        }
+        Self {
+            by_provider,
+            by_model,
+            by_provider_model,
+        }
+    }
+
+    /// The price of a request to `model` of `provider`: the provider's own,
+    /// else the list's `provider/model`, else its `model`.
+    pub fn price(&self, provider: &str, model: &str) -> Option<&Price> {
+        self.by_provider
+            .get(provider)
+            .or_else(|| self.by_provider_model.get(provider)?.get(model))
+            .or_else(|| self.by_model.get(model))
+    }
+}
+
+/// The entries of a LiteLLM price list that price tokens: both costs per
+/// token numbers of 0 or more. Others (its `sample_spec`, image or audio
+/// models priced otherwise) are left out.
+fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
+    let cost = |entry: &Value, key: &str| {
+        entry
+            .get(key)
+            .and_then(Value::as_f64)
+            .filter(|c| c.is_finite() && *c >= 0.0)
+    };
+    list.iter()
+        .filter_map(|(model, entry)| {
+            let input = cost(entry, "input_cost_per_token")?;
+            let price = Price {
+                input,
+                cached_input: cost(entry, "cache_read_input_token_cost").unwrap_or(input),
+                output: cost(entry, "output_cost_per_token")?,
+                currency: "USD".into(),
+            };
+            Some((model.clone(), price))
+        })
+        .collect()
+}
+
+impl PriceBook for PriceList {
+    fn price(&self, provider: &str, model: &str) -> Option<&Price> {
+        PriceList::price(self, provider, model)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_litellm_list_prices_tokens_and_leaves_the_rest_out() {
+        let list = json!({
+            "sample_spec": {"input_cost_per_token": "cost per token", "output_cost_per_token": 0},
+            "gpt-4o-mini": {"input_cost_per_token": 1.5e-7, "output_cost_per_token": 6e-7,
+                            "cache_read_input_token_cost": 7.5e-8,
+                            "litellm_provider": "openai", "mode": "chat"},
+            "dall-e-3": {"output_cost_per_image": 0.04},
+            "azure/gpt-4o-mini": {"input_cost_per_token": 1.65e-7, "output_cost_per_token": 6.6e-7}
+        });
+        let prices = litellm_prices(list.as_object().unwrap());
+        assert_eq!(prices.len(), 2);
+        let list = PriceList::of(HashMap::new(), prices);
+        let openai = list.price("openai", "gpt-4o-mini").unwrap();
+        assert_eq!((openai.input, openai.cached_input), (1.5e-7, 7.5e-8));
+        // A provider/model entry wins over the bare model.
+        assert_eq!(list.price("azure", "gpt-4o-mini").unwrap().input, 1.65e-7);
+        assert!(list.price("openai", "o3").is_none());
+        // A provider or model name with a slash of its own.
+        let slashed = json!({"openrouter/meta-llama/llama-3": {"input_cost_per_token": 1e-7,
+                                                               "output_cost_per_token": 2e-7}});
+        let list = PriceList::of(HashMap::new(), litellm_prices(slashed.as_object().unwrap()));
+        assert!(list.price("openrouter", "meta-llama/llama-3").is_some());
+        assert!(list.price("openrouter/meta-llama", "llama-3").is_some());
+        assert!(list.price("openrouter", "llama-3").is_none());
+    }
+}

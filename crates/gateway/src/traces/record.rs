@@ -1,0 +1,126 @@
+//! A call's trace: every provider request it sent, in order, with why it
+//! was sent, where it went, what came back, the tokens reported and how
+//! long it took; then the call's outcome and its RFC 0248 `attempts`. Built
+//! by an observer as the engine makes the call; no prompt or answer text.
+//!
+//! A kept trace is one allocation for most calls: its names are
+//! [`SmolStr`]s (inline up to 23 bytes, as ids, tenants, providers and
+//! most models are) and its first request is inline. Ten thousand kept
+//! traces of a dozen allocations each, freed long after the calls around
+//! them, fragmented the heap enough to make every allocation of the
+//! server slower (the performance page, "Call traces and the log line").
+
+use super::text::TracedText;
+use crate::ids::rfc3339;
+use callai_engine::cost::{Cost, to_nanos};
+use callai_engine::runlog::{TraceCost, TraceUsage};
+use callai_engine::wire::Attempts;
+use serde::Serialize;
+use smallvec::SmallVec;
+use smol_str::SmolStr;
+
+/// One call, as `GET /v1/calls/{id}` answers it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallTrace {
+    /// Its id: the `x-callai-call-id` header, and a drop-in answer's `id`
+    /// (inline, so the store's index keeps a copy without allocating).
+    pub id: SmolStr,
+    /// The tenant that made it.
+    pub tenant: SmolStr,
+    /// `call`, `chat_completions`, `messages`, or `run` (a pack's call).
+    pub endpoint: &'static str,
+    /// The run it belongs to, for a pack's call.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The node that made it.
+    pub node_id: SmolStr,
+    /// Its prompt (system instruction and messages): the SHA-256, and the
+    /// text with `[runlog] keepText`; absent for a call refused before it
+    /// started.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<TracedText>,
+    /// When it started, in milliseconds since the Unix epoch; answered as
+    /// `createdAt`, RFC 3339 (UTC), made when it is read.
+    #[serde(rename = "createdAt", serialize_with = "as_rfc3339")]
+    pub started_ms: u64,
+    /// The model name it routed (`[models.NAME]`), if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub route: Option<SmolStr>,
+    /// `ok`, or the error code it failed with.
+    pub outcome: &'static str,
+    /// The RFC 0248 record: of the result, or of what a failed call sent.
+    pub attempts: Attempts,
+    /// What its requests cost, summed; absent when no price is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// Each request that reached a provider, in order.
+    pub requests: SmallVec<[RequestTrace; 1]>,
+    /// From its start to its end.
+    pub duration_ms: u64,
+}
+
+/// One provider request of a call.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestTrace {
+    /// Its number within the call, from 1.
+    pub n: u32,
+    /// `first`, `truncation`, `schema_violation`, `transient`, `fallback`
+    /// or `provider_fallback`.
+    pub reason: &'static str,
+    /// The provider it went to.
+    pub provider: SmolStr,
+    /// The model it asked for.
+    pub model: SmolStr,
+    /// The token limit it carried.
+    pub max_tokens: u32,
+    /// The finish reason of its reply, or `error`.
+    pub outcome: &'static str,
+    /// The provider's HTTP status, when it answered over HTTP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Input tokens, as reported (those read from a prompt cache included).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input_tokens: Option<u32>,
+    /// Of them, read from the provider's prompt cache, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_input_tokens: Option<u32>,
+    /// Output tokens, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_tokens: Option<u32>,
+    /// From sending it to its reply or failure.
+    pub latency_ms: u64,
+    /// What it cost at its provider's and model's price; absent when
+    /// neither has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost: Option<Cost>,
+    /// Its reply's answer (text and tool calls): the SHA-256, and the text
+    /// with `[runlog] keepText`; absent for a failure.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub answer: Option<TracedText>,
+}
+
+fn as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&rfc3339(*ms))
+}
+
+impl CallTrace {
+    /// What it adds to the sums of the minute it started in: the run log
+    /// adds it as the trace is written, and a host with no run log sums its
+    /// kept traces by it, so both answer alike.
+    pub fn usage(&self) -> TraceUsage {
+        TraceUsage {
+            requests: self
+                .requests
+                .iter()
+                .map(|r| (r.provider.to_string(), r.reason.to_owned()))
+                .collect(),
+            cost: self.cost.as_ref().map(|c| TraceCost {
+                currency: c.currency.to_string(),
+                nanos: to_nanos(c.amount),
+                complete: c.complete,
+            }),
+        }
+    }
+}

@@ -1,0 +1,136 @@
+//! Every `x-callai-*` header an answer carries, in one place: the call's
+//! id, its RFC 0248 attempts, what it cost, and what is left of the
+//! caller's budget. The names are made once: a name given as a `&str` is
+//! copied into a fresh allocation at each insert, these are not. The log
+//! line reads its figures back by the same names.
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
+use callai_engine::budget::KEYS;
+use callai_engine::cost::{Cost, from_nanos};
+use callai_engine::wire::{Attempts, StructuredOutput};
+use callai_gateway::call::Charged;
+use callai_gateway::tenants::TenantBudget;
+
+/// The call's id: its trace is `GET /v1/calls/{id}`.
+pub const CALL_ID: HeaderName = HeaderName::from_static("x-callai-call-id");
+/// What the call cost, a decimal.
+pub const COST: HeaderName = HeaderName::from_static("x-callai-cost");
+/// The currency of [`COST`].
+pub const COST_CURRENCY: HeaderName = HeaderName::from_static("x-callai-cost-currency");
+/// RFC 0248's `attempts.count`.
+pub const ATTEMPTS_COUNT: HeaderName = HeaderName::from_static("x-callai-attempts-count");
+/// RFC 0248's `attempts.outputTokens`.
+pub const ATTEMPTS_OUTPUT_TOKENS: HeaderName =
+    HeaderName::from_static("x-callai-attempts-output-tokens");
+const USAGE_COMPLETE: HeaderName = HeaderName::from_static("x-callai-usage-complete");
+const STRUCTURED_OUTPUT: HeaderName = HeaderName::from_static("x-callai-structured-output");
+
+/// What is left of the caller's budget, in the order of the budget's keys.
+const REMAINING: [HeaderName; 4] = [
+    HeaderName::from_static("x-callai-budget-remaining-requests"),
+    HeaderName::from_static("x-callai-budget-remaining-output-tokens"),
+    HeaderName::from_static("x-callai-budget-remaining-input-tokens"),
+    HeaderName::from_static("x-callai-budget-remaining-cost"),
+];
+
+/// Adds the call's id.
+pub fn call_id(headers: &mut HeaderMap, id: &str) {
+    if let Ok(value) = HeaderValue::from_str(id) {
+        headers.insert(CALL_ID, value);
+    }
+}
+
+/// Adds the RFC 0248 headers of `attempts`.
+pub fn attempts(headers: &mut HeaderMap, attempts: &Attempts) {
+    headers.insert(ATTEMPTS_COUNT, HeaderValue::from(attempts.count));
+    if let Some(t) = attempts.output_tokens {
+        headers.insert(ATTEMPTS_OUTPUT_TOKENS, HeaderValue::from(t));
+    }
+    let complete = if attempts.usage_complete {
+        "true"
+    } else {
+        "false"
+    };
+    headers.insert(USAGE_COMPLETE, HeaderValue::from_static(complete));
+    let mode = match attempts.structured_output {
+        Some(StructuredOutput::Native) => "native",
+        Some(StructuredOutput::Prompt) => "prompt",
+        None => "none",
+    };
+    headers.insert(STRUCTURED_OUTPUT, HeaderValue::from_static(mode));
+}
+
+/// Adds what a call charged: what is left of the caller's budget (when it
+/// has one) and what the call cost (when a price is known), into the
+/// answer's own map (no map of their own merged in).
+pub fn charged(headers: &mut HeaderMap, charged: &Charged) {
+    if let Some(budget) = &charged.budget {
+        remaining(headers, budget);
+    }
+    cost(headers, charged.cost.as_ref());
+}
+
+/// Adds `x-callai-cost` (the amount, a decimal) and its currency.
+pub fn cost(headers: &mut HeaderMap, cost: Option<&Cost>) {
+    let Some(cost) = cost else { return };
+    if let (Some(amount), Ok(currency)) =
+        (decimal(cost.amount), HeaderValue::from_str(&cost.currency))
+    {
+        headers.insert(COST, amount);
+        headers.insert(COST_CURRENCY, currency);
+    }
+}
+
+/// Adds the `x-callai-budget-remaining-*` headers, one per limited key,
+/// as this host last saw the window.
+fn remaining(headers: &mut HeaderMap, budget: &TenantBudget) {
+    let Some(left) = budget.remaining() else {
+        return;
+    };
+    for ((name, left), key) in REMAINING.into_iter().zip(left).zip(KEYS) {
+        let value = match (left, key) {
+            (None, _) => continue,
+            // Money as `x-callai-cost` writes it.
+            (Some(left), "cost") => decimal(from_nanos(left)),
+            (Some(left), _) => Some(HeaderValue::from(left)),
+        };
+        if let Some(value) = value {
+            headers.insert(name, value);
+        }
+    }
+}
+
+/// `amount` as a header value: a decimal, never an exponent (as `f64`'s
+/// `Display` writes it). Written on the stack first: through a `String` it
+/// would be two allocations, not the header value's one.
+fn decimal(amount: f64) -> Option<HeaderValue> {
+    use std::io::Write as _;
+    let mut buf = [0u8; 48];
+    let mut cursor = std::io::Cursor::new(&mut buf[..]);
+    match write!(cursor, "{amount}") {
+        Ok(()) => {
+            let len = cursor.position() as usize;
+            HeaderValue::from_bytes(&buf[..len]).ok()
+        }
+        // Longer than the buffer (an amount past 1e47, or below 1e-40).
+        Err(_) => HeaderValue::from_str(&amount.to_string()).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::decimal;
+
+    #[test]
+    fn an_amount_is_a_decimal_never_an_exponent() {
+        let text = |amount: f64| decimal(amount).unwrap().to_str().unwrap().to_owned();
+        assert_eq!(text(0.0), "0");
+        assert_eq!(text(1.5e-7), "0.00000015");
+        assert_eq!(text(2.5), "2.5");
+        assert_eq!(text(12_345_678.0), "12345678");
+        // Past the stack buffer: written through a String, the same way.
+        assert_eq!(text(1e-45), format!("{}", 1e-45));
+        assert!(text(1e-45).starts_with("0.000"));
+        assert_eq!(text(1e60).len(), 61);
+    }
+}

@@ -1,0 +1,268 @@
+//! One line on stderr per request (`[log] format`): when, what, its status
+//! and duration, and for a call its id, tenant, attempts, output tokens
+//! and cost, read from the answer's own `x-callai-*` headers. Nothing else
+//! of the request is written: no header (so no key or token), no query, no
+//! body.
+
+use crate::headers::{ATTEMPTS_COUNT, ATTEMPTS_OUTPUT_TOKENS, CALL_ID, COST, COST_CURRENCY};
+use crate::layers::around::{Around, Before};
+use axum::extract::Request;
+use axum::http::{HeaderName, Method};
+use axum::response::Response;
+use callai_gateway::config::LogFormat;
+use callai_gateway::ids::rfc3339;
+use std::fmt::Write;
+use std::time::Instant;
+use writer::LineWriter;
+
+mod writer;
+
+/// The line each request writes: its format, and the writer that takes
+/// the lines (none when the format is `off`).
+#[derive(Debug, Clone)]
+pub struct AccessLog {
+    format: LogFormat,
+    writer: Option<LineWriter>,
+}
+
+impl AccessLog {
+    /// The log `format` asks for, its writer's thread started.
+    pub fn start(format: LogFormat) -> std::io::Result<Self> {
+        let writer = match format {
+            LogFormat::Off => None,
+            LogFormat::Text | LogFormat::Json => Some(LineWriter::spawn()?),
+        };
+        Ok(Self { format, writer })
+    }
+
+    /// Whether no line is written.
+    pub fn is_off(&self) -> bool {
+        self.writer.is_none()
+    }
+
+    /// Writes every line so far and ends the writer's thread.
+    pub fn close(&self) {
+        if let Some(w) = &self.writer {
+            w.close();
+        }
+    }
+}
+
+/// The caller a response answered, as the auth layer found it.
+#[derive(Debug, Clone)]
+pub struct Answered(pub std::sync::Arc<callai_gateway::tenants::Tenant>);
+
+/// Each request's line, written once its response is ready.
+impl Around for AccessLog {
+    /// What the line says of the request, and the writer it goes to (none
+    /// when the log is off).
+    type Carry = Option<Pending>;
+
+    fn before(&self, request: &mut Request) -> Before<Option<Pending>> {
+        Before::Go(self.writer.as_ref().map(|writer| Pending {
+            started: Instant::now(),
+            method: request.method().clone(),
+            path: request.uri().path().to_owned(),
+            writer: writer.clone(),
+            format: self.format,
+        }))
+    }
+
+    fn after(pending: Option<Pending>, response: Response) -> Response {
+        let Some(pending) = pending else {
+            return response;
+        };
+        let line = Line {
+            time: rfc3339(callai_engine::events::now_ms()),
+            method: pending.method.as_str(),
+            path: &pending.path,
+            status: response.status().as_u16(),
+            duration_ms: pending.started.elapsed().as_secs_f64() * 1000.0,
+            tenant: response
+                .extensions()
+                .get::<Answered>()
+                .map(|a| a.0.name.as_str()),
+            headers: &response,
+        };
+        pending.writer.append(&line.render(pending.format));
+        response
+    }
+}
+
+/// A request's line to be: what it says of the request, taken before the
+/// request is handed on, and where and how it is written.
+#[derive(Debug)]
+pub struct Pending {
+    started: Instant,
+    method: Method,
+    path: String,
+    writer: LineWriter,
+    format: LogFormat,
+}
+
+/// What one line says.
+struct Line<'a> {
+    time: String,
+    method: &'a str,
+    path: &'a str,
+    status: u16,
+    duration_ms: f64,
+    tenant: Option<&'a str>,
+    headers: &'a Response,
+}
+
+/// Room for a typical text line: its time, method, path and status, a
+/// tenant, a call id, attempts, tokens and a cost.
+const TEXT_LINE_BYTES: usize = 192;
+
+/// A line as JSON: its keys in the order the text line says them.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct JsonLine<'a> {
+    time: &'a str,
+    method: &'a str,
+    path: &'a str,
+    status: u16,
+    duration_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tenant: Option<&'a str>,
+    #[serde(flatten)]
+    reported: Reported<'a>,
+}
+
+/// The answer's `x-callai-*` headers a line reports, as their text.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Reported<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    call_id: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    attempts: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cost: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    currency: Option<&'a str>,
+}
+
+impl<'a> Reported<'a> {
+    /// What `response` carries of them.
+    fn of(response: &'a Response) -> Self {
+        let header = |name: &HeaderName| response.headers().get(name)?.to_str().ok();
+        Self {
+            call_id: header(&CALL_ID),
+            attempts: header(&ATTEMPTS_COUNT),
+            output_tokens: header(&ATTEMPTS_OUTPUT_TOKENS),
+            cost: header(&COST),
+            currency: header(&COST_CURRENCY),
+        }
+    }
+
+    /// Each it carries, by its name in the line, in the line's order.
+    fn named(&self) -> impl Iterator<Item = (&'static str, &'a str)> {
+        [
+            ("callId", self.call_id),
+            ("attempts", self.attempts),
+            ("outputTokens", self.output_tokens),
+            ("cost", self.cost),
+            ("currency", self.currency),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+    }
+}
+
+impl Line<'_> {
+    fn render(&self, format: LogFormat) -> String {
+        let reported = Reported::of(self.headers);
+        match format {
+            LogFormat::Json => {
+                let line = JsonLine {
+                    time: &self.time,
+                    method: self.method,
+                    path: self.path,
+                    status: self.status,
+                    duration_ms: self.duration_ms.round(),
+                    tenant: self.tenant,
+                    reported,
+                };
+                serde_json::to_string(&line).expect("a log line serializes")
+            }
+            LogFormat::Text | LogFormat::Off => {
+                // One allocation for the line, however many fields it has.
+                let mut out = String::with_capacity(TEXT_LINE_BYTES);
+                let _ = write!(
+                    out,
+                    "{} {} {} {} {:.0}ms",
+                    self.time, self.method, self.path, self.status, self.duration_ms
+                );
+                if let Some(t) = self.tenant {
+                    let _ = write!(out, " tenant={t}");
+                }
+                for (name, value) in reported.named() {
+                    let _ = write!(out, " {name}={value}");
+                }
+                out
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(response: &Response) -> Line<'_> {
+        Line {
+            time: "2026-12-03T10:00:00.000Z".into(),
+            method: "POST",
+            path: "/v1/call",
+            status: 200,
+            duration_ms: 411.6,
+            tenant: Some("acme"),
+            headers: response,
+        }
+    }
+
+    #[test]
+    fn a_line_says_its_figures_in_order_in_text_and_json() {
+        let mut response = Response::new(axum::body::Body::empty());
+        for (name, value) in [
+            ("x-callai-cost-currency", "USD"),
+            ("x-callai-call-id", "call_0123456789abcdef"),
+            ("x-callai-attempts-count", "2"),
+            ("x-callai-cost", "0.003"),
+            ("authorization", "Bearer tok-secret"),
+        ] {
+            response
+                .headers_mut()
+                .insert(name, axum::http::HeaderValue::from_static(value));
+        }
+        let line = line(&response);
+        assert_eq!(
+            line.render(LogFormat::Text),
+            "2026-12-03T10:00:00.000Z POST /v1/call 200 412ms tenant=acme \
+             callId=call_0123456789abcdef attempts=2 cost=0.003 currency=USD"
+        );
+        assert_eq!(
+            line.render(LogFormat::Json),
+            r#"{"time":"2026-12-03T10:00:00.000Z","method":"POST","path":"/v1/call","status":200,"durationMs":412.0,"tenant":"acme","callId":"call_0123456789abcdef","attempts":"2","cost":"0.003","currency":"USD"}"#
+        );
+    }
+
+    #[test]
+    fn a_line_without_figures_says_only_the_request() {
+        let response = Response::new(axum::body::Body::empty());
+        let mut line = line(&response);
+        line.tenant = None;
+        assert_eq!(
+            line.render(LogFormat::Text),
+            "2026-12-03T10:00:00.000Z POST /v1/call 200 412ms"
+        );
+        assert_eq!(
+            line.render(LogFormat::Json),
+            r#"{"time":"2026-12-03T10:00:00.000Z","method":"POST","path":"/v1/call","status":200,"durationMs":412.0}"#
+        );
+    }
+}
