@@ -7,19 +7,21 @@ use crate::error::GatewayError;
 use crate::tenants::Caller;
 use callai_engine::Host;
 use callai_engine::wire::{CallRequest, CallResult};
+use smol_str::SmolStr;
 
-/// Where a call goes.
+/// Where a call goes. Its names are inline when short, as most are: a
+/// route is made for every call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Route {
     /// A model name `[models.NAME]` routes: the engine picks its targets.
-    Model(String),
+    Model(SmolStr),
     /// A provider, and the model when the caller named one (else the
     /// provider's own).
     Provider {
         /// The provider.
-        provider: String,
+        provider: SmolStr,
         /// The model asked of it.
-        model: Option<String>,
+        model: Option<SmolStr>,
     },
 }
 
@@ -29,7 +31,7 @@ impl Route {
     /// refused naming `model`, with what it could have been.
     pub fn of_model(host: &Host, model: &str) -> Result<Self, GatewayError> {
         if host.config().models.contains_key(model) {
-            return Ok(Self::Model(model.to_owned()));
+            return Ok(Self::Model(model.into()));
         }
         let providers = host.providers();
         if let Some((provider, name)) = model.split_once('/')
@@ -37,13 +39,13 @@ impl Route {
             && !name.is_empty()
         {
             return Ok(Self::Provider {
-                provider: provider.to_owned(),
-                model: Some(name.to_owned()),
+                provider: provider.into(),
+                model: Some(name.into()),
             });
         }
         if providers.get(model).is_some() {
             return Ok(Self::Provider {
-                provider: model.to_owned(),
+                provider: model.into(),
                 model: None,
             });
         }
@@ -68,17 +70,18 @@ impl Route {
     /// names, else the model name it routes, else the host's default
     /// provider. Whether that provider exists is the engine's to say.
     pub fn of_request(host: &Host, request: &CallRequest) -> Self {
-        match (&request.provider, &request.model) {
+        let model = request.model.as_deref().map(SmolStr::from);
+        match (&request.provider, model) {
             (Some(provider), model) => Self::Provider {
-                provider: provider.clone(),
-                model: model.clone(),
+                provider: provider.into(),
+                model,
             },
-            (None, Some(name)) if host.config().models.contains_key(name) => {
-                Self::Model(name.clone())
+            (None, Some(name)) if host.config().models.contains_key(name.as_str()) => {
+                Self::Model(name)
             }
             (None, model) => Self::Provider {
-                provider: host.config().defaults.provider.clone(),
-                model: model.clone(),
+                provider: host.config().defaults.provider.as_str().into(),
+                model,
             },
         }
     }
@@ -89,12 +92,12 @@ impl Route {
         match self {
             Self::Model(name) => {
                 request.provider = None;
-                request.model = Some(name.clone());
+                request.model = Some(name.to_string());
             }
             Self::Provider { provider, model } => {
-                request.provider = Some(provider.clone());
+                request.provider = Some(provider.to_string());
                 if let Some(model) = model {
-                    request.model = Some(model.clone());
+                    request.model = Some(model.to_string());
                 }
             }
         }
@@ -108,7 +111,7 @@ impl Route {
             Self::Model(name) => host
                 .config()
                 .models
-                .get(name)
+                .get(name.as_str())
                 .is_some_and(|route| route.target_names().any(|t| t.provider == "mock")),
         }
     }
@@ -121,11 +124,11 @@ impl Route {
             p != "mock" && host.providers().get(p).is_some() && host.config().provider_allowed(p)
         };
         match self {
-            Self::Provider { provider, .. } => reaches(provider).then(|| provider.clone()),
+            Self::Provider { provider, .. } => reaches(provider).then(|| provider.to_string()),
             Self::Model(name) => host
                 .config()
                 .models
-                .get(name)?
+                .get(name.as_str())?
                 .target_names()
                 .map(|t| t.provider)
                 .find(|p| reaches(p))
@@ -138,7 +141,7 @@ impl Route {
     /// the provider's own), as `/v1/models` lists them.
     pub fn answer_model(&self, host: &Host, result: &CallResult) -> String {
         let (provider, model) = match self {
-            Self::Model(name) => return name.clone(),
+            Self::Model(name) => return name.to_string(),
             Self::Provider { provider, model } => (provider, model),
         };
         let model = result
