@@ -241,12 +241,18 @@ impl TestServer {
         body: Option<Vec<u8>>,
         token: Option<&str>,
     ) -> Answer {
+        let post = method.eq_ignore_ascii_case("POST");
         let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap();
         let mut request = self.client.request(method, format!("{}{path}", self.url));
         if let Some(t) = token {
             request = request.bearer_auth(t);
         }
         if let Some(b) = body {
+            // A POST's body is JSON, and says so: a server without tokens
+            // takes no other (a page of another site could send it).
+            if post {
+                request = request.header("content-type", "application/json");
+            }
             request = request.body(b);
         }
         let response = request.send().await.expect("the server answers");

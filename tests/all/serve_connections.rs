@@ -93,7 +93,7 @@ async fn a_body_sent_a_byte_at_a_time_is_refused_at_the_body_timeout() {
     let (mut reader, mut writer) = connect(&server).await.into_split();
     writer
         .write_all(
-            b"POST /v1/call HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{",
+            b"POST /v1/call HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 200\r\n\r\n{",
         )
         .await
         .unwrap();

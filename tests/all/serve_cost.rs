@@ -167,3 +167,90 @@ async fn input_read_from_a_prompt_cache_is_priced_at_its_own_price() {
     );
     server.shutdown().await;
 }
+
+/// Issue 56, item 2: a price above `[pricing] maxPerMillion` (1,000 per
+/// million tokens by default) is refused at start-up naming its key, in a
+/// provider's section or in the price list, instead of turning a budget in
+/// money into nothing.
+#[test]
+fn a_price_over_the_bound_is_refused_at_start_up_naming_its_key() {
+    for (toml, key) in [
+        (
+            "[providers.p]\nkind = \"openai\"\nprices = { input = 1e308, output = 1e308 }\n",
+            "providers.p.prices.input",
+        ),
+        (
+            "[providers.p]\nkind = \"openai\"\nprices = { input = 1.0, output = 1000.5 }\n",
+            "providers.p.prices.output",
+        ),
+        (
+            "[providers.p]\nkind = \"openai\"\nprices = { input = 1.0, cachedInput = 2e3, output = 1.0 }\n",
+            "providers.p.prices.cachedInput",
+        ),
+        ("[pricing]\nmaxPerMillion = 0\n", "pricing.maxPerMillion"),
+    ] {
+        let err = Config::from_toml(toml).unwrap_err();
+        assert_eq!(err.key(), Some(key), "{toml}: {err}");
+    }
+    // An operator whose prices are that dear raises the bound.
+    let dear = "[providers.p]\nkind = \"openai\"\nprices = { input = 1.0, output = 5000.0 }\n\
+                [pricing]\nmaxPerMillion = 10000\n";
+    Config::from_toml(dear).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let list = dir.path().join("prices.json");
+    std::fs::write(
+        &list,
+        r#"{"cheap": {"input_cost_per_token": 1e-7, "output_cost_per_token": 1e-7},
+            "typo": {"input_cost_per_token": 1e300, "output_cost_per_token": 1e-6}}"#,
+    )
+    .unwrap();
+    let config = Config::from_toml(&format!("[pricing]\nfile = \"{}\"\n", list.display())).unwrap();
+    let err = callai_server::check_config(&config, &|_| None).unwrap_err();
+    assert_eq!(err.key(), Some("pricing.file"), "{err}");
+    assert!(
+        err.to_string().contains("\"typo\"") && err.to_string().contains("maxPerMillion"),
+        "{err}"
+    );
+}
+
+/// Issue 56, item 2: at the largest price the bound allows and the
+/// largest usage a provider may report (2^32 - 1 tokens each way), a call
+/// costs what it says, a finite decimal, and its tenant's budget in money
+/// is charged all of it: the next call is refused, never let through as a
+/// cost of nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_price_and_usage_are_charged_in_full_never_as_nothing() {
+    let most = u32::MAX;
+    let reply = callai_tests::fake_server::Reply::ok(json!({
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": most, "completion_tokens": most}
+    }));
+    let fake = FakeServer::start(vec![reply.clone(), reply]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "[providers.p]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"m\"\n\
+         prices = {{ input = 1000.0, output = 1000.0 }}\n[defaults]\nprovider = \"p\"\n\
+         [tenants.t]\ntokenEnv = \"T\"\n[tenants.t.budget]\ncost = 1.0\n",
+        fake.url()
+    );
+    let server = TestServer::start_with(&toml, Some(&dir.path().join("runs.db")), |k| {
+        (k == "T").then(|| "tok-t".into())
+    })
+    .await;
+    let request = json!({"request": {"messages": [{"role": "user", "content": "hi"}], "maxTokens": 10}});
+    let first = server.exchange("/v1/call", &request, Some("tok-t")).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    let billed = 2.0 * f64::from(most) * 1000.0 / 1e6;
+    let said = first.headers.get("x-callai-cost").unwrap();
+    assert!(!said.contains('e') && !said.contains("inf"), "{said}");
+    let said: f64 = said.parse().unwrap();
+    assert!((said - billed).abs() < 1e-3, "{said} against {billed}");
+    let budget = server.send_as("GET", "/v1/budget", None, Some("tok-t")).await;
+    let spent = budget.body["budget"]["spent"]["cost"].as_f64().unwrap();
+    assert!((spent - billed).abs() < 1e-3, "{}", budget.body);
+    let second = server.exchange("/v1/call", &request, Some("tok-t")).await;
+    assert_eq!(second.status, 429, "{}", second.body);
+    assert_eq!(fake.count(), 1, "the second call reached the provider");
+    server.shutdown().await;
+}

@@ -206,6 +206,7 @@ fn in_flight(server: &TestServer, run_id: &str, content: &str) -> tokio::task::J
     tokio::spawn(async move {
         let text = reqwest::Client::new()
             .post(url)
+            .header("content-type", "application/json")
             .body(body.to_string())
             .send()
             .await

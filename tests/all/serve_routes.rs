@@ -323,7 +323,11 @@ async fn weights_spread_a_thousand_calls_within_five_points_of_their_shares() {
     for _ in 0..calls / batch {
         let mut set = tokio::task::JoinSet::new();
         for _ in 0..batch {
-            let send = client.post(&url).body(body.to_string()).send();
+            let send = client
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.to_string())
+                .send();
             set.spawn(async move { send.await.unwrap().status().as_u16() });
         }
         assert!(set.join_all().await.iter().all(|&s| s == 200));

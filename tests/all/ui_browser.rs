@@ -22,7 +22,7 @@ const ADMIN: &str = "tok-admin-ui";
 const ACME: &str = "tok-acme-ui";
 
 /// chromedriver on a loopback port, stopped when dropped.
-struct Driver {
+pub(crate) struct Driver {
     child: Child,
     url: String,
 }
@@ -35,7 +35,7 @@ impl Drop for Driver {
 }
 
 /// Starts chromedriver, failing with how to install it when it is missing.
-async fn chromedriver() -> Driver {
+pub(crate) async fn chromedriver() -> Driver {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
@@ -71,12 +71,21 @@ async fn chromedriver() -> Driver {
 
 /// A headless Chromium session whose console is kept for [`console_errors`].
 async fn browser(driver: &Driver) -> Client {
+    browser_with(driver, &[]).await
+}
+
+/// [`browser`], Chromium started with `extra` arguments too.
+pub(crate) async fn browser_with(driver: &Driver, extra: &[&str]) -> Client {
+    let mut args = vec![
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1100,900",
+    ];
+    args.extend_from_slice(extra);
     let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-                        "--disable-dev-shm-usage", "--window-size=1100,900"]}),
-    );
+    caps.insert("goog:chromeOptions".into(), json!({ "args": args }));
     caps.insert("goog:loggingPrefs".into(), json!({"browser": "ALL"}));
     let connector = hyper_util::client::legacy::connect::HttpConnector::new();
     ClientBuilder::new(connector)
@@ -347,6 +356,70 @@ async fn a_server_with_nothing_yet_says_so_on_every_page() {
         .unwrap();
     let missing = wait_for_text(&client, "no call").await;
     assert!(missing.contains("call_0000"), "{missing}");
+    client.close().await.unwrap();
+    server.shutdown().await;
+}
+
+/// Issue 56, item 6: a run id two tenants each used is two runs on the
+/// admin's runs page, and each opens as its own tenant's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_run_id_of_two_tenants_is_two_runs_each_opened_as_its_own() {
+    let toml = "[server]\ntokenEnv = \"ADMIN\"\n\
+                [tenants.north]\ntokenEnv = \"NORTH\"\n[tenants.south]\ntokenEnv = \"SOUTH\"\n";
+    let server = TestServer::start_with(toml, None, |k| match k {
+        "ADMIN" => Some(ADMIN.into()),
+        "NORTH" => Some("tok-north-ui".into()),
+        "SOUTH" => Some("tok-south-ui".into()),
+        _ => None,
+    })
+    .await;
+    // The same run id, north's with one attempt, south's with two.
+    for (token, attempts) in [("tok-north-ui", 1), ("tok-south-ui", 2)] {
+        let (mut input, script) = truncating(attempts);
+        input["provider"] = json!("mock");
+        let run =
+            json!({"pack": "echo-attempts", "input": input, "script": script, "runId": "r-same"});
+        let started = server.exchange("/v1/runs", &run, Some(token)).await;
+        assert_eq!(started.status, 200, "{}", started.body);
+    }
+    let driver = chromedriver().await;
+    let client = browser(&driver).await;
+    let url = &server.url;
+    client.goto(&format!("{url}/ui/")).await.unwrap();
+    wait_for_text(&client, "Give the admin's or a tenant's token").await;
+    let _refused_fetch_logged = console_errors(&client).await;
+    use_token(&client, ADMIN).await;
+    open(&client, url, "runs", "r-same").await;
+    let rows = client
+        .find_all(Locator::Css("main table tbody tr"))
+        .await
+        .unwrap();
+    let mut shown = Vec::new();
+    for row in &rows {
+        shown.push(row.text().await.unwrap());
+    }
+    assert_eq!(shown.len(), 2, "{shown:?}");
+    assert!(shown.iter().any(|r| r.contains("north")) && shown.iter().any(|r| r.contains("south")));
+    // Each row opens its own tenant's run: south's made two requests.
+    for (tenant, requests) in [("north", "1"), ("south", "2")] {
+        let link = client
+            .find(Locator::XPath(&format!(
+                "//main//tr[td[contains(., '{tenant}')]]//a"
+            )))
+            .await
+            .unwrap();
+        link.click().await.unwrap();
+        let run = wait_for_text(&client, "Events").await;
+        assert!(run.contains(&format!("of {tenant}")), "{run}");
+        assert!(
+            run.contains(&format!("Provider requests\n{requests}")),
+            "{run}"
+        );
+        let errors = console_errors(&client).await;
+        assert!(errors.is_empty(), "{errors:?}");
+        client.back().await.unwrap();
+        wait_for_text(&client, "Recent runs").await;
+    }
     client.close().await.unwrap();
     server.shutdown().await;
 }

@@ -99,6 +99,17 @@ impl Config {
         self.server.validate()?;
         self.cache.validate()?;
         callai_gateway::config::validate_tenants(&self.tenants)?;
+        self.pricing.validate()?;
+        for (name, section) in &self.providers {
+            if let Some(prices) = &section.prices {
+                let key = |k: &str| format!("providers.{name}.prices.{k}");
+                self.pricing.check_price(&key("input"), prices.input)?;
+                self.pricing.check_price(&key("output"), prices.output)?;
+                if let Some(cached) = prices.cached_input {
+                    self.pricing.check_price(&key("cachedInput"), cached)?;
+                }
+            }
+        }
         self.runlog.validate()
     }
 

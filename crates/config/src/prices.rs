@@ -7,6 +7,7 @@
 use crate::Config;
 use callai_engine::config::{ConfigError, invalid};
 use callai_engine::cost::{PriceBook, TokenPrice as Price};
+use callai_gateway::config::MAX_PRICE_FILE_BYTES;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -48,10 +49,22 @@ impl PriceList {
             Some(path) => {
                 let bad =
                     |why: String| invalid("pricing.file", format!("{}: {why}", path.display()));
-                let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+                let text = read_bounded(path).map_err(bad)?;
                 let list: Map<String, Value> = serde_json::from_str(&text)
                     .map_err(|e| bad(format!("not a JSON object of models: {e}")))?;
                 let prices = litellm_prices(&list);
+                let bound = config.pricing.max_per_million;
+                let over = prices.iter().find_map(|(model, p)| {
+                    let per_million = p.input.max(p.cached_input).max(p.output) * 1e6;
+                    (per_million > bound).then(|| (model, per_million))
+                });
+                if let Some((model, per_million)) = over {
+                    return Err(bad(format!(
+                        "model {model:?} costs {per_million} per million tokens, over \
+                         pricing.maxPerMillion ({bound}): a price this large is taken for a \
+                         mistake (raise the bound if it is not)"
+                    )));
+                }
                 if prices.is_empty() {
                     return Err(bad(
                         "names no model with input_cost_per_token and output_cost_per_token".into(),
@@ -90,6 +103,26 @@ impl PriceList {
             .or_else(|| self.by_provider_model.get(provider)?.get(model))
             .or_else(|| self.by_model.get(model))
     }
+}
+
+/// The text of the price list at `path`, read up to
+/// [`MAX_PRICE_FILE_BYTES`] and no further (a file past it, or one that
+/// never ends, such as `/dev/zero`, is refused, not read until memory runs
+/// out).
+fn read_bounded(path: &std::path::Path) -> Result<String, String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let mut text = Vec::new();
+    file.take(MAX_PRICE_FILE_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| e.to_string())?;
+    if text.len() as u64 > MAX_PRICE_FILE_BYTES {
+        return Err(format!(
+            "over {} MiB; a price list is read up to that size",
+            MAX_PRICE_FILE_BYTES >> 20
+        ));
+    }
+    String::from_utf8(text).map_err(|e| format!("not UTF-8 text: {e}"))
 }
 
 /// The entries of a LiteLLM price list that price tokens: both costs per

@@ -173,7 +173,12 @@ pub const NANOS_PER_UNIT: f64 = 1e9;
 /// `amount` in billionths, rounded up: a budget is never charged less than
 /// a cost.
 pub fn to_nanos(amount: f64) -> u64 {
-    if amount.is_nan() || amount <= 0.0 {
+    // An amount past counting (an overflow to infinity, or its NaN) is the
+    // most there is, never nothing: a budget refuses it, it does not pass.
+    if amount.is_nan() || amount * NANOS_PER_UNIT >= u64::MAX as f64 {
+        return u64::MAX;
+    }
+    if amount <= 0.0 {
         return 0;
     }
     let nanos = amount * NANOS_PER_UNIT;
@@ -253,7 +258,8 @@ mod tests {
         assert_eq!(to_nanos(1e-10), 1, "never charged less than a cost");
         assert_eq!(to_nanos(0.0), 0);
         assert_eq!(to_nanos(-1.0), 0);
-        assert_eq!(to_nanos(f64::NAN), 0);
+        assert_eq!(to_nanos(f64::NAN), u64::MAX, "an overflow is not free");
+        assert_eq!(to_nanos(f64::INFINITY), u64::MAX);
         assert_eq!(to_nanos(1e30), u64::MAX);
         assert!((from_nanos(2_500_000_000) - 2.5).abs() < 1e-12);
     }

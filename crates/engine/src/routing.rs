@@ -147,10 +147,22 @@ impl Host {
         })
     }
 
-    /// Refuses an image whose inline bytes pass `[limits] maxImageBytes`,
-    /// naming it.
+    /// Refuses more images than `[limits] maxImages`, and an image whose
+    /// inline bytes pass `[limits] maxImageBytes`, naming it.
     pub(crate) fn check_image_sizes(&self, request: &CallRequest) -> Result<(), CallError> {
-        let limit = self.config().limits.max_image_bytes;
+        let limits = &self.config().limits;
+        let count: usize = request.messages.iter().map(|m| m.images.len()).sum();
+        if count > limits.max_images as usize {
+            return Err(CallError::new(
+                ErrorCode::LimitExceeded,
+                format!(
+                    "limits.maxImages: the request carries {count} images, over the limit of {}",
+                    limits.max_images
+                ),
+            )
+            .with_detail("field", "messages"));
+        }
+        let limit = limits.max_image_bytes;
         for (i, m) in request.messages.iter().enumerate() {
             for (j, image) in m.images.iter().enumerate() {
                 if let Some(bytes) = image.data_bytes().filter(|&b| b > limit) {

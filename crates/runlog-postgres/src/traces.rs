@@ -97,7 +97,11 @@ impl TraceLog for PostgresRunLog {
                 None => i64::MAX,
                 Some(id) => {
                     let row = conn
-                        .query_opt("SELECT seq FROM callai_call_traces WHERE id = $1", &[id])
+                        .query_opt(
+                            "SELECT seq FROM callai_call_traces \
+                             WHERE id = $1 AND ($2::TEXT IS NULL OR tenant = $2)",
+                            &[id, &query.owner],
+                        )
                         .await
                         .map_err(self.storage())?;
                     match row {

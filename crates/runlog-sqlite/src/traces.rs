@@ -222,9 +222,11 @@ fn list(conn: &mut Connection, query: &TraceQuery) -> Result<TracePage, RunLogEr
         None => i64::MAX,
         Some(id) => {
             let seq = conn
-                .query_row("SELECT seq FROM call_traces WHERE id = ?1", [id], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT seq FROM call_traces WHERE id = ?1 AND (?2 IS NULL OR tenant = ?2)",
+                    params![id, query.owner],
+                    |r| r.get(0),
+                )
                 .optional()
                 .map_err(storage)?;
             match seq {

@@ -5,6 +5,7 @@
 //! gateway takes: a [`RunRequest`], a [`Planned`] call.
 
 use crate::error::{ApiCode, ApiError};
+use crate::listen::BodyTimedOut;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{FromRequest, Request};
@@ -41,11 +42,17 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
 pub fn bytes(body: Result<Bytes, BytesRejection>, limit_key: &str) -> Result<Bytes, ApiError> {
     body.map_err(|e| {
         if let Some(timeout) = crate::listen::is_body_timeout(&e) {
-            ApiError::over_limit(
-                ApiCode::RequestTimeout,
-                "server.bodyTimeoutMs",
-                timeout.to_string(),
-            )
+            match timeout {
+                // The client tries another host, or this one again later.
+                BodyTimedOut::Shutdown => {
+                    ApiError::unavailable(ApiCode::ShuttingDown, timeout.to_string(), 1)
+                }
+                BodyTimedOut::Deadline(_) => ApiError::over_limit(
+                    ApiCode::RequestTimeout,
+                    "server.bodyTimeoutMs",
+                    timeout.to_string(),
+                ),
+            }
         } else if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
             let message = format!("the body is over {limit_key}");
             ApiError::over_limit(ApiCode::PayloadTooLarge, limit_key, message)

@@ -94,7 +94,7 @@ impl Server {
             runlog_url,
         } = setup::setup(&config, &options).await?;
         let gateway = Arc::new(Gateway::new(gateway));
-        let auth = Auth::new(gateway.tenants.clone());
+        let auth = Auth::new(gateway.tenants.clone(), &config.server.allowed_hosts);
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Listen { addr, source })?;

@@ -10,7 +10,7 @@ import { providersPage } from "./providers.js";
 
 const pages = {
   calls: (id, params) => (id ? callPage(id) : callsPage(params)),
-  runs: (id, params) => (id ? runPage(id) : runsPage(params)),
+  runs: (id, params) => (id ? runPage(id, params) : runsPage(params)),
   tenants: () => tenantsPage(),
   providers: (_, params) => providersPage(params),
 };

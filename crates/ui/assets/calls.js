@@ -81,7 +81,9 @@ export async function callPage(id) {
     ["Outcome", h("span", { class: call.outcome === "ok" ? "ok" : "error" }, call.outcome)],
     ["Tenant", call.tenant],
     ["Endpoint", call.endpoint],
-    call.runId ? ["Run", link(`runs/${encodeURIComponent(call.runId)}`, call.runId)] : null,
+    call.runId
+      ? ["Run", link(`runs/${encodeURIComponent(call.runId)}?${new URLSearchParams({ tenant: call.tenant })}`, call.runId)]
+      : null,
     ["Node", call.nodeId],
     call.route ? ["Model name", call.route] : null,
     ["Started", time(call.createdAt)],

@@ -16,19 +16,21 @@ export async function runsPage() {
     if (id) location.hash = `#/runs/${encodeURIComponent(id)}`;
   });
   const calls = await get("/v1/calls", { endpoint: "run", limit: 500 });
+  // A run is its tenant's: two tenants may each have a run of one id.
   const runs = new Map();
   for (const c of calls.data) {
-    const run = runs.get(c.runId) || { id: c.runId, tenant: c.tenant, last: c.createdAt, calls: 0, attempts: 0 };
+    const key = JSON.stringify([c.tenant, c.runId]);
+    const run = runs.get(key) || { id: c.runId, tenant: c.tenant, last: c.createdAt, calls: 0, attempts: 0 };
     run.calls += 1;
     run.attempts += c.attempts.count;
-    runs.set(c.runId, run);
+    runs.set(key, run);
   }
   return h("section", {},
     h("h1", {}, "Runs"),
     form,
     runs.size
       ? table([
-        ["Run", (r) => link(`runs/${encodeURIComponent(r.id)}`, r.id)],
+        ["Run", (r) => link(runHref(r.id, r.tenant), r.id)],
         ["Tenant", (r) => r.tenant],
         ["Last call", (r) => time(r.last)],
         ["Calls", (r) => num(r.calls), true],
@@ -37,13 +39,21 @@ export async function runsPage() {
       : empty("No pack run has made a call yet. Start one with POST /v1/runs; its calls show here."));
 }
 
-/** One run: where it stands, its calls, its events. */
-export async function runPage(id) {
+/** The viewer's address of run `id` of `tenant` (the admin names whose). */
+function runHref(id, tenant) {
+  return `runs/${encodeURIComponent(id)}?${new URLSearchParams({ tenant })}`;
+}
+
+/** One run (of the tenant `?tenant=` names, else the caller's own): where
+ * it stands, its calls, its events. */
+export async function runPage(id, params) {
+  const tenant = params?.get("tenant") || undefined;
   const path = `/v1/runs/${encodeURIComponent(id)}`;
   const [run, calls, events] = await Promise.all([
-    get(path),
-    get("/v1/calls", { run: id, limit: 500 }),
-    get(`${path}/events`).catch((e) => (e instanceof ApiError ? { events: [], error: e.message } : Promise.reject(e))),
+    get(path, { tenant }),
+    get("/v1/calls", { run: id, tenant, limit: 500 }),
+    get(`${path}/events`, { tenant })
+      .catch((e) => (e instanceof ApiError ? { events: [], error: e.message } : Promise.reject(e))),
   ]);
   const facts = [
     ["Status", h("span", { class: run.status === "failed" ? "error" : run.status === "ok" ? "ok" : null }, run.status)],
@@ -54,7 +64,7 @@ export async function runPage(id) {
   ];
   return h("section", {},
     h("p", {}, link("runs", "← Runs")),
-    h("h1", {}, `Run ${run.runId}`),
+    h("h1", {}, `Run ${run.runId}`, tenant ? ` of ${tenant}` : ""),
     factList(facts),
     h("h2", {}, "Calls"),
     calls.data.length ? callTable(calls.data) : empty("This run has made no call this host still keeps."),

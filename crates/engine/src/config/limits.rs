@@ -41,6 +41,12 @@ pub struct Limits {
     /// The largest image a message may carry inline (a `data:` URL's
     /// bytes, decoded); refused with `limit_exceeded` naming the image.
     pub max_image_bytes: u64,
+    /// The most images one request may carry, over all its messages;
+    /// refused with `limit_exceeded` naming `messages`.
+    pub max_images: u32,
+    /// The most tools one request may offer; refused with
+    /// `limit_exceeded` naming `tools`.
+    pub max_tools: u32,
 }
 
 impl Default for Limits {
@@ -59,13 +65,15 @@ impl Default for Limits {
             schema_cache_bytes: 8 << 20,
             max_concurrent_runs: 1000,
             max_image_bytes: 5 << 20,
+            max_images: 100,
+            max_tools: 128,
         }
     }
 }
 
 impl Limits {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let ranges: [(&str, u64, u64, u64); 13] = [
+        let ranges: [(&str, u64, u64, u64); 15] = [
             ("limits.memoryBytes", self.memory_bytes, 1 << 20, 4 << 30),
             ("limits.wallMs", self.wall_ms, 1, 86_400_000),
             ("limits.fuel", self.fuel, 1, u64::MAX),
@@ -109,6 +117,8 @@ impl Limits {
                 10_000,
             ),
             ("limits.maxImageBytes", self.max_image_bytes, 1, 1 << 30),
+            ("limits.maxImages", self.max_images.into(), 1, 10_000),
+            ("limits.maxTools", self.max_tools.into(), 1, 10_000),
         ];
         ranges
             .into_iter()

@@ -33,6 +33,8 @@ pub enum Verdict {
     TooLarge {
         /// The limit it passed.
         limit: u64,
+        /// Its size: its text and its tool calls.
+        bytes: u64,
     },
 }
 
@@ -72,8 +74,12 @@ pub fn classify(
     tools: Option<&CompiledTools>,
     max_bytes: u64,
 ) -> Verdict {
-    if reply_bytes(reply) > max_bytes {
-        return Verdict::TooLarge { limit: max_bytes };
+    let bytes = reply_bytes(reply);
+    if bytes > max_bytes {
+        return Verdict::TooLarge {
+            limit: max_bytes,
+            bytes,
+        };
     }
     if matches!(reply.stop, StopReason::Refusal | StopReason::ContentFilter) {
         return Verdict::Refusal;
@@ -139,7 +145,10 @@ mod tests {
         let big = reply(&"x".repeat(2000), StopReason::Stop);
         assert_eq!(
             classify(&big, None, None, 1000),
-            Verdict::TooLarge { limit: 1000 }
+            Verdict::TooLarge {
+                limit: 1000,
+                bytes: 2000
+            }
         );
         assert!(matches!(
             classify(&big, None, None, 2000),

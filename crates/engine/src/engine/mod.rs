@@ -13,7 +13,7 @@ mod prompts;
 mod reason;
 pub(crate) mod recovery;
 pub(crate) mod schema;
-mod tools;
+pub(crate) mod tools;
 
 pub(crate) use driver::{Charging, DriveOptions, Effects, drive};
 pub use driver::{Clock, Jitter, Sleeper, TokioTime};

@@ -8,7 +8,7 @@
 
 use super::schema::{CompiledSchema, SchemaCache};
 use crate::provider::{ProviderReply, ToolsRequest};
-use callai_wire::{CallError, CallRequest, ToolChoice};
+use callai_wire::{CallError, CallRequest, ToolCall, ToolChoice};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -192,6 +192,30 @@ impl ClassifyMessage for serde_json::Error {
         };
         format!("{what} at line {} column {}", self.line(), self.column())
     }
+}
+
+/// `calls` with an id each of their own: a provider that gives two calls
+/// one id (or none) would have a client answer both with one result. The
+/// first keeps its id; a repeat becomes `ID_2`, `ID_3`, ... (whichever is
+/// free), an empty one `call_N` by its place.
+pub(crate) fn unique_ids(mut calls: Vec<ToolCall>) -> Vec<ToolCall> {
+    let mut seen = std::collections::HashSet::with_capacity(calls.len());
+    for (i, call) in calls.iter_mut().enumerate() {
+        if call.id.is_empty() {
+            call.id = format!("call_{}", i + 1);
+        }
+        if !seen.contains(&call.id) {
+            seen.insert(call.id.clone());
+            continue;
+        }
+        let fresh = (2..)
+            .map(|n| format!("{}_{n}", call.id))
+            .find(|id| !seen.contains(id))
+            .expect("a free id");
+        seen.insert(fresh.clone());
+        call.id = fresh;
+    }
+    calls
 }
 
 #[cfg(test)]

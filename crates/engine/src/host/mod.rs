@@ -17,7 +17,7 @@ use crate::routing::Chain;
 
 mod builder;
 pub use builder::HostBuilder;
-use callai_wire::{CallError, CallRequest, CallResult, StructuredOutput, UnknownField};
+use callai_wire::{CallError, ErrorCode, CallRequest, CallResult, StructuredOutput, UnknownField};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -418,6 +418,18 @@ impl Host {
                 "tools",
                 "this host does not offer tool calls (its aiProviders facet has no toolCalls)",
             ));
+        }
+        let (offered, most) = (
+            request.tools.as_ref().map_or(0, Vec::len),
+            self.config.limits.max_tools,
+        );
+        if offered > most as usize {
+            // Refused before a schema is compiled: each costs memory and CPU.
+            return Err(CallError::new(
+                ErrorCode::LimitExceeded,
+                format!("limits.maxTools: the request offers {offered} tools, over the limit of {most}"),
+            )
+            .with_detail("field", "tools"));
         }
         CompiledTools::compile(request, &self.schemas)
     }

@@ -70,8 +70,13 @@ pub struct TraceQuery {
     pub retried: bool,
     /// Only calls started at or after this time (ms since the Unix epoch).
     pub since_ms: Option<u64>,
-    /// Only calls kept before the call of this id (the previous page's last).
+    /// Only calls kept before the call of this id (the previous page's
+    /// last): a call of [`TraceQuery::owner`]'s, else the page is empty, as
+    /// for an id nobody holds.
     pub before: Option<String>,
+    /// Whose calls a `before` may name (`None`: anyone's, the admin's
+    /// listing): a cursor is a place in the caller's own list.
+    pub owner: Option<String>,
     /// The most traces a page holds.
     pub limit: usize,
 }

@@ -54,6 +54,11 @@ pub struct ServerConfig {
     /// An answer, streamed or not, whose client reads none of it for this
     /// long is cut: its call is cancelled and settled.
     pub write_timeout_ms: u64,
+    /// The names a server without any token answers a browser by (besides
+    /// an IP literal and `localhost`): the `Host` of a request must be one
+    /// of them, so that no page whose name resolves to this server (DNS
+    /// rebinding) reads its answers.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for ServerConfig {
@@ -76,6 +81,7 @@ impl Default for ServerConfig {
             max_pack_code_bytes: 64 << 20,
             metrics_token_env: String::new(),
             write_timeout_ms: 30_000,
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -153,7 +159,17 @@ impl ServerConfig {
             self.write_timeout_ms,
             100,
             3_600_000,
-        )
+        )?;
+        for (i, name) in self.allowed_hosts.iter().enumerate() {
+            let host_name = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_');
+            if name.is_empty() || !name.chars().all(host_name) {
+                return Err(invalid(
+                    &format!("server.allowedHosts[{i}]"),
+                    format!("{name:?} is not a host name (no scheme, port or path: `callai.internal`)"),
+                ));
+            }
+        }
+        Ok(())
     }
 }
 

@@ -100,6 +100,7 @@ impl CallFilter {
             retried: self.retried,
             since_ms: self.since_ms,
             before: before.map(str::to_owned),
+            owner: self.tenant.clone(),
             limit,
         }
     }
@@ -256,8 +257,10 @@ impl CallStore {
         let kept = self.kept();
         let mut newest_first = kept.order.iter().rev();
         if let Some(before) = before {
-            // Skip to the call named, then past it.
-            if !newest_first.by_ref().any(|t| &*t.id == before) {
+            // Skip to the call named, then past it: a call of the caller's
+            // own (another's is a place in no list of its).
+            let owned = |t: &CallTrace| filter.tenant.as_deref().is_none_or(|o| o == t.tenant);
+            if !newest_first.by_ref().any(|t| t.id == before && owned(t)) {
                 return (Vec::new(), false);
             }
         }

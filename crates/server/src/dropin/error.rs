@@ -90,7 +90,7 @@ pub fn status(error: &ApiError) -> StatusCode {
 /// The API's error `type` for `status`.
 fn kind(api: Api, status: StatusCode) -> &'static str {
     match (api, status.as_u16()) {
-        (_, 400 | 404 | 405 | 408 | 409 | 413 | 422) => "invalid_request_error",
+        (_, 400 | 404 | 405 | 408 | 409 | 413 | 415 | 422) => "invalid_request_error",
         (_, 401) => "authentication_error",
         (_, 403) => "permission_error",
         (_, 429) => "rate_limit_error",

@@ -45,6 +45,8 @@ pub enum ApiCode {
     BudgetUnavailable,
     /// An `Idempotency-Key` sent again with another body.
     IdempotencyMismatch,
+    /// A body a server without tokens takes only as `application/json`.
+    UnsupportedMediaType,
     /// A fault of this host, never of the request.
     Internal,
 }
@@ -68,6 +70,7 @@ impl ApiCode {
             Self::BudgetExceeded => "budget_exceeded",
             Self::BudgetUnavailable => "budget_unavailable",
             Self::IdempotencyMismatch => "idempotency_mismatch",
+            Self::UnsupportedMediaType => "unsupported_media_type",
             Self::Internal => "internal",
         }
     }
@@ -91,6 +94,7 @@ impl ApiCode {
             Self::BudgetExceeded => StatusCode::TOO_MANY_REQUESTS,
             Self::BudgetUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::IdempotencyMismatch => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -194,16 +198,22 @@ impl ApiError {
     /// A failed ctx.callAI call, as `/v1/call` answers it. A refusal of
     /// the caller's budget (`policy_denied` with `details.reason`, as a
     /// pack sees it) is `budget_exceeded` (429), or `budget_unavailable`
-    /// (503) when the budget could not be checked.
+    /// (503) when the budget could not be checked; a `limit_exceeded`
+    /// naming a field of the request is 413.
     pub fn from_call(error: &CallError) -> Self {
         let reason = error
             .details
             .as_ref()
             .and_then(|d| d.get("reason"))
             .and_then(Value::as_str);
+        let names_a_field = error.field().is_some();
         let code = match (error.code, reason) {
             (ErrorCode::PolicyDenied, Some("budget_exceeded")) => ApiCode::BudgetExceeded,
             (ErrorCode::PolicyDenied, Some("budget_unavailable")) => ApiCode::BudgetUnavailable,
+            // A part of the request over its bound (an image over
+            // `maxImageBytes`) is the client's to change: 413, not a
+            // provider's fault. A reply over its bound names no field.
+            (ErrorCode::LimitExceeded, _) if names_a_field => ApiCode::LimitExceeded,
             (code, _) => ApiCode::Call(code),
         };
         let mut e = Self::new(code, error.message.clone());

@@ -4,21 +4,25 @@
 
 use super::access_log::Answered;
 use super::around::{Around, Before};
+use super::browser::BrowserGuard;
 use crate::error::{ApiCode, ApiError};
 use axum::extract::{Request, State};
-use axum::http::header;
+use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use callai_gateway::tenants::{ADMIN, Caller, Tenant, Tenants};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-/// Who may call: every caller's token, checked on each request.
+/// Who may call: every caller's token, checked on each request; on a
+/// server without any token, what a browser's request must be instead.
 #[derive(Debug, Clone)]
 pub struct Auth {
     tenants: Arc<Tenants>,
     /// Where the token may be besides `Authorization`.
     key_header: KeyHeader,
+    /// A server without tokens: what it refuses of a browser.
+    guard: Option<BrowserGuard>,
 }
 
 /// Whether a route's callers may send their token in `x-api-key`.
@@ -84,11 +88,14 @@ pub fn server_token(
 }
 
 impl Auth {
-    /// The auth of `tenants`.
-    pub fn new(tenants: Arc<Tenants>) -> Self {
+    /// The auth of `tenants`; with no token at all, `allowed_hosts` (`[server]
+    /// allowedHosts`) are the names a browser may call it by.
+    pub fn new(tenants: Arc<Tenants>, allowed_hosts: &[String]) -> Self {
+        let guard = tenants.open().then(|| BrowserGuard::new(allowed_hosts));
         Self {
             tenants,
             key_header: KeyHeader::None,
+            guard,
         }
     }
 
@@ -104,6 +111,19 @@ impl Auth {
     fn bearer(&self, header: Option<&[u8]>) -> Option<&Arc<Tenant>> {
         self.tenants.resolve(bearer_token(header)?)
     }
+}
+
+/// Marks an answer of a caller's own (behind its token, or a server's
+/// without any) as no one else's: no browser or proxy keeps it
+/// (`Cache-Control: no-store`, over a stream's `no-cache` too), and no
+/// browser reads it as another type than it says.
+fn private(response: &mut Response) {
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
 }
 
 /// The token of an `Authorization` value: the scheme is case-insensitive
@@ -130,13 +150,18 @@ pub async fn require_metrics_token(
             .get(header::AUTHORIZATION)
             .map(|v| v.as_bytes()),
     );
+    if let Some(refused) = auth.guard.as_ref().and_then(|g| g.refusal(&request)) {
+        return Err(refused.into_response());
+    }
     let reads = auth.tenants.open()
         || given.is_some_and(|t| auth.tenants.is_metrics_token(t))
         || given
             .and_then(|t| auth.tenants.resolve(t))
             .is_some_and(|c| c.name == ADMIN);
     if reads {
-        return Ok(next.run(request).await);
+        let mut response = next.run(request).await;
+        private(&mut response);
+        return Ok(response);
     }
     let error = match given.and_then(|t| auth.tenants.resolve(t)) {
         Some(_) => ApiError::new(
@@ -164,6 +189,9 @@ impl Around for Auth {
     type Carry = Arc<Tenant>;
 
     fn before(&self, request: &mut Request) -> Before<Arc<Tenant>> {
+        if let Some(refused) = self.guard.as_ref().and_then(|g| g.refusal(request)) {
+            return Before::Stop(refused.into_response());
+        }
         match self.caller(request) {
             Ok(caller) => {
                 request.extensions_mut().insert(Caller(caller.clone()));
@@ -176,6 +204,7 @@ impl Around for Auth {
     }
 
     fn after(caller: Arc<Tenant>, mut response: Response) -> Response {
+        private(&mut response);
         response.extensions_mut().insert(Answered(caller));
         response
     }
@@ -263,7 +292,7 @@ mod tests {
             metrics: None,
         };
         let tenants = Tenants::new(&host, tokens, &Default::default(), &|_| None).unwrap();
-        let auth = Auth::new(Arc::new(tenants));
+        let auth = Auth::new(Arc::new(tenants), &[]);
         // Issue 22 #17: the scheme in any case.
         for right in [&b"Bearer s3cret"[..], b"bearer s3cret", b"BEARER s3cret"] {
             assert!(

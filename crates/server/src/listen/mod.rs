@@ -17,7 +17,7 @@ mod bodies;
 mod file_limit;
 mod room;
 
-pub use bodies::is_body_timeout;
+pub use bodies::{BodyTimedOut, is_body_timeout};
 
 use activity::{Activity, PhaseTimeouts};
 use axum::Router;
@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
+use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt;
 
@@ -108,6 +109,15 @@ pub async fn serve(
     let mut stopping = stage.clone();
     let stopped = reached(&mut stopping, Stage::Draining);
     tokio::pin!(stopped);
+    // Cancelled once the server begins to shut down: a request body still
+    // arriving then has a short while to end (`bodies::AT_SHUTDOWN`).
+    let draining = CancellationToken::new();
+    let mut watching = stage.clone();
+    let cancel = draining.clone();
+    tokio::spawn(async move {
+        reached(&mut watching, Stage::Draining).await;
+        cancel.cancel();
+    });
     let mut reported_error = false;
     let open = Arc::new(OpenConnections::default());
     'accept: loop {
@@ -159,6 +169,7 @@ pub async fn serve(
             app.clone(),
             limits,
             stage.clone(),
+            draining.clone(),
             Place {
                 _permit: permit,
                 open: open.clone(),
@@ -191,6 +202,7 @@ async fn connection(
     app: Router,
     limits: ConnectionLimits,
     mut stage: watch::Receiver<Stage>,
+    draining: CancellationToken,
     place: Place,
 ) {
     let activity = Activity::new();
@@ -203,7 +215,7 @@ async fn connection(
             if body.is_end_stream() {
                 Body::new(body)
             } else {
-                Body::new(DeadlineBody::new(body, limits.body))
+                Body::new(DeadlineBody::new(body, limits.body, &draining))
             }
         });
         let answer = app.clone().oneshot(request);

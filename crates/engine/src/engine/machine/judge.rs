@@ -37,10 +37,10 @@ impl CallMachine<'_> {
                 }
                 Ok(self.result(reply, data))
             }
-            Verdict::TooLarge { limit } => {
+            Verdict::TooLarge { limit, bytes } => {
                 let message = format!(
-                    "limits.maxResponseBytes: a reply of {} bytes is over the limit of {limit}",
-                    reply.content.len()
+                    "limits.maxResponseBytes: a reply of {bytes} bytes (its text and its tool \
+                     calls) is over the limit of {limit}"
                 );
                 Err(failure(ErrorCode::LimitExceeded, message, None))
             }
@@ -131,7 +131,7 @@ impl CallMachine<'_> {
         CallResult {
             content: text.then_some(reply.content),
             data,
-            tool_calls: calls.then_some(reply.tool_calls),
+            tool_calls: calls.then(|| crate::engine::tools::unique_ids(reply.tool_calls)),
             usage,
             finish_reason: Some(finish_reason),
             model: Some(reply.model.unwrap_or_else(|| self.model.clone())),

@@ -233,3 +233,24 @@ fn the_unscripted_mock_calls_the_forced_tool_validly() {
     let args: Value = serde_json::from_str(&calls[0].arguments).unwrap();
     assert!(args["city"].is_string(), "{args}");
 }
+
+#[test]
+fn tool_calls_sharing_an_id_get_one_each_the_first_keeping_its_own() {
+    use callai_wire::ToolCall;
+    let call = |id: &str| ToolCall {
+        id: id.into(),
+        name: "a".into(),
+        arguments: "{}".into(),
+    };
+    let ids: Vec<String> = super::unique_ids(vec![
+        call("call_1"),
+        call("call_1"),
+        call("call_1_2"),
+        call(""),
+        call("call_1"),
+    ])
+    .into_iter()
+    .map(|c| c.id)
+    .collect();
+    assert_eq!(ids, ["call_1", "call_1_2", "call_1_2_2", "call_4", "call_1_3"]);
+}
