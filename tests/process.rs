@@ -40,6 +40,22 @@ impl Serve {
         }
     }
 
+    /// The process id, to read what it holds (`/proc/PID/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Its resident memory now, in KiB (Linux's `VmRSS`).
+    pub fn resident_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("the process's status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in kB")
+    }
+
     /// Sends `method path` with `body` (JSON, when some) and `token`.
     pub async fn send(
         &self,

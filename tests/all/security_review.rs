@@ -277,3 +277,141 @@ async fn a_half_sent_body_does_not_hold_a_shutdown_for_its_grace() {
         began.elapsed()
     );
 }
+
+/// Item 4: with `[runlog] keepText`, the traces kept in memory hold at
+/// most `[server] keepTextBytes` of text together: past it the oldest go,
+/// however many `keepCalls` would keep.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_text_is_bounded_by_bytes_not_only_by_calls() {
+    let toml = "[server]\nkeepCalls = 10000\nkeepTextBytes = 200000\n[runlog]\nkeepText = true\n";
+    let server = TestServer::start(toml).await;
+    let prompt = "p".repeat(64 << 10);
+    for _ in 0..20 {
+        let body = json!({"request": {"messages": [{"role": "user", "content": prompt}]},
+                          "script": [{"content": "ok", "outputTokens": 1}]});
+        let answer = server.post("/v1/call", &body).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    let listed = server.get("/v1/calls?limit=500").await;
+    let kept = listed.body["data"].as_array().unwrap();
+    let text: usize = kept
+        .iter()
+        .map(|t| t["prompt"]["text"].as_str().map_or(0, str::len))
+        .sum();
+    assert!(
+        !kept.is_empty() && kept.len() <= 3,
+        "{} traces kept",
+        kept.len()
+    );
+    assert!(text <= 200_000, "{text} bytes of text kept");
+    server.shutdown().await;
+}
+
+/// Item 7: no image bytes are kept. A run's input with a `data:` image is
+/// in the run log as its digest; a trace keeping text keeps the image as
+/// its digest; a durable run, which would be resumed from its input, is
+/// refused rather than keep the bytes or lose them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_image_bytes_are_kept_in_the_run_log_or_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.db");
+    let server = TestServer::start_with("[server]\nkeepCalls = 100\n", Some(&log), |_| None).await;
+    let image = format!("data:image/png;base64,{}", "SU1BR0VCWVRFUw".repeat(500));
+    let input =
+        json!({"messages": [{"role": "user", "content": "look", "images": [{"url": image}]}]});
+    let run = json!({"pack": "echo-attempts", "input": input, "runId": "r-image",
+                     "script": [{"content": "a cat", "outputTokens": 2}]});
+    let answer = server.post("/v1/runs", &run).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["status"], "ok", "{}", answer.body);
+    let mut durable = run.clone();
+    durable["durable"] = json!(true);
+    durable["runId"] = json!("r-durable");
+    let refused = server.post("/v1/runs", &durable).await;
+    assert_eq!(refused.status, 400, "{}", refused.body);
+    assert_eq!(refused.body["error"]["details"]["field"], "durable");
+    server.shutdown().await;
+    let mut kept = Vec::new();
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        // A `-wal` or `-shm` file may go as the log closes: what is left.
+        if let Ok(bytes) = std::fs::read(entry.unwrap().path()) {
+            kept.extend(bytes);
+        }
+    }
+    let needle = "SU1BR0VCWVRFUw".repeat(4);
+    assert!(
+        !kept.windows(needle.len()).any(|w| w == needle.as_bytes()),
+        "the run log holds the image's bytes"
+    );
+
+    // A trace that keeps text keeps the image as its digest.
+    let server = TestServer::start("[runlog]\nkeepText = true\n").await;
+    let call = json!({"request": input, "script": [{"content": "a cat", "outputTokens": 2}]});
+    let answer = server.exchange("/v1/call", &call, None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let id = answer.headers.get("x-callai-call-id").unwrap().to_owned();
+    let trace = server.get(&format!("/v1/calls/{id}")).await;
+    let text = trace.body["prompt"]["text"].as_str().unwrap();
+    assert!(
+        text.contains("image/png") && !text.contains(&needle),
+        "{}",
+        &text[..200.min(text.len())]
+    );
+    server.shutdown().await;
+}
+
+/// A function tool's parameters: eight described properties, about a
+/// kilobyte of text, unique by `seed`.
+fn tool(seed: usize) -> Value {
+    let properties: serde_json::Map<String, Value> = (0..8)
+        .map(|i| {
+            let described = json!({"type": "string",
+                                   "description": format!("the {i}th detail of request {seed}, in a few words")});
+            (format!("field_{seed}_{i}"), described)
+        })
+        .collect();
+    json!({"name": format!("tool_{seed}"), "description": "looks something up",
+           "parameters": {"type": "object", "properties": properties}})
+}
+
+/// Item 3: a caller sending new tool schemas without end holds the server
+/// to what its schema cache says (its compiled schemas counted as what they
+/// hold, not their text), and more tools than `[limits] maxTools` are
+/// refused before any is compiled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_tool_schemas_without_end_hold_memory_to_the_caches_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(&config, "[log]\nformat = \"off\"\n").unwrap();
+    let serve = callai_tests::process::Serve::start(env!("CARGO_BIN_EXE_callai"), &config, &[]);
+    let call = |tools: Vec<Value>| {
+        json!({"request": {"messages": [{"role": "user", "content": "go"}], "tools": tools},
+               "script": [{"content": "done", "outputTokens": 1}]})
+    };
+    let warm = serve
+        .send("POST", "/v1/call", Some(&call(vec![tool(0)])), None)
+        .await;
+    assert_eq!(warm.status, 200, "{}", warm.body);
+    let before = serve.resident_kib();
+    for request in 0..80 {
+        let tools = (0..128).map(|i| tool(1 + request * 128 + i)).collect();
+        let answer = serve
+            .send("POST", "/v1/call", Some(&call(tools)), None)
+            .await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+    }
+    let grown_mib = serve.resident_kib().saturating_sub(before) / 1024;
+    // 10,240 schemas compiled (220 MiB kept by a cache counting their text,
+    // as before); the cache keeps what it charges 64 MiB for.
+    assert!(grown_mib < 120, "the server grew by {grown_mib} MiB");
+    let too_many = (0..129).map(tool).collect();
+    let refused = serve
+        .send("POST", "/v1/call", Some(&call(too_many)), None)
+        .await;
+    assert_eq!(refused.status, 413, "{}", refused.body);
+    let message = refused.body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("limits.maxTools") && message.contains("129"),
+        "{message}"
+    );
+}

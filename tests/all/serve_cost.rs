@@ -238,7 +238,8 @@ async fn the_largest_price_and_usage_are_charged_in_full_never_as_nothing() {
         (k == "T").then(|| "tok-t".into())
     })
     .await;
-    let request = json!({"request": {"messages": [{"role": "user", "content": "hi"}], "maxTokens": 10}});
+    let request =
+        json!({"request": {"messages": [{"role": "user", "content": "hi"}], "maxTokens": 10}});
     let first = server.exchange("/v1/call", &request, Some("tok-t")).await;
     assert_eq!(first.status, 200, "{}", first.body);
     let billed = 2.0 * f64::from(most) * 1000.0 / 1e6;
@@ -246,7 +247,9 @@ async fn the_largest_price_and_usage_are_charged_in_full_never_as_nothing() {
     assert!(!said.contains('e') && !said.contains("inf"), "{said}");
     let said: f64 = said.parse().unwrap();
     assert!((said - billed).abs() < 1e-3, "{said} against {billed}");
-    let budget = server.send_as("GET", "/v1/budget", None, Some("tok-t")).await;
+    let budget = server
+        .send_as("GET", "/v1/budget", None, Some("tok-t"))
+        .await;
     let spent = budget.body["budget"]["spent"]["cost"].as_f64().unwrap();
     assert!((spent - billed).abs() < 1e-3, "{}", budget.body);
     let second = server.exchange("/v1/call", &request, Some("tok-t")).await;

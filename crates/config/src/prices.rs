@@ -56,7 +56,7 @@ impl PriceList {
                 let bound = config.pricing.max_per_million;
                 let over = prices.iter().find_map(|(model, p)| {
                     let per_million = p.input.max(p.cached_input).max(p.output) * 1e6;
-                    (per_million > bound).then(|| (model, per_million))
+                    (per_million > bound).then_some((model, per_million))
                 });
                 if let Some((model, per_million)) = over {
                     return Err(bad(format!(

@@ -48,6 +48,7 @@ mod engine;
 pub mod events;
 pub mod facet;
 mod host;
+pub mod images;
 pub mod mock;
 pub mod observe;
 mod provider;

@@ -102,6 +102,7 @@ impl Gateway {
         }
         let calls = CallStore::of(
             server.keep_calls as usize,
+            server.keep_text_bytes,
             runlog_config.keep_text,
             runlog.as_ref(),
         );

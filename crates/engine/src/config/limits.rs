@@ -34,7 +34,10 @@ pub struct Limits {
     /// schema whose cost could pass it is refused with `validation_error`
     /// on `responseSchema`.
     pub max_schema_work: u64,
-    /// Schema text kept compiled for reuse, in bytes, over every run.
+    /// What the schemas kept compiled for reuse may hold in memory, over
+    /// every run and call (each charged what a compiled schema was
+    /// measured to hold, not its text); one caller's new schemas evict its
+    /// own first.
     pub schema_cache_bytes: u64,
     /// Runs at once; more wait for a slot (the pooling allocator's size).
     pub max_concurrent_runs: u32,
@@ -62,7 +65,7 @@ impl Default for Limits {
             max_log_bytes: 1 << 20,
             max_log_lines: 10_000,
             max_schema_work: 1_000_000,
-            schema_cache_bytes: 8 << 20,
+            schema_cache_bytes: 64 << 20,
             max_concurrent_runs: 1000,
             max_image_bytes: 5 << 20,
             max_images: 100,

@@ -32,6 +32,7 @@ impl CompiledTools {
     pub(crate) fn compile(
         request: &CallRequest,
         cache: &SchemaCache,
+        owner: &Arc<str>,
     ) -> Result<Option<Self>, CallError> {
         let Some(tools) = request.tools.as_ref().filter(|t| !t.is_empty()) else {
             return Ok(None);
@@ -41,7 +42,7 @@ impl CompiledTools {
             .enumerate()
             .map(|(i, tool)| {
                 cache
-                    .compile(&tool.parameters)
+                    .compile(&tool.parameters, owner)
                     .map_err(|e| CallError::validation(format!("tools[{i}].parameters"), e.message))
             })
             .collect::<Result<Vec<_>, _>>()?;

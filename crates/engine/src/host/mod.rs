@@ -17,7 +17,7 @@ use crate::routing::Chain;
 
 mod builder;
 pub use builder::HostBuilder;
-use callai_wire::{CallError, ErrorCode, CallRequest, CallResult, StructuredOutput, UnknownField};
+use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput, UnknownField};
 use std::sync::Arc;
 use tokio::time::Instant;
 
@@ -49,6 +49,9 @@ pub struct Host {
     providers: Providers,
     effects: Effects,
     schemas: Arc<SchemaCache>,
+    /// Whose calls these are, for the schema cache's share
+    /// ([`Host::owned_by`]); empty for the host's own.
+    owner: Arc<str>,
     /// What provider requests are charged at ([`HostBuilder::prices`]).
     prices: Option<Arc<dyn PriceBook>>,
 }
@@ -118,6 +121,7 @@ impl Host {
                 limits.schema_cache_bytes,
                 limits.max_schema_work,
             )),
+            owner: Arc::from(""),
             prices: None,
         })
     }
@@ -127,6 +131,17 @@ impl Host {
     pub fn with_provider(&self, name: &str, provider: Arc<dyn Provider>) -> Self {
         Self {
             providers: self.providers.clone().with(name, provider),
+            ..self.clone()
+        }
+    }
+
+    /// The same host, its calls `owner`'s (a tenant of `serve`): the
+    /// schemas they compile are charged to `owner` in the schema cache it
+    /// shares with the others, so one caller's flood of new schemas evicts
+    /// its own first.
+    pub fn owned_by(&self, owner: &str) -> Self {
+        Self {
+            owner: owner.into(),
             ..self.clone()
         }
     }
@@ -403,7 +418,7 @@ impl Host {
         let schema = request
             .response_schema
             .as_ref()
-            .map(|s| self.schemas.compile(s))
+            .map(|s| self.schemas.compile(s, &self.owner))
             .transpose()?;
         Ok((schema, self.compile_tools(request)?))
     }
@@ -427,11 +442,13 @@ impl Host {
             // Refused before a schema is compiled: each costs memory and CPU.
             return Err(CallError::new(
                 ErrorCode::LimitExceeded,
-                format!("limits.maxTools: the request offers {offered} tools, over the limit of {most}"),
+                format!(
+                    "limits.maxTools: the request offers {offered} tools, over the limit of {most}"
+                ),
             )
             .with_detail("field", "tools"));
         }
-        CompiledTools::compile(request, &self.schemas)
+        CompiledTools::compile(request, &self.schemas, &self.owner)
     }
 }
 

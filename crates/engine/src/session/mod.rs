@@ -4,7 +4,6 @@
 //! types and hands each call here; a host that runs nodes some other way
 //! can drive a session directly.
 
-mod images;
 mod input;
 mod journal;
 mod limits;
@@ -258,7 +257,7 @@ impl RunSession {
     /// only when the run is journaled).
     fn check(&self, input: CallInput) -> (Result<CallRequest, CallError>, Value) {
         let (checked, mut key) = self.check_keyed(input);
-        images::without_image_bytes(&mut key);
+        crate::images::without_image_bytes(&mut key);
         (checked, key)
     }
 

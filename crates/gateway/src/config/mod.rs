@@ -18,8 +18,6 @@ mod pricing;
 mod server;
 mod tenants;
 
-pub use pricing::{
-    LogConfig, LogFormat, MAX_PER_MILLION, MAX_PRICE_FILE_BYTES, PricingConfig,
-};
+pub use pricing::{LogConfig, LogFormat, MAX_PER_MILLION, MAX_PRICE_FILE_BYTES, PricingConfig};
 pub use server::{CacheConfig, RunLogConfig, ServerConfig, is_env_name, parse_listen};
 pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name, validate_tenants};

@@ -28,6 +28,10 @@ pub struct ServerConfig {
     /// Call traces kept in memory for `GET /v1/calls` (the oldest are
     /// forgotten first; 0 keeps none).
     pub keep_calls: u32,
+    /// The most text (`[runlog] keepText`'s prompts and answers) the
+    /// traces kept in memory may hold together; past it the oldest go,
+    /// however few `keepCalls` would keep.
+    pub keep_text_bytes: u64,
     /// On SIGTERM, how long runs in flight may go on before they are failed
     /// and every connection still open is closed.
     pub shutdown_grace_ms: u64,
@@ -71,6 +75,7 @@ impl Default for ServerConfig {
             max_queued_runs: 1000,
             keep_runs: 10_000,
             keep_calls: 10_000,
+            keep_text_bytes: 64 << 20,
             shutdown_grace_ms: 30_000,
             header_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
@@ -121,6 +126,7 @@ impl ServerConfig {
         )?;
         in_range("server.keepRuns", self.keep_runs.into(), 0, 10_000_000)?;
         in_range("server.keepCalls", self.keep_calls.into(), 0, 10_000_000)?;
+        in_range("server.keepTextBytes", self.keep_text_bytes, 0, 1 << 40)?;
         in_range(
             "server.shutdownGraceMs",
             self.shutdown_grace_ms,
@@ -165,7 +171,9 @@ impl ServerConfig {
             if name.is_empty() || !name.chars().all(host_name) {
                 return Err(invalid(
                     &format!("server.allowedHosts[{i}]"),
-                    format!("{name:?} is not a host name (no scheme, port or path: `callai.internal`)"),
+                    format!(
+                        "{name:?} is not a host name (no scheme, port or path: `callai.internal`)"
+                    ),
                 ));
             }
         }

@@ -68,6 +68,7 @@ pub async fn start(
             "the mock provider is not allowed by this host's policy",
         ));
     }
+    let kept_input = kept_input(&request, state.runlog_config.keep_text)?;
     // Compile first (once per component): a pack that is no longer readable
     // fails here, before any slot is taken.
     let pack = state.packs.pack(&info).await?;
@@ -87,7 +88,7 @@ pub async fn start(
     let spec = RunSpec {
         pack: info.name.clone(),
         sha256: info.sha256.clone(),
-        input: request.input.clone(),
+        input: kept_input,
         script: script_text.clone(),
         tenant: None,
     };
@@ -132,6 +133,31 @@ pub async fn start(
         answer.events = Some(entry.events.snapshot());
     }
     Ok(Started::Ended(answer))
+}
+
+/// The input as the run log keeps it: without the bytes of an image (each
+/// `data:` URL as its media type, SHA-256 and length) unless `[runlog]
+/// keepText` (`keep_text`). A durable run is resumed from its input, so one
+/// whose input holds image bytes the log would not keep is refused.
+fn kept_input(request: &RunRequest, keep_text: bool) -> Result<String, GatewayError> {
+    if keep_text || !request.input.contains("data:") {
+        return Ok(request.input.clone());
+    }
+    let Ok(mut input) = serde_json::from_str::<serde_json::Value>(&request.input) else {
+        return Ok(request.input.clone());
+    };
+    if !callai_engine::images::data_urls_digested(&mut input) {
+        return Ok(request.input.clone());
+    }
+    if request.durable {
+        return Err(GatewayError::invalid(
+            "durable",
+            "the input holds an inline image (a data: URL), and this host keeps no image bytes \
+             ([runlog] keepText is off), so the run could not be resumed from its log: send the \
+             image by URL, or set [runlog] keepText = true",
+        ));
+    }
+    Ok(input.to_string())
 }
 
 /// The run's journal: recording into the run log when there is one (with

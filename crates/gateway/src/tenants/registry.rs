@@ -104,6 +104,8 @@ impl Tenants {
                 }
                 None => host.clone(),
             };
+            // Its calls' schemas are its own in the cache all tenants share.
+            let host = host.owned_by(name);
             let plan = section.budget.is_limited().then(|| Plan {
                 limits: section.budget.limits(),
                 window: section.budget.window(),

@@ -26,23 +26,46 @@ pub(super) struct Kept {
     pub(super) by_id: HashMap<SmolStr, Arc<CallTrace>>,
     /// Allocations made ahead, for the traces to come.
     spare: Vec<Arc<CallTrace>>,
+    /// The bytes of text the kept traces hold (`[runlog] keepText`).
+    text_bytes: u64,
+}
+
+/// What keeping a trace let go of, to be dropped once the store's lock is:
+/// the old trace whose allocation the new one took, and any other trace
+/// evicted with it (to make room for its text).
+#[derive(Debug, Default)]
+pub(super) struct Stale {
+    _replaced: Option<CallTrace>,
+    _evicted: Vec<Arc<CallTrace>>,
 }
 
 impl Kept {
-    /// Keeps `trace`, the oldest going past `keep` (at least 1). Returns
-    /// it as kept, and the trace its allocation held before, to be dropped
-    /// once the store's lock is let go.
+    /// Keeps `trace`, the oldest going past `keep` (at least 1) traces or
+    /// `max_text` bytes of their text. Returns it as kept, and what it let
+    /// go of, to be dropped once the store's lock is let go.
     pub(super) fn keep(
         &mut self,
         trace: CallTrace,
         keep: usize,
-    ) -> (Arc<CallTrace>, Option<CallTrace>) {
-        let slot = if self.order.len() >= keep {
-            let oldest = self.order.pop_front();
-            if let Some(old) = &oldest {
-                self.by_id.remove(&old.id);
+        max_text: u64,
+    ) -> (Arc<CallTrace>, Stale) {
+        let text = trace.text_bytes();
+        let mut slot = None;
+        let mut evicted = Vec::new();
+        while !self.order.is_empty()
+            && (self.order.len() >= keep || self.text_bytes + text > max_text)
+        {
+            let old = self.order.pop_front().expect("not empty");
+            self.by_id.remove(&old.id);
+            self.text_bytes -= old.text_bytes();
+            match slot {
+                None => slot = Some(old),
+                Some(_) => evicted.push(old),
             }
-            oldest
+        }
+        self.text_bytes += text;
+        let slot = if slot.is_some() {
+            slot
         } else {
             if self.spare.is_empty() {
                 let room = BATCH.min(keep - self.order.len());
@@ -51,7 +74,7 @@ impl Kept {
             }
             self.spare.pop()
         };
-        let (trace, stale) = match slot {
+        let (trace, replaced) = match slot {
             // Nothing else holds it (a reader, the log's writer): reused.
             Some(mut slot) => match Arc::get_mut(&mut slot) {
                 Some(old) => {
@@ -64,6 +87,10 @@ impl Kept {
         };
         self.by_id.insert(trace.id.clone(), trace.clone());
         self.order.push_back(trace.clone());
+        let stale = Stale {
+            _replaced: replaced,
+            _evicted: evicted,
+        };
         (trace, stale)
     }
 }
@@ -108,14 +135,14 @@ mod tests {
     #[test]
     fn a_full_store_reuses_the_oldest_allocation_unless_it_is_held() {
         let mut kept = Kept::default();
-        let (a, _) = kept.keep(trace("a"), 2);
-        let (b, _) = kept.keep(trace("b"), 2);
+        let (a, _) = kept.keep(trace("a"), 2, u64::MAX);
+        let (b, _) = kept.keep(trace("b"), 2, u64::MAX);
         let (a_at, b_at) = (Arc::as_ptr(&a), Arc::as_ptr(&b));
         drop((a, b));
         // Full: "a" goes, and its allocation takes "c".
-        let (c, stale) = kept.keep(trace("c"), 2);
+        let (c, stale) = kept.keep(trace("c"), 2, u64::MAX);
         assert_eq!(Arc::as_ptr(&c), a_at);
-        assert_eq!(stale.map(|t| t.id), Some("a".into()));
+        assert_eq!(stale._replaced.map(|t| t.id), Some("a".into()));
         assert_eq!(
             kept.order.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
             ["b", "c"]
@@ -124,9 +151,9 @@ mod tests {
         // A reader holds "b": "d" gets an allocation of its own, and the
         // reader's trace is untouched.
         let held = kept.by_id["b"].clone();
-        let (d, stale) = kept.keep(trace("d"), 2);
+        let (d, stale) = kept.keep(trace("d"), 2, u64::MAX);
         assert_ne!(Arc::as_ptr(&d), b_at);
-        assert!(stale.is_none());
+        assert!(stale._replaced.is_none());
         assert_eq!(held.id, "b");
         assert_eq!(
             kept.order.iter().map(|t| t.id.as_str()).collect::<Vec<_>>(),
@@ -142,10 +169,37 @@ mod tests {
     #[test]
     fn allocations_are_made_ahead_in_batches_up_to_what_the_store_keeps() {
         let mut kept = Kept::default();
-        kept.keep(trace("0"), 10_000);
+        kept.keep(trace("0"), 10_000, u64::MAX);
         assert_eq!(kept.spare.len(), BATCH - 1);
         let mut small = Kept::default();
-        small.keep(trace("0"), 3);
+        small.keep(trace("0"), 3, u64::MAX);
         assert_eq!(small.spare.len(), 2);
+    }
+
+    #[test]
+    fn past_its_bytes_of_text_the_oldest_traces_go_whatever_their_number() {
+        let with_text = |id: &str, bytes: usize| {
+            let mut t = trace(id);
+            t.prompt = Some(super::super::text::TracedText {
+                sha256: [0; 32],
+                text: Some("x".repeat(bytes)),
+                cut: false,
+            });
+            t
+        };
+        let mut kept = Kept::default();
+        for id in ["a", "b", "c"] {
+            kept.keep(with_text(id, 400), 100, 1000);
+        }
+        // "a" went for "c"'s text: 800 of 1,000 bytes kept.
+        let ids = |k: &Kept| k.order.iter().map(|t| t.id.to_string()).collect::<Vec<_>>();
+        assert_eq!(ids(&kept), ["b", "c"]);
+        let (_, stale) = kept.keep(with_text("d", 1000), 100, 1000);
+        assert_eq!(ids(&kept), ["d"], "both older traces went for its text");
+        assert_eq!(stale._evicted.len(), 1);
+        assert_eq!(kept.text_bytes, 1000);
+        // A trace without text costs none.
+        kept.keep(trace("e"), 100, 1000);
+        assert_eq!(ids(&kept), ["d", "e"]);
     }
 }

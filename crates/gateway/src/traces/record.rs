@@ -106,6 +106,17 @@ fn as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl CallTrace {
+    /// The bytes of text it keeps (none without `[runlog] keepText`): its
+    /// prompt's and each answer's.
+    pub fn text_bytes(&self) -> u64 {
+        let text = |t: &Option<TracedText>| {
+            t.as_ref()
+                .and_then(|t| t.text.as_ref())
+                .map_or(0, |t| t.len() as u64)
+        };
+        text(&self.prompt) + self.requests.iter().map(|r| text(&r.answer)).sum::<u64>()
+    }
+
     /// What it adds to the sums of the minute it started in: the run log
     /// adds it as the trace is written, and a host with no run log sums its
     /// kept traces by it, so both answer alike.

@@ -10,10 +10,12 @@ use callai_engine::RunLog;
 use callai_engine::runlog::{MinuteSums, RunLogError, TracePage, TraceQuery, TraceTag};
 use std::sync::{Arc, Mutex};
 
-/// The traces kept, oldest first; past `keep`, the oldest goes.
+/// The traces kept, oldest first; past `keep`, or past `max_text` bytes
+/// of their text, the oldest goes.
 #[derive(Debug)]
 pub struct CallStore {
     keep: usize,
+    max_text: u64,
     /// What its traces keep of their calls' text.
     text: TraceText,
     inner: Mutex<Kept>,
@@ -112,6 +114,7 @@ impl CallStore {
     pub fn new(keep: usize, text: TraceText) -> Self {
         Self {
             keep,
+            max_text: u64::MAX,
             text: if keep == 0 { TraceText::Unkept } else { text },
             inner: Mutex::new(Kept::default()),
             log: None,
@@ -119,11 +122,18 @@ impl CallStore {
     }
 
     /// The store the config asks for: `[server] keepCalls` (`keep`)
-    /// traces, keeping text as `[runlog] keepText` says, and each also in
-    /// `runlog` when given (unless `keep` is 0: no trace at all). Spawns the
-    /// log's writer on the current tokio runtime.
-    pub fn of(keep: usize, keep_text: bool, runlog: Option<&Arc<dyn RunLog>>) -> Self {
+    /// traces holding at most `keepTextBytes` (`max_text`) of text, keeping
+    /// text as `[runlog] keepText` says, and each also in `runlog` when
+    /// given (unless `keep` is 0: no trace at all). Spawns the log's writer
+    /// on the current tokio runtime.
+    pub fn of(
+        keep: usize,
+        max_text: u64,
+        keep_text: bool,
+        runlog: Option<&Arc<dyn RunLog>>,
+    ) -> Self {
         let mut store = Self::new(keep, TraceText::of(keep_text));
+        store.max_text = max_text;
         if store.keep > 0 {
             store.log = runlog.and_then(|log| TraceWriter::spawn(log.clone()));
         }
@@ -212,7 +222,7 @@ impl CallStore {
         if self.keep == 0 {
             return;
         }
-        let (trace, stale) = self.kept().keep(trace, self.keep);
+        let (trace, stale) = self.kept().keep(trace, self.keep, self.max_text);
         drop(stale);
         if let Some(log) = &self.log {
             log.send(trace);

@@ -66,12 +66,19 @@ impl TraceText {
         if keep_text { Self::Kept } else { Self::Hashed }
     }
 
-    /// The call's prompt: its system instruction and messages.
+    /// The call's prompt: its system instruction and messages, each inline
+    /// image as its media type, SHA-256 and length, never its bytes.
     pub fn prompt(self, request: &CallRequest) -> Option<TracedText> {
-        self.trace(&Prompt {
+        let prompt = Prompt {
             system: request.system_prompt.as_deref(),
             messages: &request.messages,
-        })
+        };
+        if self != Self::Unkept && request.messages.iter().any(|m| !m.images.is_empty()) {
+            let mut value = serde_json::to_value(&prompt).expect("the wire's types serialize");
+            callai_engine::images::without_image_bytes(&mut value);
+            return self.trace(&value);
+        }
+        self.trace(&prompt)
     }
 
     /// A reply's answer: its text and tool calls.
@@ -202,6 +209,25 @@ mod tests {
         assert_eq!(
             crate::traces::CallStore::new(1, TraceText::Kept).text(),
             TraceText::Kept
+        );
+    }
+
+    #[test]
+    fn a_prompts_images_are_kept_as_their_digest_never_their_bytes() {
+        let data = format!("data:image/png;base64,{}", "QUJD".repeat(1000));
+        let request: CallRequest = serde_json::from_value(json!({"messages": [
+            {"role": "user", "content": "look", "images": [{"url": data}]}]}))
+        .unwrap();
+        let kept = TraceText::Kept.prompt(&request).unwrap();
+        let text = kept.text.as_deref().unwrap();
+        assert!(
+            !text.contains("QUJD") && text.contains("image/png"),
+            "{text}"
+        );
+        assert_eq!(
+            TraceText::Hashed.prompt(&request).unwrap().sha256,
+            kept.sha256,
+            "one hash, kept or not"
         );
     }
 }

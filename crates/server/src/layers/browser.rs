@@ -29,7 +29,9 @@ pub struct BrowserGuard {
 fn split_authority(authority: &str) -> (String, Option<&str>) {
     let (host, port) = match authority.rsplit_once(':') {
         // `[::1]` alone has colons inside its brackets and no port.
-        Some((host, port)) if !port.contains(']') && (!host.contains(':') || host.ends_with(']')) => {
+        Some((host, port))
+            if !port.contains(']') && (!host.contains(':') || host.ends_with(']')) =>
+        {
             (host, Some(port))
         }
         _ => (authority, None),
@@ -58,9 +60,8 @@ impl BrowserGuard {
         let host = text(header::HOST);
         if let Some(host) = host {
             let (name, _) = split_authority(host);
-            let ours = is_ip_literal(&name)
-                || name == "localhost"
-                || self.allowed_hosts.iter().any(|a| *a == name);
+            let ours =
+                is_ip_literal(&name) || name == "localhost" || self.allowed_hosts.contains(&name);
             if !ours {
                 return Some(forbidden(
                     "Host",
@@ -71,10 +72,13 @@ impl BrowserGuard {
                 ));
             }
         }
-        let cross_site = text(header::HeaderName::from_static("sec-fetch-site")) == Some("cross-site");
+        let cross_site =
+            text(header::HeaderName::from_static("sec-fetch-site")) == Some("cross-site");
         let origin = text(header::ORIGIN);
         let foreign = origin.is_some_and(|o| {
-            let authority = o.strip_prefix("http://").or_else(|| o.strip_prefix("https://"));
+            let authority = o
+                .strip_prefix("http://")
+                .or_else(|| o.strip_prefix("https://"));
             match (authority, host) {
                 (Some(authority), Some(host)) => {
                     split_authority(authority) != split_authority(host)
@@ -131,9 +135,16 @@ mod tests {
         r.body(Body::empty()).unwrap()
     }
 
-    fn refused(guard: &BrowserGuard, method: &str, headers: &[(&str, &str)]) -> Option<(u16, String)> {
+    fn refused(
+        guard: &BrowserGuard,
+        method: &str,
+        headers: &[(&str, &str)],
+    ) -> Option<(u16, String)> {
         guard.refusal(&request(method, headers)).map(|e| {
-            let field = e.details.as_ref().unwrap()["field"].as_str().unwrap().to_owned();
+            let field = e.details.as_ref().unwrap()["field"]
+                .as_str()
+                .unwrap()
+                .to_owned();
             (e.status().as_u16(), field)
         })
     }
@@ -142,11 +153,25 @@ mod tests {
     fn only_this_servers_names_and_origin_and_json_bodies_pass() {
         let guard = BrowserGuard::new(&["Callai.Internal".into()]);
         let json = ("content-type", "application/json; charset=utf-8");
-        for host in ["127.0.0.1:8080", "[::1]:8080", "localhost:8080", "callai.internal", "10.0.0.7"] {
-            assert_eq!(refused(&guard, "POST", &[("host", host), json]), None, "{host}");
+        for host in [
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "localhost:8080",
+            "callai.internal",
+            "10.0.0.7",
+        ] {
+            assert_eq!(
+                refused(&guard, "POST", &[("host", host), json]),
+                None,
+                "{host}"
+            );
         }
         assert_eq!(refused(&guard, "GET", &[]), None, "no Host: no browser");
-        for host in ["evil.example:8080", "localhost.evil.example", "callai.internal.evil"] {
+        for host in [
+            "evil.example:8080",
+            "localhost.evil.example",
+            "callai.internal.evil",
+        ] {
             assert_eq!(
                 refused(&guard, "GET", &[("host", host)]),
                 Some((403, "Host".into())),
@@ -154,7 +179,10 @@ mod tests {
             );
         }
         let host = ("host", "127.0.0.1:8080");
-        assert_eq!(refused(&guard, "GET", &[host, ("origin", "http://127.0.0.1:8080")]), None);
+        assert_eq!(
+            refused(&guard, "GET", &[host, ("origin", "http://127.0.0.1:8080")]),
+            None
+        );
         for origin in ["http://127.0.0.1:3000", "http://evil.example", "null"] {
             assert_eq!(
                 refused(&guard, "GET", &[host, ("origin", origin)]),
@@ -166,8 +194,15 @@ mod tests {
             refused(&guard, "GET", &[host, ("sec-fetch-site", "cross-site")]),
             Some((403, "Origin".into()))
         );
-        assert_eq!(refused(&guard, "GET", &[host, ("sec-fetch-site", "same-origin")]), None);
-        for sent in [Some("text/plain"), Some("application/x-www-form-urlencoded"), None] {
+        assert_eq!(
+            refused(&guard, "GET", &[host, ("sec-fetch-site", "same-origin")]),
+            None
+        );
+        for sent in [
+            Some("text/plain"),
+            Some("application/x-www-form-urlencoded"),
+            None,
+        ] {
             let mut headers = vec![host];
             headers.extend(sent.map(|t| ("content-type", t)));
             assert_eq!(
@@ -176,6 +211,10 @@ mod tests {
                 "{sent:?}"
             );
         }
-        assert_eq!(refused(&guard, "PUT", &[host]), None, "a PUT is asked for first");
+        assert_eq!(
+            refused(&guard, "PUT", &[host]),
+            None,
+            "a PUT is asked for first"
+        );
     }
 }

@@ -1,7 +1,11 @@
-//! Compiled schemas kept for reuse: packs send the same few schemas on
-//! every call, and compiling one costs far more than a call. Bounded by the
-//! bytes of schema text kept (`limits.schemaCacheBytes`), least recently
-//! used out first; a schema larger than the whole budget is not kept.
+//! Compiled schemas kept for reuse: packs and agents send the same few
+//! schemas on every call, and compiling one costs far more than a call.
+//! Bounded by what the compiled schemas hold in memory
+//! (`limits.schemaCacheBytes`, each charged [`CompiledSchema::memory_bytes`],
+//! measured), least recently used out first, and taken first from the owner
+//! (a tenant of `serve`) that holds the most: one caller sending new
+//! schemas without end evicts its own, not everyone's. A schema larger than
+//! the whole budget is not kept.
 
 use super::CompiledSchema;
 use callai_wire::CallError;
@@ -9,7 +13,7 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::hash::{DefaultHasher, Hasher};
 use std::io::Write;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// One host's compiled schemas.
 #[derive(Debug)]
@@ -22,7 +26,9 @@ pub(crate) struct SchemaCache {
 #[derive(Debug)]
 struct Entry {
     compiled: CompiledSchema,
-    /// The schema's text length: what it costs against the budget.
+    /// Whose call compiled it.
+    owner: Arc<str>,
+    /// What it holds: what it costs against the budget.
     size: u64,
     used: u64,
 }
@@ -32,17 +38,17 @@ struct Inner {
     /// By the hash of the schema's text; schemas compared for equality.
     entries: HashMap<u64, Vec<Entry>>,
     bytes: u64,
+    /// The bytes each owner's entries hold.
+    by_owner: HashMap<Arc<str>, u64>,
     clock: u64,
 }
 
-/// Hashes and measures a value's JSON text as it is written, without
-/// keeping it.
-struct Fingerprint(DefaultHasher, u64);
+/// Hashes a value's JSON text as it is written, without keeping it.
+struct Fingerprint(DefaultHasher);
 
 impl Write for Fingerprint {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.write(buf);
-        self.1 += buf.len() as u64;
         Ok(buf.len())
     }
     fn flush(&mut self) -> std::io::Result<()> {
@@ -50,15 +56,15 @@ impl Write for Fingerprint {
     }
 }
 
-fn fingerprint(schema: &Value) -> (u64, u64) {
-    let mut f = Fingerprint(DefaultHasher::new(), 0);
+fn fingerprint(schema: &Value) -> u64 {
+    let mut f = Fingerprint(DefaultHasher::new());
     serde_json::to_writer(&mut f, schema).expect("hashing cannot fail");
-    (f.0.finish(), f.1)
+    f.0.finish()
 }
 
 impl SchemaCache {
-    /// A cache keeping up to `budget` bytes of schema text, compiling with
-    /// `max_work` as the cost bound.
+    /// A cache keeping compiled schemas holding up to `budget` bytes,
+    /// compiling with `max_work` as the cost bound.
     pub(crate) fn new(budget: u64, max_work: u64) -> Self {
         Self {
             budget,
@@ -67,9 +73,14 @@ impl SchemaCache {
         }
     }
 
-    /// The compiled `schema`, from the cache or compiled now.
-    pub(crate) fn compile(&self, schema: &Value) -> Result<CompiledSchema, CallError> {
-        let (hash, size) = fingerprint(schema);
+    /// The compiled `schema`, from the cache or compiled now (and kept,
+    /// charged to `owner`).
+    pub(crate) fn compile(
+        &self,
+        schema: &Value,
+        owner: &Arc<str>,
+    ) -> Result<CompiledSchema, CallError> {
+        let hash = fingerprint(schema);
         {
             let mut inner = self.lock();
             inner.clock += 1;
@@ -84,37 +95,30 @@ impl SchemaCache {
             }
         }
         let compiled = CompiledSchema::compile(schema, self.max_work)?;
+        let size = compiled.memory_bytes();
         if size <= self.budget {
             let mut inner = self.lock();
-            while inner.bytes + size > self.budget && inner.evict_oldest() {}
-            let used = inner.clock;
-            let bucket = inner.entries.entry(hash).or_default();
-            if !bucket.iter().any(|e| **e.compiled.schema() == *schema) {
-                bucket.push(Entry {
+            if !inner.holds(hash, schema) {
+                while inner.bytes + size > self.budget && inner.evict(owner, size) {}
+                let used = inner.clock;
+                inner.entries.entry(hash).or_default().push(Entry {
                     compiled: compiled.clone(),
+                    owner: owner.clone(),
                     size,
                     used,
                 });
                 inner.bytes += size;
+                *inner.by_owner.entry(owner.clone()).or_default() += size;
             }
         }
         Ok(compiled)
     }
 
-    /// The bytes of schema text kept.
+    /// The bytes the kept schemas hold, in all and of `owner`.
     #[cfg(test)]
-    fn bytes(&self) -> u64 {
-        self.lock().bytes
-    }
-
-    /// Whether `schema` is kept.
-    #[cfg(test)]
-    fn holds(&self, schema: &Value) -> bool {
+    fn bytes(&self, owner: &str) -> (u64, u64) {
         let inner = self.lock();
-        inner
-            .entries
-            .get(&fingerprint(schema).0)
-            .is_some_and(|b| b.iter().any(|e| **e.compiled.schema() == *schema))
+        (inner.bytes, inner.by_owner.get(owner).copied().unwrap_or(0))
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
@@ -123,8 +127,27 @@ impl SchemaCache {
 }
 
 impl Inner {
-    /// Drops the least recently used entry; false when there is none.
-    fn evict_oldest(&mut self) -> bool {
+    /// Whether `schema` (of hash `hash`) is kept.
+    fn holds(&self, hash: u64, schema: &Value) -> bool {
+        self.entries
+            .get(&hash)
+            .is_some_and(|b| b.iter().any(|e| **e.compiled.schema() == *schema))
+    }
+
+    /// Drops the least recently used entry of the owner holding the most
+    /// (`adding` bytes more for `owner`, whose entry is about to go in);
+    /// false when there is none to drop.
+    fn evict(&mut self, owner: &Arc<str>, adding: u64) -> bool {
+        let largest = self
+            .by_owner
+            .iter()
+            .map(|(o, bytes)| (if o == owner { bytes + adding } else { *bytes }, o))
+            .filter(|(_, o)| self.owns_any(o))
+            .max_by_key(|(bytes, _)| *bytes)
+            .map(|(_, o)| o.clone());
+        let Some(largest) = largest else {
+            return false;
+        };
         let oldest = self
             .entries
             .iter()
@@ -132,6 +155,7 @@ impl Inner {
                 bucket
                     .iter()
                     .enumerate()
+                    .filter(|(_, e)| e.owner == largest)
                     .map(move |(i, e)| (e.used, *hash, i))
             })
             .min();
@@ -139,11 +163,23 @@ impl Inner {
             return false;
         };
         let bucket = self.entries.get_mut(&hash).expect("found above");
-        self.bytes -= bucket.swap_remove(i).size;
+        let gone = bucket.swap_remove(i);
         if bucket.is_empty() {
             self.entries.remove(&hash);
         }
+        self.bytes -= gone.size;
+        if let Some(held) = self.by_owner.get_mut(&gone.owner) {
+            *held -= gone.size;
+            if *held == 0 {
+                self.by_owner.remove(&gone.owner);
+            }
+        }
         true
+    }
+
+    /// Whether `owner` holds an entry.
+    fn owns_any(&self, owner: &Arc<str>) -> bool {
+        self.by_owner.get(owner).is_some_and(|b| *b > 0)
     }
 }
 
@@ -156,25 +192,51 @@ mod tests {
         json!({"type": "object", "description": format!("{i}{}", "x".repeat(pad))})
     }
 
+    /// What `schema(_, pad)` is charged.
+    fn size(pad: usize) -> u64 {
+        CompiledSchema::compile(&schema(0, pad), 1_000_000)
+            .unwrap()
+            .memory_bytes()
+    }
+
     #[test]
-    fn the_cache_stays_within_its_byte_budget_and_keeps_what_is_used() {
-        let cache = SchemaCache::new(10_000, 1_000_000);
+    fn the_cache_stays_within_its_budget_and_keeps_what_is_used() {
+        let budget = 10 * size(1000);
+        let cache = SchemaCache::new(budget, 1_000_000);
+        let me: Arc<str> = "a".into();
         for i in 0..250 {
-            cache.compile(&schema(i, 1000)).unwrap();
-            assert!(cache.bytes() <= 10_000, "{} bytes kept", cache.bytes());
+            cache.compile(&schema(i, 1000), &me).unwrap();
+            assert!(cache.bytes("a").0 <= budget, "{:?} kept", cache.bytes("a"));
         }
         // A schema used again stays while newer ones push older ones out.
-        cache.compile(&schema(1000, 100)).unwrap();
-        let kept = cache.bytes();
+        cache.compile(&schema(1000, 100), &me).unwrap();
         for i in 0..5 {
-            cache.compile(&schema(2000 + i, 1000)).unwrap();
-            cache.compile(&schema(1000, 100)).unwrap();
+            cache.compile(&schema(2000 + i, 1000), &me).unwrap();
+            cache.compile(&schema(1000, 100), &me).unwrap();
         }
-        assert!(cache.holds(&schema(1000, 100)));
-        assert!(kept <= 10_000);
+        let inner = cache.lock();
+        assert!(inner.holds(fingerprint(&schema(1000, 100)), &schema(1000, 100)));
+        drop(inner);
         // Larger than the whole budget: compiled, not kept.
-        cache.compile(&schema(3000, 20_000)).unwrap();
-        assert!(cache.bytes() <= 10_000);
-        assert!(!cache.holds(&schema(3000, 20_000)));
+        let huge = schema(3000, 400_000);
+        cache.compile(&huge, &me).unwrap();
+        assert!(cache.bytes("a").0 <= budget);
+        assert!(!cache.lock().holds(fingerprint(&huge), &huge));
+    }
+
+    #[test]
+    fn a_caller_flooding_new_schemas_evicts_its_own_not_anothers() {
+        let budget = 10 * size(1000);
+        let cache = SchemaCache::new(budget, 1_000_000);
+        let (quiet, flood): (Arc<str>, Arc<str>) = ("quiet".into(), "flood".into());
+        let kept = schema(1, 1000);
+        cache.compile(&kept, &quiet).unwrap();
+        for i in 0..500 {
+            cache.compile(&schema(10_000 + i, 1000), &flood).unwrap();
+        }
+        let (all, mine) = cache.bytes("quiet");
+        assert!(all <= budget, "{all} over {budget}");
+        assert!(mine > 0, "the flood evicted the quiet caller's schema");
+        assert!(cache.lock().holds(fingerprint(&kept), &kept));
     }
 }

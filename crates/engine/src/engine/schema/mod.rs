@@ -21,6 +21,15 @@ const MAX_QUOTED: usize = 3;
 /// The longest piece of the schema quoted in a complaint.
 const MAX_QUOTE: usize = 120;
 
+/// What a compiled schema holds, at most: a validator's fixed part, and
+/// per byte of the schema's JSON text (the validator's nodes, and the
+/// schema's tree kept for the complaints). Measured by
+/// `a_compiled_schema_holds_what_the_cache_charges_for_it_at_most` (tool
+/// schemas of 2 to 32 properties held 16 to 96 KiB each: 31 to 65 times
+/// their text, far more than the text a cache counting text alone saw).
+const MEMORY_FIXED: u64 = 10 << 10;
+const MEMORY_PER_TEXT_BYTE: u64 = 32;
+
 /// A caller's `responseSchema`, compiled (once per distinct schema).
 #[derive(Clone)]
 pub struct CompiledSchema {
@@ -72,6 +81,12 @@ impl CompiledSchema {
     /// The length of the schema's JSON text.
     pub fn text_bytes(&self) -> u64 {
         self.text_bytes
+    }
+
+    /// What it holds in memory, compiled (its validator and its schema's
+    /// tree), as the cache charges it: measured, not its text's length.
+    pub fn memory_bytes(&self) -> u64 {
+        MEMORY_FIXED.saturating_add(self.text_bytes.saturating_mul(MEMORY_PER_TEXT_BYTE))
     }
 
     /// An estimate of the rule applications checking `bytes` of reply takes.
@@ -196,5 +211,68 @@ mod tests {
     fn an_invalid_schema_is_a_validation_error() {
         let err = CompiledSchema::compile(&json!({"type": "objekt"}), 1_000_000).unwrap_err();
         assert_eq!(err.field(), Some("responseSchema"));
+    }
+}
+
+#[cfg(test)]
+mod measure;
+#[cfg(test)]
+mod measure_tests {
+    use super::CompiledSchema;
+    use super::measure::held;
+    use serde_json::{Value, json};
+
+    /// A function tool's parameters as agents send them: `n` properties,
+    /// each typed and described, some enums, a nested object.
+    fn tool_schema(seed: usize, n: usize) -> Value {
+        let mut properties = serde_json::Map::new();
+        for i in 0..n {
+            let name = format!("field_{seed}_{i}");
+            let property = match i % 4 {
+                0 => {
+                    json!({"type": "string", "description": format!("the {i}th thing to look up, in words")})
+                }
+                1 => {
+                    json!({"type": "integer", "minimum": 0, "maximum": 1000, "description": "how many"})
+                }
+                2 => {
+                    json!({"type": "string", "enum": ["low", "medium", "high", format!("v{seed}")]})
+                }
+                _ => {
+                    json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "boolean"}},
+                            "required": ["a"], "additionalProperties": false})
+                }
+            };
+            properties.insert(name, property);
+        }
+        json!({"type": "object", "properties": properties, "required": ["field_0_0"],
+               "additionalProperties": false})
+    }
+
+    #[test]
+    fn a_compiled_schema_holds_what_the_cache_charges_for_it_at_most() {
+        for n in [2, 8, 32] {
+            let schemas: Vec<Value> = (0..50).map(|s| tool_schema(s, n)).collect();
+            let text: u64 = schemas.iter().map(|s| s.to_string().len() as u64).sum();
+            let before = held();
+            let compiled: Vec<CompiledSchema> = schemas
+                .iter()
+                .map(|s| CompiledSchema::compile(s, 1_000_000).unwrap())
+                .collect();
+            let holds = (held() - before).max(0) as u64;
+            let charged: u64 = compiled.iter().map(CompiledSchema::memory_bytes).sum();
+            eprintln!(
+                "{n} properties: text {text}, held {holds} ({:.1}x), charged {charged}",
+                holds as f64 / text as f64
+            );
+            assert!(
+                charged >= holds,
+                "{n} properties: charged {charged} for {holds} held"
+            );
+            assert!(
+                charged <= holds * 3,
+                "{n} properties: charged {charged} for {holds} held"
+            );
+        }
     }
 }

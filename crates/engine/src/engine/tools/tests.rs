@@ -252,5 +252,8 @@ fn tool_calls_sharing_an_id_get_one_each_the_first_keeping_its_own() {
     .into_iter()
     .map(|c| c.id)
     .collect();
-    assert_eq!(ids, ["call_1", "call_1_2", "call_1_2_2", "call_4", "call_1_3"]);
+    assert_eq!(
+        ids,
+        ["call_1", "call_1_2", "call_1_2_2", "call_4", "call_1_3"]
+    );
 }
