@@ -49,6 +49,7 @@ mod sdk_declarations;
 mod sdk_images;
 mod security_review;
 mod serve_api;
+mod serve_audit;
 mod serve_budget;
 mod serve_budget_contention;
 mod serve_budget_hosts;

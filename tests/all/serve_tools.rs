@@ -131,8 +131,9 @@ async fn an_anthropic_client_calls_tools_through_either_provider_kind() {
         assert_eq!(blocks[0]["name"], "weather");
         assert_eq!(blocks[0]["input"], json!({"city": "Oslo"}));
         assert_eq!(headers.get("x-callai-attempts-count"), Some("2"));
-        // A forced call is native structured output (RFC 0248 §A.3).
-        assert_eq!(headers.get("x-callai-structured-output"), Some("native"));
+        // A forced call without a responseSchema has no structured-output
+        // mode (accounting.md, "Which calls say structuredOutput").
+        assert_eq!(headers.get("x-callai-structured-output"), Some("none"));
         let seen = fake.received();
         assert_eq!(seen.len(), 2);
         match kind {
@@ -316,7 +317,10 @@ async fn v1_call_offers_tools_and_returns_the_judged_calls() {
     assert_eq!(result["finishReason"], "tool-call");
     assert_eq!(result["toolCalls"][0]["name"], "weather");
     assert_eq!(result["attempts"]["count"], 2);
-    assert_eq!(result["attempts"]["structuredOutput"], "native");
+    assert!(
+        result["attempts"].get("structuredOutput").is_none(),
+        "{result}"
+    );
     assert_eq!(fake.received()[0].body["tool_choice"], "required");
     server.shutdown().await;
 }

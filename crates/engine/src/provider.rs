@@ -113,6 +113,19 @@ pub struct ProviderReply {
     pub status: Option<u16>,
 }
 
+impl ProviderReply {
+    /// Why generation stopped, as the result and the trace say it: a reply
+    /// that calls tools stopped to call them, whatever word its provider
+    /// used (the Messages API's `tool_use` is read as a stop).
+    pub fn stop_said(&self) -> StopReason {
+        if self.tool_calls.is_empty() {
+            self.stop
+        } else {
+            StopReason::ToolCall
+        }
+    }
+}
+
 /// What kind of failure a request met.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailureKind {

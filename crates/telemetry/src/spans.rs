@@ -188,7 +188,7 @@ impl CallWatch for CallTrace {
                         i64::from(status),
                     ));
                 }
-                span.set_attribute(finish_reasons(&[reply.stop.as_str()]));
+                span.set_attribute(finish_reasons(&[reply.stop_said().as_str()]));
                 if let Some(model) = &reply.model {
                     span.set_attribute(KeyValue::new("gen_ai.response.model", model.clone()));
                 }

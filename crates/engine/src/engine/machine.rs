@@ -186,13 +186,14 @@ impl<'a> CallMachine<'a> {
                 .max_tokens
                 .unwrap_or(retry.default_max_tokens)
                 .min(retry.provider_max_tokens),
-            // A forced tool call is structured output by the provider's own
-            // mechanism (RFC 0248 §A.3's native).
-            mode: match (&schema, &tools) {
-                (Some(_), _) => Some(StructuredOutput::native_if(first.native)),
-                (None, Some(t)) if t.forced() => Some(StructuredOutput::Native),
-                (None, _) => None,
-            },
+            // Only a call with a `responseSchema` has a structured-output
+            // mode (RFC 0248 §A's type: `structuredOutput` "only when
+            // `responseSchema` was supplied"); a caller's own forced tool
+            // call is a tool call, not the host's way of asking for JSON
+            // (accounting.md, "Which calls say structuredOutput").
+            mode: schema
+                .as_ref()
+                .map(|_| StructuredOutput::native_if(first.native)),
             schema,
             tools,
             ledger: Ledger::new(),
@@ -326,6 +327,13 @@ impl<'a> CallMachine<'a> {
     /// call's cap.
     fn unreached(&mut self, f: ProviderFailure, cx: Context<'_>) -> Step {
         if self.fall_over() {
+            // The retry announced for the request that never left is now a
+            // request to the next target: announced as that, one reason for
+            // it in every record (the call's first request has none).
+            if self.ledger.count() > 0 {
+                self.announce.clear();
+                self.announce_retry(RequestReason::ProviderFallback, f.to_string());
+            }
             return self.send();
         }
         self.unreached += 1;

@@ -126,19 +126,12 @@ impl CompiledTools {
         }
         for call in &reply.tool_calls {
             let Some(i) = self.request.tools.iter().position(|t| t.name == call.name) else {
-                // The name is the model's text: quoted only when it has a
-                // tool name's shape.
-                let shown = match call.name.len() <= callai_wire::MAX_TOOL_NAME
-                    && call
-                        .name
-                        .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-                {
-                    true => format!("tool `{}`", call.name),
-                    false => "a tool".to_owned(),
-                };
+                // The name is the model's text, never quoted back (a name of
+                // a tool name's shape can still carry what the model was
+                // told: `card_4111111111111111_exp_0927`); the offered ones
+                // are named instead.
                 return Err(format!(
-                    "the answer calls {shown}, which is not offered (offered: {})",
+                    "the answer calls a tool that is not offered: call one of {}",
                     names()
                 ));
             };

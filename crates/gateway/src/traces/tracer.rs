@@ -172,7 +172,7 @@ impl CallWatch for TraceWatch {
         let usage = end.map_or_else(|_| Usage::default(), Usage::from);
         let (outcome, status, answer) = match end {
             Ok(reply) => (
-                reply.stop.as_str(),
+                reply.stop_said().as_str(),
                 reply.status,
                 self.store.text().answer(reply),
             ),

@@ -156,3 +156,65 @@ fn a_reply_keeps_the_call_on_its_target() {
     };
     assert_eq!(e.code, ErrorCode::ProviderRejected);
 }
+
+/// Issue 51, item 13: a target that cannot be reached, met again after a
+/// transient failure of the next, hands the call on under one reason in
+/// every record: the retry announced for the request that never left is
+/// announced again as the fall-over it became.
+#[test]
+fn a_retry_whose_target_is_unreached_is_announced_as_the_fall_over_it_became() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    let _to_a = m.start();
+    let refused = || ProviderFailure::new(FailureKind::Unreached, None, "refused");
+    let step = failed(&mut m, refused());
+    let b = sent(&step);
+    assert_eq!(
+        (b.target, b.number, b.reason),
+        (1, 1, RequestReason::ProviderFallback)
+    );
+    // b answers 503: the round starts again at a, after a backoff.
+    let step = failed(&mut m, ProviderFailure::from_status(503, "down"));
+    let step = match step {
+        Step::Wait(_) => m.resume(),
+        other => other,
+    };
+    let a = sent(&step);
+    assert_eq!((a.target, a.reason), (0, RequestReason::Transient));
+    // a is still refused: the request goes to b, and says so everywhere.
+    let step = failed(&mut m, refused());
+    let b = sent(&step);
+    assert_eq!(
+        (b.target, b.number, b.reason),
+        (1, 2, RequestReason::ProviderFallback)
+    );
+    let done = answer(
+        &mut m,
+        reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(1)),
+    );
+    assert!(matches!(done, Step::Done(Ok(_))), "{done:?}");
+    let events: Vec<serde_json::Value> = m.drain_events().map(|e| e.to_json()).collect();
+    let said: Vec<(&str, &str)> = events
+        .iter()
+        .filter(|e| e["type"] == "envelope.retry.attempted" || e["type"] == "provider.usage")
+        .map(|e| {
+            (
+                e["type"].as_str().unwrap(),
+                e["payload"]["reason"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            ("provider.usage", "x-host-callai-provider-fallback"),
+            (
+                "envelope.retry.attempted",
+                "x-host-callai-provider-fallback"
+            ),
+            ("provider.usage", "x-host-callai-provider-fallback"),
+        ]
+    );
+}

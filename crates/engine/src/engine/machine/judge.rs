@@ -116,8 +116,7 @@ impl CallMachine<'_> {
     fn result(&self, reply: ProviderReply, data: Option<serde_json::Value>) -> CallResult {
         let usage = (reply.input_tokens.is_some() || reply.output_tokens.is_some())
             .then(|| Usage::new(reply.input_tokens, reply.output_tokens));
-        let finish_reason = match reply.stop {
-            _ if !reply.tool_calls.is_empty() => FinishReason::ToolCall,
+        let finish_reason = match reply.stop_said() {
             StopReason::Stop => FinishReason::Stop,
             StopReason::Length => FinishReason::Length,
             StopReason::Refusal | StopReason::ContentFilter => FinishReason::ContentFilter,

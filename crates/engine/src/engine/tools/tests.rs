@@ -96,7 +96,7 @@ fn arguments_against_the_schema_and_unknown_tools_are_violations() {
 }
 
 #[test]
-fn a_forced_call_answered_in_text_is_retried_and_counts_as_native() {
+fn a_forced_call_answered_in_text_is_retried_and_says_no_structured_output() {
     let r = run(
         json!([{"content": "It is sunny.", "outputTokens": 4},
                call("weather", json!({"city": "Oslo"}), 6)]),
@@ -104,7 +104,8 @@ fn a_forced_call_answered_in_text_is_retried_and_counts_as_native() {
     );
     let attempts = r.ok().attempts.unwrap();
     assert_eq!(attempts.count, 2);
-    assert_eq!(attempts.structured_output, Some(StructuredOutput::Native));
+    // No responseSchema: no structuredOutput (RFC 0248 §A's type).
+    assert_eq!(attempts.structured_output, None);
     let said = r.named("envelope.retry.attempted")[0]["previousError"].clone();
     assert!(
         said.as_str()
@@ -256,4 +257,27 @@ fn tool_calls_sharing_an_id_get_one_each_the_first_keeping_its_own() {
         ids,
         ["call_1", "call_1_2", "call_1_2_2", "call_4", "call_1_3"]
     );
+}
+
+/// Issue 51, item 15: a tool the model called but was not offered is never
+/// named back, however much its name looks like a tool's: what it carries
+/// is the model's text (here what it was told of a card), and the offered
+/// tools are named instead.
+#[test]
+fn a_call_of_a_tool_not_offered_is_answered_with_the_offered_ones_never_its_name() {
+    let leaked = "card_4111111111111111_exp_0927_cvv_123";
+    let r = run(
+        json!([
+            call(leaked, json!({}), 3),
+            call("weather", json!({"city": "Oslo"}), 5)
+        ]),
+        request(Value::Null),
+    );
+    assert_eq!(r.ok().attempts.unwrap().count, 2);
+    let said = r.named("envelope.retry.attempted")[0]["previousError"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(!said.contains("4111") && !said.contains(leaked), "{said}");
+    assert!(said.contains("weather, time"), "{said}");
 }
