@@ -50,6 +50,7 @@ mod sdk_images;
 mod security_review;
 mod serve_api;
 mod serve_audit;
+mod serve_bill;
 mod serve_budget;
 mod serve_budget_contention;
 mod serve_budget_hosts;

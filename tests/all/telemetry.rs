@@ -145,14 +145,15 @@ async fn a_failed_request_carries_its_http_status() {
         "x-host-callai-transient"
     );
     assert_eq!(second.attr("gen_ai.usage.output_tokens"), &json!(5));
-    // Each attempt carries its cost (issue 35, item 5): the 503 at its
-    // worst case, marked incomplete; the reply at 3 and 5 tokens, per
-    // million at 1 and 2; the call their sum, incomplete as one was.
+    // Each attempt carries its cost (issue 35, item 5): the 503 nothing, as
+    // no provider bills a refusal (issue 51, item 1), and complete; the
+    // reply at 3 and 5 tokens, per million at 1 and 2; the call their sum.
     let amount = |s: &Span| s.attr("callai.cost.amount").as_f64().unwrap();
-    assert_eq!(first.attr("callai.cost.complete"), &json!(false));
-    assert!((amount(second) - 13e-6).abs() < 1e-15, "{}", amount(second));
+    assert_eq!(amount(first), 0.0);
+    assert_eq!(first.attr("callai.cost.complete"), &json!(true));
+    assert_eq!(amount(second), 13e-6, "exactly: 13 billionths of a dollar");
     assert_eq!(second.attr("callai.cost.complete"), &json!(true));
     assert_eq!(second.attr("callai.cost.currency"), "USD");
-    assert!((amount(chat) - amount(first) - amount(second)).abs() < 1e-15);
-    assert_eq!(chat.attr("callai.cost.complete"), &json!(false));
+    assert_eq!(amount(chat), amount(second));
+    assert_eq!(chat.attr("callai.cost.complete"), &json!(true));
 }

@@ -278,9 +278,10 @@ async fn each_page_shows_the_call_its_attempts_the_budget_and_the_providers_requ
     let tenants = open(&client, url, "tenants", "Window: 1d").await;
     let acme = tenants.split("acme's budget").nth(1).unwrap_or_default();
     assert!(acme.contains("Requests 10 2 0 8"), "{tenants}");
-    // In money: the call's bill, 0.001244 of 1.00, in its currency.
+    // In money: the call's bill, 0.001244 of 1.00, in its currency, each
+    // amount the exact decimal the host wrote.
     assert!(
-        acme.contains("Cost 1.0000 USD 0.001244 USD 0.0000 USD 0.9988 USD"),
+        acme.contains("Cost 1 USD 0.001244 USD 0 USD 0.998756 USD"),
         "{tenants}"
     );
     assert!(tenants.contains("admin has no budget"), "{tenants}");

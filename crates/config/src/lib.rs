@@ -105,6 +105,9 @@ impl Config {
                 let key = |k: &str| format!("providers.{name}.prices.{k}");
                 self.pricing.check_price(&key("input"), prices.input)?;
                 self.pricing.check_price(&key("output"), prices.output)?;
+                if let Some(written) = prices.cache_write {
+                    self.pricing.check_price(&key("cacheWrite"), written)?;
+                }
                 if let Some(cached) = prices.cached_input {
                     self.pricing.check_price(&key("cachedInput"), cached)?;
                 }

@@ -6,7 +6,7 @@
 
 use crate::Config;
 use callai_engine::config::{ConfigError, invalid};
-use callai_engine::cost::{PriceBook, TokenPrice as Price};
+use callai_engine::cost::{PerToken, PriceBook, TokenPrice as Price};
 use callai_gateway::config::MAX_PRICE_FILE_BYTES;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -29,16 +29,16 @@ impl PriceList {
     /// file`, read now (an unreadable or empty one is refused naming
     /// `pricing.file`).
     pub fn load(config: &Config) -> Result<Self, ConfigError> {
-        let per_million = 1e-6;
         let by_provider = config
             .providers
             .iter()
             .filter_map(|(name, section)| {
                 let p = section.prices.as_ref()?;
                 let price = Price {
-                    input: p.input * per_million,
-                    cached_input: p.cached_input.unwrap_or(p.input) * per_million,
-                    output: p.output * per_million,
+                    input: PerToken::per_million(p.input),
+                    cached_input: PerToken::per_million(p.cached_input.unwrap_or(p.input)),
+                    cache_write: PerToken::per_million(p.cache_write.unwrap_or(p.input)),
+                    output: PerToken::per_million(p.output),
                     currency: p.currency.clone().into(),
                 };
                 Some((name.clone(), price))
@@ -55,7 +55,7 @@ impl PriceList {
                 let prices = litellm_prices(&list);
                 let bound = config.pricing.max_per_million;
                 let over = prices.iter().find_map(|(model, p)| {
-                    let per_million = p.input.max(p.cached_input).max(p.output) * 1e6;
+                    let per_million = p.dearest_input().max(p.output).per_million_f64();
                     (per_million > bound).then_some((model, per_million))
                 });
                 if let Some((model, per_million)) = over {
@@ -139,9 +139,14 @@ fn litellm_prices(list: &Map<String, Value>) -> HashMap<String, Price> {
         .filter_map(|(model, entry)| {
             let input = cost(entry, "input_cost_per_token")?;
             let price = Price {
-                input,
-                cached_input: cost(entry, "cache_read_input_token_cost").unwrap_or(input),
-                output: cost(entry, "output_cost_per_token")?,
+                input: PerToken::each(input),
+                cached_input: PerToken::each(
+                    cost(entry, "cache_read_input_token_cost").unwrap_or(input),
+                ),
+                cache_write: PerToken::each(
+                    cost(entry, "cache_creation_input_token_cost").unwrap_or(input),
+                ),
+                output: PerToken::each(cost(entry, "output_cost_per_token")?),
                 currency: "USD".into(),
             };
             Some((model.clone(), price))
@@ -174,9 +179,20 @@ mod tests {
         assert_eq!(prices.len(), 2);
         let list = PriceList::of(HashMap::new(), prices);
         let openai = list.price("openai", "gpt-4o-mini").unwrap();
-        assert_eq!((openai.input, openai.cached_input), (1.5e-7, 7.5e-8));
+        assert_eq!(
+            (openai.input, openai.cached_input),
+            (PerToken::each(1.5e-7), PerToken::each(7.5e-8))
+        );
+        assert_eq!(
+            openai.input,
+            PerToken(150_000_000),
+            "0.15 per million, exactly"
+        );
         // A provider/model entry wins over the bare model.
-        assert_eq!(list.price("azure", "gpt-4o-mini").unwrap().input, 1.65e-7);
+        assert_eq!(
+            list.price("azure", "gpt-4o-mini").unwrap().input,
+            PerToken::per_million(0.165)
+        );
         assert!(list.price("openai", "o3").is_none());
         // A provider or model name with a slash of its own.
         let slashed = json!({"openrouter/meta-llama/llama-3": {"input_cost_per_token": 1e-7,

@@ -105,6 +105,10 @@ pub struct ProviderReply {
     /// Of `input_tokens`, those read from the provider's prompt cache
     /// (priced lower); `None` when it said nothing of a cache.
     pub cached_input_tokens: Option<u32>,
+    /// Of `input_tokens`, those written to the provider's prompt cache
+    /// (Anthropic's `cache_creation_input_tokens`, priced higher); `None`
+    /// when it said nothing of a cache.
+    pub cache_write_input_tokens: Option<u32>,
     /// Reported output tokens; `None` when the provider reported no usage.
     pub output_tokens: Option<u32>,
     /// The model that answered.

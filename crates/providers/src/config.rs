@@ -131,7 +131,11 @@ pub struct Prices {
     /// unless said).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cached_input: Option<f64>,
-    /// The currency of both (`USD` unless said).
+    /// Per million input tokens written to the prompt cache (Anthropic's
+    /// cache creation; `input` unless said).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+    /// The currency of all (`USD` unless said).
     #[serde(default = "usd")]
     pub currency: String,
 }
@@ -264,7 +268,14 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
         }
         if let Some(prices) = &section.prices {
             let cached = ("cachedInput", prices.cached_input.unwrap_or(0.0));
-            for (key, value) in [("input", prices.input), ("output", prices.output), cached] {
+            let written = ("cacheWrite", prices.cache_write.unwrap_or(0.0));
+            let all = [
+                ("input", prices.input),
+                ("output", prices.output),
+                cached,
+                written,
+            ];
+            for (key, value) in all {
                 if !(value.is_finite() && value >= 0.0) {
                     return Err(invalid(
                         &format!("providers.{name}.prices.{key}"),

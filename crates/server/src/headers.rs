@@ -6,7 +6,7 @@
 
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use callai_engine::budget::KEYS;
-use callai_engine::cost::{Cost, from_nanos};
+use callai_engine::cost::{Cost, NANOS_PER_UNIT};
 use callai_engine::wire::{Attempts, StructuredOutput};
 use callai_gateway::call::Charged;
 use callai_gateway::tenants::TenantBudget;
@@ -74,7 +74,7 @@ pub fn charged(headers: &mut HeaderMap, charged: &Charged) {
 pub fn cost(headers: &mut HeaderMap, cost: Option<&Cost>) {
     let Some(cost) = cost else { return };
     if let (Some(amount), Ok(currency)) =
-        (decimal(cost.amount), HeaderValue::from_str(&cost.currency))
+        (decimal(cost.nanos), HeaderValue::from_str(&cost.currency))
     {
         headers.insert(COST, amount);
         headers.insert(COST_CURRENCY, currency);
@@ -91,7 +91,7 @@ fn remaining(headers: &mut HeaderMap, budget: &TenantBudget) {
         let value = match (left, key) {
             (None, _) => continue,
             // Money as `x-callai-cost` writes it.
-            (Some(left), "cost") => decimal(from_nanos(left)),
+            (Some(left), "cost") => decimal(left),
             (Some(left), _) => Some(HeaderValue::from(left)),
         };
         if let Some(value) = value {
@@ -100,21 +100,24 @@ fn remaining(headers: &mut HeaderMap, budget: &TenantBudget) {
     }
 }
 
-/// `amount` as a header value: a decimal, never an exponent (as `f64`'s
-/// `Display` writes it). Written on the stack first: through a `String` it
-/// would be two allocations, not the header value's one.
-fn decimal(amount: f64) -> Option<HeaderValue> {
+/// `nanos` billionths as a header value: the exact decimal
+/// (`0.0025023`), never an exponent, as the bodies write it. Written on the
+/// stack first: through a `String` it would be two allocations, not the
+/// header value's one.
+fn decimal(nanos: u64) -> Option<HeaderValue> {
     use std::io::Write as _;
-    let mut buf = [0u8; 48];
+    let (whole, part) = (nanos / NANOS_PER_UNIT, nanos % NANOS_PER_UNIT);
+    // u64::MAX is 20 digits: 20 + '.' + 9 fits.
+    let mut buf = [0u8; 32];
     let mut cursor = std::io::Cursor::new(&mut buf[..]);
-    match write!(cursor, "{amount}") {
-        Ok(()) => {
-            let len = cursor.position() as usize;
-            HeaderValue::from_bytes(&buf[..len]).ok()
-        }
-        // Longer than the buffer (an amount past 1e47, or below 1e-40).
-        Err(_) => HeaderValue::from_str(&amount.to_string()).ok(),
-    }
+    write!(cursor, "{whole}.{part:09}").ok()?;
+    let len = cursor.position() as usize;
+    let written = &buf[..len];
+    let kept = written
+        .iter()
+        .rposition(|&b| b != b'0')
+        .map_or(written, |last| &written[..=last]);
+    HeaderValue::from_bytes(kept.strip_suffix(b".").unwrap_or(kept)).ok()
 }
 
 #[cfg(test)]
@@ -122,15 +125,17 @@ mod tests {
     use super::decimal;
 
     #[test]
-    fn an_amount_is_a_decimal_never_an_exponent() {
-        let text = |amount: f64| decimal(amount).unwrap().to_str().unwrap().to_owned();
-        assert_eq!(text(0.0), "0");
-        assert_eq!(text(1.5e-7), "0.00000015");
-        assert_eq!(text(2.5), "2.5");
-        assert_eq!(text(12_345_678.0), "12345678");
-        // Past the stack buffer: written through a String, the same way.
-        assert_eq!(text(1e-45), format!("{}", 1e-45));
-        assert!(text(1e-45).starts_with("0.000"));
-        assert_eq!(text(1e60).len(), 61);
+    fn an_amount_is_its_exact_decimal_never_an_exponent() {
+        let text = |nanos: u64| decimal(nanos).unwrap().to_str().unwrap().to_owned();
+        assert_eq!(text(0), "0");
+        assert_eq!(text(150), "0.00000015");
+        assert_eq!(text(2_500_000_000), "2.5");
+        assert_eq!(text(2_502_300), "0.0025023");
+        assert_eq!(text(12_345_678_000_000_000), "12345678");
+        assert_eq!(text(10_000_000_000), "10", "zeros of the whole part kept");
+        assert_eq!(text(u64::MAX), "18446744073.709551615");
+        for nanos in [1, 7, 123_456_789, 98_765_432_100] {
+            assert_eq!(text(nanos), callai_engine::cost::decimal(nanos));
+        }
     }
 }

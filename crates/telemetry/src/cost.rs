@@ -10,7 +10,7 @@ use opentelemetry::KeyValue;
 /// A cost's span attributes.
 pub(crate) fn attributes(cost: &Cost) -> [KeyValue; 3] {
     [
-        KeyValue::new("callai.cost.amount", cost.amount),
+        KeyValue::new("callai.cost.amount", cost.amount()),
         KeyValue::new("callai.cost.currency", cost.currency.to_string()),
         KeyValue::new("callai.cost.complete", cost.complete),
     ]

@@ -55,11 +55,23 @@ export const factList = (facts) => h("dl", { class: "facts" },
 /** The plain sentence a page shows when it has nothing to show. */
 export const empty = (text) => h("p", { class: "empty", role: "status" }, text);
 
-/** An amount of money: `0.000123 USD`; `—` for none; `≥` when incomplete. */
+/**
+ * An amount as the exact decimal the host wrote (`0.0025023`): the host's
+ * amounts have nine decimals at most, so `toFixed(9)` lands on their
+ * digits, and trailing zeros go.
+ */
+export function decimal(amount) {
+  return Number(amount).toFixed(9).replace(/\.?0+$/, "");
+}
+
+/** Amounts summed in billionths (whole numbers add exactly), as an amount. */
+export const sum = (amounts) =>
+  amounts.reduce((a, x) => a + Math.round(Number(x) * 1e9), 0) / 1e9;
+
+/** An amount of money: `0.0025023 USD`; `—` for none; `≥` when incomplete. */
 export function money(cost) {
   if (!cost) return "—";
-  const digits = cost.amount !== 0 && Math.abs(cost.amount) < 0.01 ? 6 : 4;
-  return `${cost.complete === false ? "≥ " : ""}${cost.amount.toFixed(digits)} ${cost.currency}`;
+  return `${cost.complete === false ? "≥ " : ""}${decimal(cost.amount)} ${cost.currency}`;
 }
 
 export const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n} ms`);

@@ -2,7 +2,7 @@
 // per minute over the last hour.
 
 import { get } from "./api.js";
-import { h, table, empty, num, money, time } from "./dom.js";
+import { h, table, empty, num, money, time, decimal, sum } from "./dom.js";
 import { minuteChart } from "./chart.js";
 
 const KEYS = [
@@ -63,7 +63,7 @@ function spend(usage) {
     const rows = usage.spend.filter((s) => s.currency === currency);
     const totals = tenants.map((t) => ({
       tenant: t,
-      amount: rows.filter((s) => s.tenant === t).reduce((a, s) => a + s.amount, 0),
+      amount: sum(rows.filter((s) => s.tenant === t).map((s) => s.amount)),
       complete: rows.filter((s) => s.tenant === t).every((s) => s.complete),
     })).filter((t) => t.amount > 0 || rows.some((s) => s.tenant === t.tenant));
     return [
@@ -71,11 +71,11 @@ function spend(usage) {
         sinceMs: usage.sinceMs, minutes: usage.minutes, classOf,
         label: `Spend in ${currency} per minute over the last ${usage.minutes} minutes, by tenant`,
         points: rows.map((s) => ({ minuteMs: s.minuteMs, key: s.tenant, value: s.amount })),
-        format: (v) => v.toFixed(4),
+        format: decimal,
       }),
       table([
         ["Tenant", (t) => t.tenant],
-        [`Spent (${currency})`, (t) => `${t.complete ? "" : "≥ "}${t.amount.toFixed(6)}`, true],
+        [`Spent (${currency})`, (t) => `${t.complete ? "" : "≥ "}${decimal(t.amount)}`, true],
       ], totals, `Spend in ${currency} by tenant`),
     ];
   });

@@ -110,10 +110,12 @@ impl Spend {
 }
 
 /// An amount of `key` as a refusal or `GET /v1/budget` shows it: money in
-/// its currency's units, the others as counted.
+/// its currency's units, read from its exact decimal (a whole amount a
+/// whole number, `0.3` the number written `0.3`), the others as counted.
 pub fn shown(key: &str, amount: u64) -> serde_json::Value {
     if key == "cost" {
-        serde_json::Value::from(crate::cost::from_nanos(amount))
+        serde_json::from_str(&crate::cost::decimal(amount))
+            .unwrap_or_else(|_| serde_json::Value::from(crate::cost::from_nanos(amount)))
     } else {
         serde_json::Value::from(amount)
     }

@@ -7,7 +7,7 @@
 
 use super::Spend;
 use super::worst_case::Rate;
-use crate::cost::{Cost, TargetPrices, TokenPrice, Usage, to_nanos};
+use crate::cost::{Cost, TargetPrices, TokenPrice, Usage};
 use crate::engine::Target;
 use callai_wire::{CallError, ErrorCode};
 use std::sync::Arc;
@@ -61,10 +61,10 @@ impl Charges {
     /// What one request to `target` may spend at most: one request,
     /// `max_tokens` out, `input_bound` in, and their price.
     pub(crate) fn worst(&self, target: usize, max_tokens: u32, input_bound: u64) -> Spend {
-        let cost = self.prices.get(target).map(|p| {
-            let worst = p.cost(Usage::default(), input_bound, max_tokens);
-            to_nanos(worst.amount)
-        });
+        let cost = self
+            .prices
+            .get(target)
+            .map(|p| p.cost(Usage::default(), input_bound, max_tokens).nanos);
         spend(Usage::default(), max_tokens, input_bound, cost)
     }
 
@@ -84,7 +84,7 @@ impl Charges {
             !in_money || cost.is_some(),
             "a target of a call in money is priced"
         );
-        let cost = cost.filter(|_| in_money).map(|c| to_nanos(c.amount));
+        let cost = cost.filter(|_| in_money).map(|c| c.nanos);
         spend(usage, max_tokens, input_bound, cost)
     }
 }
@@ -122,7 +122,7 @@ fn unpriced(money: &Money, target: &Target<'_>) -> CallError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cost::PriceBook;
+    use crate::cost::{PerToken, PriceBook};
 
     #[derive(Debug)]
     struct Book(Vec<(&'static str, TokenPrice)>);
@@ -133,11 +133,13 @@ mod tests {
         }
     }
 
+    /// A price of these amounts per million tokens.
     fn price(input: f64, cached_input: f64, output: f64, currency: &str) -> TokenPrice {
         TokenPrice {
-            input,
-            cached_input,
-            output,
+            input: PerToken::per_million(input),
+            cached_input: PerToken::per_million(cached_input),
+            cache_write: PerToken::per_million(input),
+            output: PerToken::per_million(output),
             currency: currency.into(),
         }
     }
@@ -159,9 +161,9 @@ mod tests {
     /// `targets` and their prices in the host's book.
     fn priced<'a>(targets: &[&'a str]) -> (Vec<Target<'a>>, TargetPrices) {
         let book = Book(vec![
-            ("cheap", price(1e-6, 0.5e-6, 2e-6, "USD")),
-            ("dear", price(3e-6, 4e-6, 15e-6, "USD")),
-            ("euro", price(1e-6, 1e-6, 1e-6, "EUR")),
+            ("cheap", price(1.0, 0.5, 2.0, "USD")),
+            ("dear", price(3.0, 4.0, 15.0, "USD")),
+            ("euro", price(1.0, 1.0, 1.0, "EUR")),
         ]);
         let targets: Vec<_> = targets.iter().map(|p| target(p)).collect();
         let prices = TargetPrices::of(Some(&book as &dyn PriceBook), &targets);
@@ -175,8 +177,8 @@ mod tests {
         assert_eq!(
             charges.rate(),
             Rate {
-                input: 4e-6,
-                output: 15e-6
+                input: PerToken::per_million(4.0),
+                output: PerToken::per_million(15.0)
             },
             "a cached token dearer than a fresh one bounds input"
         );
@@ -187,18 +189,19 @@ mod tests {
                 requests: 1,
                 output_tokens: 1000,
                 input_tokens: 500,
-                cost: to_nanos(500.0 * 1e-6 + 1000.0 * 2e-6),
+                cost: 500 * 1000 + 1000 * 2000,
             }
         );
         let usage = Usage {
             input: Some(100),
             cached: None,
+            written: None,
             output: Some(10),
         };
         let cost = prices.cost(1, usage, 500, 1000);
         assert_eq!(
             charges.spent(usage, 1000, 500, cost.as_ref()).cost,
-            to_nanos(100.0 * 3e-6 + 10.0 * 15e-6),
+            100 * 3000 + 10 * 15_000,
             "charged what the request was priced at"
         );
         let unbudgeted = Charges::default().spent(usage, 1000, 500, cost.as_ref());

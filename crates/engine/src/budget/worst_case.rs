@@ -5,7 +5,7 @@
 
 use super::{Limits, Spend};
 use crate::config::HostConfig;
-use crate::cost::to_nanos;
+use crate::cost::{PerToken, femtos_to_nanos};
 use callai_wire::{CallRequest, RetryPolicy};
 
 /// Tokens a provider adds around each message (role markers, separators)
@@ -80,9 +80,9 @@ pub struct Bounds {
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct Rate {
     /// Per input token.
-    pub input: f64,
+    pub input: PerToken,
     /// Per output token.
-    pub output: f64,
+    pub output: PerToken,
 }
 
 /// The worst case of one call: every request its policy allows, each at
@@ -157,7 +157,7 @@ fn worst_of(budgets: &[u32], request: &CallRequest, bounds: &Bounds) -> Spend {
         requests: budgets.len() as u64,
         output_tokens: output,
         input_tokens: input,
-        cost: to_nanos(input as f64 * rate.input + output as f64 * rate.output),
+        cost: femtos_to_nanos(rate.input.of(input) + rate.output.of(output)),
     }
 }
 
@@ -341,16 +341,15 @@ mod tests {
             r#"{"messages": [{"role": "user", "content": "hi"}], "maxTokens": 1000, "retry": {"maxAttempts": 2}}"#,
         );
         let rate = Rate {
-            input: 2e-6,
-            output: 10e-6,
+            input: PerToken::per_million(2.0),
+            output: PerToken::per_million(10.0),
         };
         let priced = Bounds {
             rate,
             ..Bounds::default()
         };
         let w = worst_case(&c, &r, &priced);
-        let expected = w.input_tokens as f64 * 2e-6 + w.output_tokens as f64 * 10e-6;
-        assert_eq!(w.cost, to_nanos(expected));
+        assert_eq!(w.cost, w.input_tokens * 2000 + w.output_tokens * 10_000);
         assert_eq!(w.output_tokens, 2000);
         assert_eq!(worst_case(&c, &r, &Bounds::default()).cost, 0, "free");
         // One attempt fits what is left of the money, two do not.

@@ -130,6 +130,7 @@ mod tests {
             stop,
             input_tokens: None,
             cached_input_tokens: None,
+            cache_write_input_tokens: None,
             output_tokens: None,
             model: None,
             status: None,

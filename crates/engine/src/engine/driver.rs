@@ -179,27 +179,62 @@ impl Charging<'_> {
         worst
     }
 
-    /// `attempt`, sent at `worst`, got `reply` and cost `cost`: what it
-    /// reported replaces its worst case; what it reported past it is
+    /// `attempt`, sent at `worst`, was billed `usage` and cost `cost`: what
+    /// it reported replaces its worst case; what it reported past it is
     /// charged and told to the budget.
     fn reported(
         &self,
         provider: &str,
         attempt: &Attempt,
-        reply: &ProviderReply,
+        usage: Usage,
         worst: &Spend,
         input_bound: u64,
         cost: Option<&Cost>,
     ) {
         let max_tokens = attempt.request.max_tokens;
-        let real = self
-            .charges
-            .spent(Usage::from(reply), max_tokens, input_bound, cost);
+        let real = self.charges.spent(usage, max_tokens, input_bound, cost);
         let over = self.tally.reported(worst, &real);
         if over != Spend::default() {
             self.budget.overrun(provider, over);
         }
     }
+}
+
+/// What `failure` of `attempt` to `provider` (its input bounded by
+/// `bound`) cost, charged to the call's budget when it has one
+/// (`charge`: it and the request's worst case, counted as it was sent).
+/// Never sent, it is no attempt: nothing. Refused with an error status,
+/// it is billed nothing (no provider bills a 503 or a 400). Sent and cut
+/// or unanswered, it stays at its worst case.
+fn failed(
+    failure: &ProviderFailure,
+    attempt: &Attempt,
+    provider: &str,
+    prices: &TargetPrices,
+    charge: Option<(Charging<'_>, &Spend)>,
+    bound: u64,
+) -> Option<Cost> {
+    let sent = failure.kind != FailureKind::Unreached && failure.was_sent();
+    let billed = Usage::billed_for_failure(failure);
+    let max_tokens = attempt.request.max_tokens;
+    let cost = sent
+        .then(|| {
+            prices.cost(
+                attempt.target,
+                billed.unwrap_or_default(),
+                bound,
+                max_tokens,
+            )
+        })
+        .flatten();
+    if let Some((c, worst)) = charge {
+        match billed {
+            _ if !sent => c.tally.unsent(worst),
+            Some(usage) => c.reported(provider, attempt, usage, worst, bound, cost.as_ref()),
+            None => {}
+        }
+    }
+    cost
 }
 
 /// Sends `request`: streamed to `deltas` when the call is a text call whose
@@ -298,7 +333,7 @@ pub(crate) async fn drive(
                         let usage = Usage::from(&reply);
                         let cost = prices.cost(attempt.target, usage, bound, max_tokens);
                         if let (Some(c), Some(worst)) = (tally, &worst) {
-                            c.reported(name, &attempt, &reply, worst, bound, cost.as_ref());
+                            c.reported(name, &attempt, usage, worst, bound, cost.as_ref());
                         }
                         if let Some(w) = watch.as_deref_mut() {
                             w.request_finished(&seen, Ok(&reply), cost.as_ref());
@@ -310,17 +345,10 @@ pub(crate) async fn drive(
                         Outcome::Reply(reply, verdict)
                     }
                     Err(failure) => {
-                        if let (Some(c), Some(worst)) = (tally, &worst)
-                            && (failure.kind == FailureKind::Unreached || !failure.was_sent())
-                        {
-                            c.tally.unsent(worst);
-                        }
+                        let charge = tally.zip(worst.as_ref());
+                        let cost = failed(&failure, &attempt, name, prices, charge, bound);
                         if let Some(w) = watch.as_deref_mut() {
-                            // Sent, it cost its worst case; unsent, nothing.
-                            let cost = failure.was_sent().then(|| {
-                                prices.cost(attempt.target, Usage::default(), bound, max_tokens)
-                            });
-                            w.request_finished(&seen, Err(&failure), cost.flatten().as_ref());
+                            w.request_finished(&seen, Err(&failure), cost.as_ref());
                         }
                         Outcome::Failed(failure)
                     }

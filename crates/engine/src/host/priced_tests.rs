@@ -2,7 +2,7 @@
 //! price book is asked once per target per call, and every watcher is
 //! handed the same cost.
 
-use crate::cost::{Cost, PriceBook, TokenPrice};
+use crate::cost::{Cost, PerToken, PriceBook, TokenPrice};
 use crate::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use crate::{EventLog, Host, HostConfig, MockProvider, MockScript};
 use callai_wire::{CallError, CallRequest, CallResult, RetryField, StructuredOutput};
@@ -79,9 +79,10 @@ fn each_request_is_priced_once_and_every_watcher_sees_that_cost() {
     );
     let book = Arc::new(CountingBook {
         price: TokenPrice {
-            input: 1e-6,
-            cached_input: 1e-6,
-            output: 10e-6,
+            input: PerToken::per_million(1.0),
+            cached_input: PerToken::per_million(1.0),
+            cache_write: PerToken::per_million(1.0),
+            output: PerToken::per_million(10.0),
             currency: "USD".into(),
         },
         asked: AtomicU32::new(0),
@@ -104,11 +105,11 @@ fn each_request_is_priced_once_and_every_watcher_sees_that_cost() {
     let [(1, Some(first)), (2, Some(second))] = &seen[..] else {
         panic!("two priced requests: {seen:?}");
     };
-    assert!((first.amount - (1000.0 * 1e-6 + 100.0 * 10e-6)).abs() < 1e-12);
+    assert_eq!(first.nanos, 1000 * 1000 + 100 * 10_000);
     assert!(first.complete);
     // No usage: the grown budget (200 tokens) out, at its worst.
     assert!(!second.complete, "{second:?}");
-    assert!(second.amount > 200.0 * 10e-6, "{second:?}");
+    assert!(second.nanos > 200 * 10_000, "{second:?}");
 
     // A host without prices hands its watchers no cost.
     let unpriced = Host::builder(HostConfig::default())

@@ -138,6 +138,7 @@ mod tests {
             stop: StopReason::Length,
             input_tokens: None,
             cached_input_tokens: None,
+            cache_write_input_tokens: None,
             output_tokens: Some(tokens),
             model: None,
             status: None,

@@ -2,6 +2,7 @@
 //! them: registered once, in the order they are listed, every series a
 //! dashboard looks for seeded at zero; and each tenant's budget counters.
 
+use super::money::MoneyCounter;
 use callai_engine::RequestReason;
 use callai_engine::wire::ErrorCode;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -59,7 +60,7 @@ pub struct Metrics {
     pub(super) requests: Family<RequestLabels, Counter>,
     pub(super) output_tokens: Family<ProviderLabel, Counter>,
     pub(super) routed: Family<RouteLabels, Counter>,
-    cost: Family<CostLabels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    cost: Family<CostLabels, MoneyCounter>,
     run_duration: Histogram,
     running: Gauge,
     queued: Gauge,
@@ -384,7 +385,7 @@ impl Metrics {
                 reason,
                 currency: cost.currency.to_string(),
             })
-            .inc_by(cost.amount);
+            .add(cost.nanos);
     }
 
     pub(super) fn call_ended(&self, outcome: &'static str) {

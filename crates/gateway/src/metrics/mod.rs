@@ -4,6 +4,7 @@
 
 mod calls;
 mod families;
+mod money;
 
 pub use calls::MetricsObserver;
 pub use families::{BudgetCounters, Metrics};

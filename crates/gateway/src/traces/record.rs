@@ -12,7 +12,7 @@
 
 use super::text::TracedText;
 use crate::ids::rfc3339;
-use callai_engine::cost::{Cost, to_nanos};
+use callai_engine::cost::Cost;
 use callai_engine::runlog::{TraceCost, TraceUsage};
 use callai_engine::wire::Attempts;
 use serde::Serialize;
@@ -86,6 +86,9 @@ pub struct RequestTrace {
     /// Of them, read from the provider's prompt cache, as reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cached_input_tokens: Option<u32>,
+    /// Of them, written to the provider's prompt cache, as reported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache_write_input_tokens: Option<u32>,
     /// Output tokens, as reported.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_tokens: Option<u32>,
@@ -129,7 +132,7 @@ impl CallTrace {
                 .collect(),
             cost: self.cost.as_ref().map(|c| TraceCost {
                 currency: c.currency.to_string(),
-                nanos: to_nanos(c.amount),
+                nanos: c.nanos,
                 complete: c.complete,
             }),
         }

@@ -154,6 +154,7 @@ mod tests {
             stop: StopReason::Stop,
             input_tokens: None,
             cached_input_tokens: None,
+            cache_write_input_tokens: None,
             output_tokens: None,
             model: None,
             status: None,

@@ -198,6 +198,7 @@ impl CallWatch for TraceWatch {
             status,
             input_tokens: usage.input,
             cached_input_tokens: usage.cached,
+            cache_write_input_tokens: usage.written,
             output_tokens: usage.output,
             latency_ms: u64::try_from(latency).unwrap_or(u64::MAX),
             answer,

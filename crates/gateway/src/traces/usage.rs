@@ -8,7 +8,6 @@
 use super::record::CallTrace;
 use super::store::CallStore;
 use crate::error::GatewayError;
-use callai_engine::cost::from_nanos;
 use callai_engine::runlog::{MINUTE_MS, MinuteSums, UsageBatch, minute_of};
 use serde::Serialize;
 
@@ -32,7 +31,12 @@ pub struct Spend {
     minute_ms: u64,
     tenant: String,
     currency: String,
-    amount: f64,
+    /// In billionths, shown as its exact decimal.
+    #[serde(
+        rename = "amount",
+        serialize_with = "callai_engine::cost::serialize_decimal"
+    )]
+    nanos: u64,
     /// False when some request of them was priced at its worst case.
     complete: bool,
 }
@@ -91,7 +95,7 @@ fn logged(since_ms: u64, minutes: u64, sums: MinuteSums) -> Usage {
                 minute_ms: s.minute_ms,
                 tenant: s.tenant,
                 currency: s.currency,
-                amount: from_nanos(s.nanos),
+                nanos: s.nanos,
                 complete: s.complete,
             })
             .collect(),
@@ -145,6 +149,7 @@ mod tests {
             status: Some(200),
             input_tokens: Some(1),
             cached_input_tokens: None,
+            cache_write_input_tokens: None,
             output_tokens: Some(1),
             latency_ms: 1,
             cost: None,
@@ -156,7 +161,7 @@ mod tests {
         tenant: &str,
         started_ms: u64,
         requests: Vec<RequestTrace>,
-        cost: Option<f64>,
+        cost: Option<u64>,
     ) -> CallTrace {
         CallTrace {
             id: format!("call_{started_ms}").into(),
@@ -174,10 +179,10 @@ mod tests {
                 usage_complete: true,
                 structured_output: None,
             },
-            cost: cost.map(|amount| Cost {
-                amount,
+            cost: cost.map(|nanos| Cost {
+                nanos,
                 currency: "USD".into(),
-                complete: amount > 0.0,
+                complete: nanos > 0,
             }),
             requests: requests.into(),
             duration_ms: 5,
@@ -192,10 +197,15 @@ mod tests {
                 "a",
                 since + 1,
                 vec![request("p", "first"), request("p", "truncation")],
-                Some(0.5),
+                Some(500_000_000),
             ),
-            trace("a", since + 59_999, vec![request("p", "first")], Some(0.25)),
-            trace("b", since + 60_000, vec![request("q", "first")], Some(0.0)),
+            trace(
+                "a",
+                since + 59_999,
+                vec![request("p", "first")],
+                Some(250_000_000),
+            ),
+            trace("b", since + 60_000, vec![request("q", "first")], Some(0)),
         ];
         let usage = summarize(since, 2, traces.iter());
         assert_eq!(usage.calls, 3);
@@ -221,9 +231,11 @@ mod tests {
         );
         assert_eq!(usage.spend.len(), 2);
         assert_eq!(
-            (usage.spend[0].tenant.as_str(), usage.spend[0].amount),
-            ("a", 0.75)
+            (usage.spend[0].tenant.as_str(), usage.spend[0].nanos),
+            ("a", 750_000_000)
         );
+        let shown = serde_json::to_value(&usage.spend[0]).unwrap();
+        assert_eq!(shown["amount"], 0.75);
         assert!(usage.spend[0].complete);
         assert!(
             !usage.spend[1].complete,

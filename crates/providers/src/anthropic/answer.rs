@@ -162,6 +162,7 @@ fn reply(
         stop: stop(reason),
         input_tokens: usage.input().0,
         cached_input_tokens: usage.input().1,
+        cache_write_input_tokens: usage.cache_creation_input_tokens.0,
         output_tokens: usage.output_tokens.0,
         model,
         status: None,

@@ -156,6 +156,8 @@ fn reply(
         tool_calls,
         input_tokens: usage.prompt_tokens.0,
         cached_input_tokens: usage.prompt_tokens_details.cached_tokens.0,
+        // OpenAI caches by itself, at no price for writing.
+        cache_write_input_tokens: None,
         output_tokens: usage.completion_tokens.0,
         model,
         status: None,
