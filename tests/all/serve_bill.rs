@@ -189,3 +189,64 @@ async fn amounts_are_exact_decimals_wherever_they_are_shown() {
     assert!(!format!("{traces}{usage}{budget}{metrics}").contains("0000000000"));
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_money_refusal_names_the_max_tokens_that_fits_and_a_tenant_default_lets_a_call_fit() {
+    let fake = FakeServer::repeating(Api::OpenAi.reply("ok", None, "stop", Some(5))).await;
+    let dir = tempfile::tempdir().unwrap();
+    // 0.01 USD a day each; `lean`'s clients send no max_tokens.
+    let toml = format!(
+        "[providers.p]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\nmodel = \"m\"\n\
+         prices = {{ input = 2.0, output = 10.0 }}\n[defaults]\nprovider = \"p\"\n\
+         [tenants.acme]\ntokenEnv = \"ACME_TOKEN\"\n[tenants.acme.budget]\ncost = 0.01\n\
+         [tenants.lean]\ntokenEnv = \"LEAN_TOKEN\"\ndefaultMaxTokens = 200\n\
+         [tenants.lean.budget]\ncost = 0.01\n",
+        fake.url()
+    );
+    let server = TestServer::start_with(&toml, Some(&dir.path().join("runs.db")), |k| match k {
+        "ACME_TOKEN" => Some(TOKEN.into()),
+        "LEAN_TOKEN" => Some("tok-lean".into()),
+        _ => None,
+    })
+    .await;
+    let hi = json!({"messages": [{"role": "user", "content": "hi"}]});
+    // Three attempts of the default 4000 tokens at 10 per million: 0.12.
+    let (status, _, body) = call(&server, hi.clone()).await;
+    assert_eq!(status, 429, "{body}");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let details = &body["error"]["details"];
+    assert_eq!(details["budget"], "cost", "{body}");
+    assert!(
+        details.get("fitsMaxAttempts").is_none(),
+        "one attempt of 4000 does not fit"
+    );
+    let fits = details["fitsMaxTokens"].as_u64().expect("fitsMaxTokens");
+    assert!((100..334).contains(&fits), "{fits}");
+    let message = body["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("maxTokens at most {fits} fits now")),
+        "{message}"
+    );
+    assert_eq!(fake.count(), 0, "nothing sent");
+    // What it names fits, one more does not.
+    let mut asked = hi.clone();
+    asked["maxTokens"] = json!(fits + 1);
+    assert_eq!(call(&server, asked.clone()).await.0, 429);
+    asked["maxTokens"] = json!(fits);
+    let (status, _, body) = call(&server, asked).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(Api::OpenAi.max_tokens(&fake.received()[0]), fits);
+
+    // A tenant whose default is 200 is admitted with the same request.
+    let response = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.url))
+        .bearer_auth("tok-lean")
+        .header("content-type", "application/json")
+        .body(json!({"model": "p", "messages": [{"role": "user", "content": "hi"}]}).to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+    assert_eq!(Api::OpenAi.max_tokens(&fake.received()[1]), 200);
+    server.shutdown().await;
+}

@@ -98,7 +98,8 @@ impl Config {
         self.telemetry.validate()?;
         self.server.validate()?;
         self.cache.validate()?;
-        callai_gateway::config::validate_tenants(&self.tenants)?;
+        let ceiling = self.host.retry.provider_max_tokens;
+        callai_gateway::config::validate_tenants(&self.tenants, ceiling)?;
         self.pricing.validate()?;
         for (name, section) in &self.providers {
             if let Some(prices) = &section.prices {

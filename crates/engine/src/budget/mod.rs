@@ -25,7 +25,7 @@ pub use room::{WindowChange, adjustment, first_misfit, grant, signed, trimmed};
 pub(crate) use worst_case::request_bound;
 pub use worst_case::{
     Bounds, FALLBACK_BYTES_PER_TOKEN, MAX_COMPLAINT_BYTES, Rate, attempt_budgets, fitting_attempts,
-    worst_case,
+    fitting_max_tokens, worst_case,
 };
 
 use crate::provider::BoxFuture;
@@ -151,16 +151,38 @@ pub struct Refusal {
     pub resets_at_ms: Option<u64>,
 }
 
+/// What a refused call could ask for that would fit now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fits {
+    /// The most attempts, at the call's own `maxTokens`
+    /// ([`fitting_attempts`]).
+    pub attempts: Option<u32>,
+    /// The largest `maxTokens`, with the call's own attempts
+    /// ([`fitting_max_tokens`]).
+    pub max_tokens: Option<u32>,
+}
+
 impl Refusal {
     /// The call's error (see [`budget_exceeded`]), telling when the window
-    /// resets and `fits`, the most attempts that would fit now.
-    /// `currency` is the budget's, for a refusal of its `cost`.
-    pub fn into_error(self, fits: Option<u32>, currency: Option<&str>) -> CallError {
+    /// resets and what would `fit` now: the most attempts, the largest
+    /// `maxTokens`. `currency` is the budget's, for a refusal of its
+    /// `cost`.
+    pub fn into_error(self, fits: Fits, currency: Option<&str>) -> CallError {
         let mut advice = String::new();
-        if let Some(n) = fits {
+        if let Some(n) = fits.attempts {
             let plural = if n == 1 { "" } else { "s" };
             advice.push_str(&format!(
                 "; a call of at most {n} attempt{plural} fits now (retry.maxAttempts, or x-callai-max-attempts on the drop-ins)"
+            ));
+        }
+        if let Some(n) = fits.max_tokens {
+            let or = if fits.attempts.is_some() {
+                ", or"
+            } else {
+                "; a call"
+            };
+            advice.push_str(&format!(
+                "{or} of maxTokens at most {n} fits now (max_tokens on the drop-ins)"
             ));
         }
         let resets_at = self.resets_at_ms.map(rfc3339);
@@ -170,8 +192,11 @@ impl Refusal {
         let currency = currency.filter(|_| self.key == "cost");
         let mut e = budget_exceeded(self.key, self.left, self.needed, currency);
         e.message.push_str(&advice);
-        if let Some(n) = fits {
+        if let Some(n) = fits.attempts {
             e = e.with_detail("fitsMaxAttempts", n);
+        }
+        if let Some(n) = fits.max_tokens {
+            e = e.with_detail("fitsMaxTokens", n);
         }
         if let Some(at) = resets_at {
             e = e.with_detail("resetsAt", at);

@@ -36,6 +36,20 @@ pub const FALLBACK_BYTES_PER_TOKEN: u64 = 8;
 /// truncation is reported, not retried. The retry engine follows the same
 /// rules.
 pub fn attempt_budgets(config: &HostConfig, request: &CallRequest, structured: bool) -> Vec<u32> {
+    let first = request
+        .max_tokens
+        .unwrap_or(config.retry.default_max_tokens)
+        .min(config.retry.provider_max_tokens);
+    budgets_from(config, request, structured, first)
+}
+
+/// [`attempt_budgets`] of `request` had it asked for `first` tokens.
+fn budgets_from(
+    config: &HostConfig,
+    request: &CallRequest,
+    structured: bool,
+    first: u32,
+) -> Vec<u32> {
     let retry = &config.retry;
     let policy = match config.call_accounting.retry_policy {
         true => request.retry.unwrap_or_default(),
@@ -45,10 +59,7 @@ pub fn attempt_budgets(config: &HostConfig, request: &CallRequest, structured: b
         n.min(retry.max_retry_attempts)
     });
     let grow = structured && policy.grow_max_tokens.unwrap_or(true);
-    let mut budget = request
-        .max_tokens
-        .unwrap_or(retry.default_max_tokens)
-        .min(retry.provider_max_tokens);
+    let mut budget = first;
     let mut budgets = Vec::with_capacity(cap as usize);
     for _ in 0..cap {
         budgets.push(budget);
@@ -110,13 +121,52 @@ pub fn fitting_attempts(
     // A call of fewer attempts makes the first of these requests.
     (1..budgets.len()).rev().find_map(|k| {
         let worst = worst_of(&budgets[..k], request, bounds);
-        let fits = worst
-            .amounts()
-            .iter()
-            .zip(room.amounts())
-            .all(|(&needed, left)| left.is_none_or(|left| needed <= left));
-        fits.then(|| u32::try_from(k).unwrap_or(u32::MAX))
+        fits_in(&worst, room).then(|| u32::try_from(k).unwrap_or(u32::MAX))
     })
+}
+
+/// The largest `maxTokens` below the one `request` asks for (or the
+/// default it gets) whose worst case, with the call's own attempts, fits
+/// `room`: what a refused call could ask for now. `None` when not even one
+/// token fits (its input alone does not).
+pub fn fitting_max_tokens(
+    config: &HostConfig,
+    request: &CallRequest,
+    bounds: &Bounds,
+    room: &Limits,
+) -> Option<u32> {
+    let structured = bounds.schema_bytes.is_some();
+    let asked = attempt_budgets(config, request, structured)
+        .first()
+        .copied()?;
+    let fits = |n: u32| {
+        let worst = worst_of(
+            &budgets_from(config, request, structured, n),
+            request,
+            bounds,
+        );
+        fits_in(&worst, room)
+    };
+    if asked <= 1 || !fits(1) {
+        return None;
+    }
+    // The worst case grows with the first budget: the largest that fits
+    // is found by halving, in at most 32 steps.
+    let (mut low, mut high) = (1, asked - 1);
+    while low < high {
+        let mid = low + (high - low).div_ceil(2);
+        if fits(mid) { low = mid } else { high = mid - 1 }
+    }
+    Some(low)
+}
+
+/// Whether every key of `worst` fits what `room` has left of it.
+fn fits_in(worst: &Spend, room: &Limits) -> bool {
+    worst
+        .amounts()
+        .iter()
+        .zip(room.amounts())
+        .all(|(&needed, left)| left.is_none_or(|left| needed <= left))
 }
 
 /// The worst case of the requests of output budgets `budgets`.
@@ -251,6 +301,61 @@ mod tests {
             attempt_budgets(&c, &r, true),
             vec![4000, 5000, 5000, 5000],
             "default 4000"
+        );
+    }
+
+    #[test]
+    fn a_refused_call_is_told_the_largest_max_tokens_that_fits_with_its_attempts() {
+        let c = config("");
+        let r = request(
+            r#"{"messages": [{"role": "user", "content": "hi"}], "retry": {"maxAttempts": 2}}"#,
+        );
+        let room = |output_tokens, cost| Limits {
+            requests: None,
+            output_tokens,
+            input_tokens: None,
+            cost,
+        };
+        // A text call of two attempts at the default 4000: 8000 out.
+        let text = Bounds::default();
+        assert_eq!(
+            fitting_max_tokens(&c, &r, &text, &room(Some(7999), None)),
+            Some(3999)
+        );
+        assert_eq!(
+            fitting_max_tokens(&c, &r, &text, &room(Some(600), None)),
+            Some(300)
+        );
+        assert_eq!(
+            fitting_max_tokens(&c, &r, &text, &room(Some(1), None)),
+            None
+        );
+        // A structured call grows: n + 2n must fit 3000.
+        assert_eq!(
+            fitting_max_tokens(&c, &r, &structured(20), &room(Some(3000), None)),
+            Some(1000)
+        );
+        // In money, found where the price of the worst case fits; and what
+        // it names fits, one token more does not.
+        let priced = Bounds {
+            rate: Rate {
+                input: PerToken::per_million(2.0),
+                output: PerToken::per_million(10.0),
+            },
+            ..Bounds::default()
+        };
+        let left = 5_000_000; // 0.005 USD
+        let n = fitting_max_tokens(&c, &r, &priced, &room(None, Some(left))).unwrap();
+        let with = |n: u32| {
+            let mut r = r.clone();
+            r.max_tokens = Some(n);
+            worst_case(&c, &r, &priced).cost
+        };
+        assert!(with(n) <= left && with(n + 1) > left, "{n}");
+        // Its input alone does not fit: nothing does.
+        assert_eq!(
+            fitting_max_tokens(&c, &r, &priced, &room(None, Some(10))),
+            None
         );
     }
 

@@ -146,6 +146,18 @@ impl Host {
         }
     }
 
+    /// The same host with `max_tokens` for a call that names none (a
+    /// caller's own default, as `callai serve`'s tenants may have; at most
+    /// `retry.providerMaxTokens` still).
+    pub fn with_default_max_tokens(&self, max_tokens: u32) -> Self {
+        let mut config = (*self.config).clone();
+        config.retry.default_max_tokens = max_tokens;
+        Self {
+            config: Arc::new(config),
+            ..self.clone()
+        }
+    }
+
     /// The same host with its policy narrowed to `allowed` (a caller's own
     /// list, as `callai serve`'s tenants have): a request may name a
     /// provider only if both this host's policy and `allowed` let it.
@@ -227,10 +239,18 @@ impl Host {
             .await
             .map_err(|refused| match refused {
                 ReserveError::Failed(e) => e,
-                ReserveError::Refused(r) => r.into_error(
-                    budget::fitting_attempts(&self.config, request, &bounds, &r.room),
-                    money.map(|m| &*m.currency),
-                ),
+                ReserveError::Refused(r) => {
+                    let fits = budget::Fits {
+                        attempts: budget::fitting_attempts(&self.config, request, &bounds, &r.room),
+                        max_tokens: budget::fitting_max_tokens(
+                            &self.config,
+                            request,
+                            &bounds,
+                            &r.room,
+                        ),
+                    };
+                    r.into_error(fits, money.map(|m| &*m.currency))
+                }
             })
     }
 

@@ -5,6 +5,7 @@
 //! [tenants.bookai]
 //! tokenEnv = "BOOKAI_TOKEN"
 //! allowedProviders = ["openai"]    # narrows [policy]; unset: the host's
+//! defaultMaxTokens = 1000          # for its calls that name none; unset: [retry]'s
 //! [tenants.bookai.budget]          # every key optional; unset: unlimited
 //! requests = 10000
 //! outputTokens = 2000000
@@ -31,6 +32,11 @@ pub struct TenantConfig {
     /// The providers its calls may reach, within `[policy]`; unset: the
     /// host's.
     pub allowed_providers: Option<Vec<String>>,
+    /// The `maxTokens` of its calls that name none (clients that send no
+    /// `max_tokens`), in place of `[retry] defaultMaxTokens`: a smaller one
+    /// lets such a call's worst case fit a budget in money. Signed, so a
+    /// negative one is refused naming its key.
+    pub default_max_tokens: Option<i64>,
     /// `[tenants.NAME.budget]`
     pub budget: BudgetConfig,
 }
@@ -101,10 +107,24 @@ pub fn is_tenant_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.')
 }
 
-/// Checks every `[tenants.NAME]`, naming the key that is wrong.
-pub fn validate_tenants(tenants: &TenantsConfig) -> Result<(), ConfigError> {
+/// Checks every `[tenants.NAME]`, naming the key that is wrong; a
+/// `defaultMaxTokens` is at most `provider_max_tokens` (`[retry]
+/// providerMaxTokens`).
+pub fn validate_tenants(
+    tenants: &TenantsConfig,
+    provider_max_tokens: u32,
+) -> Result<(), ConfigError> {
     for (name, tenant) in tenants {
         let key = |k: &str| format!("tenants.{name}.{k}");
+        if let Some(n) = tenant
+            .default_max_tokens
+            .filter(|n| !(1..=i64::from(provider_max_tokens)).contains(n))
+        {
+            return Err(invalid(
+                &key("defaultMaxTokens"),
+                format!("must be 1..{provider_max_tokens} (retry.providerMaxTokens), got {n}"),
+            ));
+        }
         if !is_tenant_name(name) || name == callai_engine::runlog::ADMIN {
             return Err(invalid(
                 &format!("tenants.{name}"),

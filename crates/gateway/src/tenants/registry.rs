@@ -105,7 +105,11 @@ impl Tenants {
                 None => host.clone(),
             };
             // Its calls' schemas are its own in the cache all tenants share.
-            let host = host.owned_by(name);
+            let mut host = host.owned_by(name);
+            if let Some(n) = section.default_max_tokens {
+                // Checked to be 1..providerMaxTokens with the config.
+                host = host.with_default_max_tokens(u32::try_from(n).unwrap_or(1));
+            }
             let plan = section.budget.is_limited().then(|| Plan {
                 limits: section.budget.limits(),
                 window: section.budget.window(),

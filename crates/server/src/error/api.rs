@@ -321,11 +321,16 @@ mod tests {
             },
             resets_at_ms: Some(callai_engine::events::now_ms() + 90_500),
         };
-        let e = ApiError::from_call(&refusal.into_error(Some(1), None));
+        let fits = callai_engine::budget::Fits {
+            attempts: Some(1),
+            max_tokens: Some(300),
+        };
+        let e = ApiError::from_call(&refusal.into_error(fits, None));
         let after = e.retry_after.unwrap();
         assert!((89..=91).contains(&after), "{after}");
         let details = &body(&e)["error"]["details"];
         assert_eq!(details["fitsMaxAttempts"], 1);
+        assert_eq!(details["fitsMaxTokens"], 300);
         assert!(
             details["resetsAt"].as_str().unwrap().ends_with('Z'),
             "{details}"
