@@ -68,6 +68,7 @@ mod serve_idempotency;
 mod serve_images;
 mod serve_load;
 mod serve_log;
+mod serve_names;
 mod serve_ownership;
 mod serve_packs;
 mod serve_routes;

@@ -66,9 +66,12 @@ impl Host {
     /// The chain of a request, before its images are looked at.
     fn targets_of(&self, request: &CallRequest) -> Result<Chain<'_>, CallError> {
         if request.provider.is_none()
-            && let Some(name) = request.model.as_deref()
-            && let Some((name, route)) = self.config().models.get_key_value(name)
+            && let Some(asked) = request.model.as_deref()
+            && let Some((name, route)) = crate::config::route_of(&self.config().models, asked)
         {
+            // A family's target that names no model is asked for the name
+            // the call sent; an entry's, for its provider's own.
+            let family = crate::config::is_family(name).then_some(asked);
             // Draw only for a weighted route: the others never vary.
             let draw = if route.weights.is_some() {
                 self.effects().jitter.draw()
@@ -86,7 +89,7 @@ impl Host {
                 if let Some(found) = self.providers().get(target.provider)
                     && self.config().provider_allowed(target.provider)
                 {
-                    chain.push(found, target.model);
+                    chain.push(found, target.model.or(family));
                 }
             }
             if chain.targets.is_empty() {
@@ -97,7 +100,7 @@ impl Host {
                         route.targets
                     ),
                 )
-                .with_detail("model", name.as_str()));
+                .with_detail("model", name));
             }
             return Ok(chain);
         }
@@ -327,6 +330,43 @@ mod tests {
         // A name no route holds goes to the default provider, as before.
         let other = host.chain(&request(r#""model": "slow""#)).unwrap();
         assert_eq!(targets(&other), [("mock".into(), "slow".into())]);
+    }
+
+    #[test]
+    fn a_family_routes_every_name_it_starts_with_the_longest_first() {
+        let host = host(
+            &[
+                ("gpt-4o*", &["a", "b/pinned"]),
+                ("gpt-4o-mini*", &["b"]),
+                ("gpt-4o-x", &["a"]),
+            ],
+            None,
+        )
+        .unwrap();
+        let chain = host
+            .chain(&request(r#""model": "gpt-4o-2024-08-06""#))
+            .unwrap();
+        assert_eq!(chain.route, Some("gpt-4o*"));
+        assert_eq!(
+            targets(&chain),
+            [
+                ("a".into(), "gpt-4o-2024-08-06".into()),
+                ("b".into(), "pinned".into())
+            ],
+            "a target without a model is asked for the name sent"
+        );
+        let mini = host.chain(&request(r#""model": "gpt-4o-mini-1""#)).unwrap();
+        assert_eq!(mini.route, Some("gpt-4o-mini*"), "the longest family");
+        let exact = host.chain(&request(r#""model": "gpt-4o-x""#)).unwrap();
+        assert_eq!(exact.route, Some("gpt-4o-x"), "an entry of its own first");
+        let other = host.chain(&request(r#""model": "o3""#)).unwrap();
+        assert_eq!(other.route, None);
+        let bad = host_config_error("[models.\"gpt*4o\"]\ntargets = [\"a\"]\n");
+        assert!(bad.contains("may only end a name"), "{bad}");
+    }
+
+    fn host_config_error(toml: &str) -> String {
+        HostConfig::from_toml(toml).unwrap_err().to_string()
     }
 
     #[test]

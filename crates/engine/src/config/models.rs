@@ -47,6 +47,30 @@ impl<'a> TargetName<'a> {
     }
 }
 
+/// The route of model name `name` in `models`: its own entry, else the
+/// longest family (`[models."gpt-4o*"]`, a name ending in `*`) it starts
+/// with; its key with it.
+pub fn route_of<'m>(
+    models: &'m BTreeMap<String, ModelRoute>,
+    name: &str,
+) -> Option<(&'m str, &'m ModelRoute)> {
+    if let Some((key, route)) = models.get_key_value(name) {
+        return Some((key, route));
+    }
+    models
+        .iter()
+        .filter_map(|(key, route)| Some((key, key.strip_suffix('*')?, route)))
+        .filter(|(_, prefix, _)| name.starts_with(prefix))
+        .max_by_key(|(_, prefix, _)| prefix.len())
+        .map(|(key, _, route)| (key.as_str(), route))
+}
+
+/// Whether `key` names a family of models (`gpt-4o*`): a target that names
+/// no model asks each for the name the call sent.
+pub fn is_family(key: &str) -> bool {
+    key.ends_with('*')
+}
+
 impl ModelRoute {
     /// The targets, parsed.
     pub fn target_names(&self) -> impl Iterator<Item = TargetName<'_>> {
@@ -68,6 +92,14 @@ impl ModelRoute {
         let key = format!("models.{name}");
         if name.is_empty() {
             return Err(invalid("models", "a model name may not be empty".into()));
+        }
+        if name.trim_end_matches('*').contains('*') || name.ends_with("**") {
+            return Err(invalid(
+                &key,
+                format!(
+                    "{name:?}: a '*' may only end a name, for a family of models (\"gpt-4o*\")"
+                ),
+            ));
         }
         in_range(
             &format!("{key}.targets"),

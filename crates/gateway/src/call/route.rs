@@ -6,8 +6,14 @@
 use crate::error::GatewayError;
 use crate::tenants::Caller;
 use callai_engine::Host;
+use callai_engine::config::route_of;
 use callai_engine::wire::{CallRequest, CallResult};
 use smol_str::SmolStr;
+
+/// Whether `[models]` routes `name`: an entry of its own, or a family's.
+fn routed(host: &Host, name: &str) -> bool {
+    route_of(&host.config().models, name).is_some()
+}
 
 /// Where a call goes. Its names are inline when short, as most are: a
 /// route is made for every call.
@@ -26,11 +32,15 @@ pub enum Route {
 }
 
 impl Route {
-    /// Where a drop-in's `model` goes: a routed model name, else
-    /// `PROVIDER/MODEL`, or a provider alone (its configured model); else
-    /// refused naming `model`, with what it could have been.
+    /// Where a drop-in's `model` goes: a routed model name (its own entry
+    /// or a family's, `[models."gpt-4o*"]`), else `PROVIDER/MODEL`, or a
+    /// provider alone (its configured model); else, a bare name, that model
+    /// of `[defaults] provider`, unless that is the mock (which answers any
+    /// name: an app moved here by its base URL must not believe the mock is
+    /// the model it asked for), which refuses it naming `model`, with what
+    /// it could have been.
     pub fn of_model(host: &Host, model: &str) -> Result<Self, GatewayError> {
-        if host.config().models.contains_key(model) {
+        if routed(host, model) {
             return Ok(Self::Model(model.into()));
         }
         let providers = host.providers();
@@ -47,6 +57,13 @@ impl Route {
             return Ok(Self::Provider {
                 provider: model.into(),
                 model: None,
+            });
+        }
+        let default = host.config().defaults.provider.as_str();
+        if default != "mock" && !model.is_empty() {
+            return Ok(Self::Provider {
+                provider: default.into(),
+                model: Some(model.into()),
             });
         }
         let known: Vec<&str> = providers.names().collect();
@@ -76,9 +93,7 @@ impl Route {
                 provider: provider.into(),
                 model,
             },
-            (None, Some(name)) if host.config().models.contains_key(name.as_str()) => {
-                Self::Model(name)
-            }
+            (None, Some(name)) if routed(host, &name) => Self::Model(name),
             (None, model) => Self::Provider {
                 provider: host.config().defaults.provider.as_str().into(),
                 model,
@@ -108,11 +123,8 @@ impl Route {
     pub fn reaches_mock(&self, host: &Host) -> bool {
         match self {
             Self::Provider { provider, .. } => provider == "mock",
-            Self::Model(name) => host
-                .config()
-                .models
-                .get(name.as_str())
-                .is_some_and(|route| route.target_names().any(|t| t.provider == "mock")),
+            Self::Model(name) => route_of(&host.config().models, name)
+                .is_some_and(|(_, route)| route.target_names().any(|t| t.provider == "mock")),
         }
     }
 
@@ -125,10 +137,8 @@ impl Route {
         };
         match self {
             Self::Provider { provider, .. } => reaches(provider).then(|| provider.to_string()),
-            Self::Model(name) => host
-                .config()
-                .models
-                .get(name.as_str())?
+            Self::Model(name) => route_of(&host.config().models, name)?
+                .1
                 .target_names()
                 .map(|t| t.provider)
                 .find(|p| reaches(p))

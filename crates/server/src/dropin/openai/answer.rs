@@ -217,11 +217,13 @@ struct Model<'a> {
     owned_by: &'a str,
 }
 
-/// `GET /v1/models`: the model names `[models]` routes, then every
-/// `PROVIDER/MODEL` this host serves the caller (each provider's configured
-/// model; a request may name any other model of it); a tenant's list keeps
-/// to its `allowedProviders` (a route is listed when one of its targets is
-/// allowed).
+/// `GET /v1/models`: the model names `[models]` routes (a family as its
+/// pattern, `gpt-4o*`), then the bare name of `[defaults] provider`'s
+/// model when bare names go to it (any other bare name does too), then
+/// every `PROVIDER/MODEL` this host serves the caller (each provider's
+/// configured model; a request may name any other model of it); a
+/// tenant's list keeps to its `allowedProviders` (a route is listed when
+/// one of its targets is allowed).
 pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl IntoResponse {
     let created = unix_now();
     // The caller's host: a tenant sees only what it may reach.
@@ -241,7 +243,19 @@ pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl In
             owned_by: name,
         })
     });
-    let data = routed.chain(providers).collect();
+    let default = &host.config().defaults.provider;
+    let bare = (default != "mock" && host.config().provider_allowed(default))
+        .then(|| host.providers().get(default))
+        .flatten()
+        .map(|(name, provider)| Model {
+            created,
+            id: provider.default_model().to_owned(),
+            object: "model",
+            owned_by: name,
+        });
+    let mut data: Vec<Model<'_>> = routed.collect();
+    data.extend(bare.filter(|m| !data.iter().any(|d| d.id == m.id)));
+    data.extend(providers);
     axum::Json(ModelList {
         data,
         object: "list",
