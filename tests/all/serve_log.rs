@@ -134,3 +134,66 @@ fn the_text_line_says_the_same_in_words() {
         "{line}"
     );
 }
+
+/// `GET path` as `token`: the body.
+fn get(addr: &str, token: &str, path: &str) -> String {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    stream.read_to_string(&mut text).unwrap();
+    let body = text.split_once("\r\n\r\n").unwrap().1;
+    // A chunked body: the JSON between its size lines.
+    match body.find(['{', '#']) {
+        Some(start) => body[start..body.rfind(['}', '\n']).unwrap() + 1].to_owned(),
+        None => body.to_owned(),
+    }
+}
+
+#[test]
+fn a_budget_refusal_is_budget_exceeded_in_the_trace_the_metrics_and_the_line_with_its_error() {
+    // One request a lifetime: a call of three attempts does not fit.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("runs.db");
+    let config = format!(
+        "{}[tenants.a.budget]\nrequests = 1\nwindow = \"none\"\n[runlog]\nurl = \"{}\"\n",
+        config("json"),
+        log.display()
+    );
+    let (mut child, addr, lines, _dir) = serve(&config);
+    let (status, _) = post(&addr, "tok-a", "/v1/call", CALL);
+    assert_eq!(status, 429);
+    let line: Value = serde_json::from_str(&next_line(&lines)).unwrap();
+    assert_eq!(line["error"], "budget_exceeded", "{line}");
+    let calls: Value = serde_json::from_str(&get(
+        &addr,
+        "tok-admin",
+        "/v1/calls?outcome=budget_exceeded",
+    ))
+    .unwrap();
+    let metrics = get(&addr, "tok-admin", "/metrics");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let trace = &calls["data"][0];
+    assert_eq!(trace["outcome"], "budget_exceeded", "{calls}");
+    assert_eq!(trace["error"]["code"], "budget_exceeded");
+    let message = trace["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("budget requests: the call needs up to 3"),
+        "{message}"
+    );
+    assert!(
+        metrics.contains("callai_calls_total{outcome=\"budget_exceeded\"} 1\n"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("callai_calls_total{outcome=\"policy_denied\"} 0\n"),
+        "one word for it: {metrics}"
+    );
+}

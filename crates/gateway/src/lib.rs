@@ -10,7 +10,8 @@
 //!   checked once), run by [`Gateway::call`] to a settled outcome and what
 //!   it charged.
 //! - [`runs`] starts pack runs and carries them to their end, durable ones
-//!   across hosts; [`traces`] keeps each call's trace and sums usage;
+//!   across hosts; [`traces`] keeps each call's trace and sums usage, a
+//!   failed call's [`outcome`] named as the metrics and the log say it;
 //!   [`tenants`] resolves callers and holds this host's allotment of each
 //!   budget; [`packs`] compiles and keeps components.
 //!
@@ -51,6 +52,7 @@ pub mod discovery;
 mod error;
 pub mod ids;
 pub mod metrics;
+pub mod outcome;
 pub mod packs;
 pub mod runs;
 pub mod scope;

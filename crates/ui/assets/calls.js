@@ -65,7 +65,7 @@ export function callTable(calls) {
     ["Tenant", (c) => c.tenant],
     ["Endpoint", (c) => c.endpoint],
     ["Model", (c) => c.route || c.requests.at(-1)?.model || "—"],
-    ["Outcome", (c) => h("span", { class: c.outcome === "ok" ? "ok" : "error" }, c.outcome)],
+    ["Outcome", (c) => outcome(c)],
     ["Attempts", (c) => num(c.attempts.count), true],
     ["Output tokens", (c) => num(c.attempts.outputTokens), true],
     ["Cost", (c) => money(c.cost), true],
@@ -73,12 +73,28 @@ export function callTable(calls) {
   ], calls, "Calls, newest first");
 }
 
+/** A call's outcome; a failure's message on hover. */
+function outcome(call) {
+  const title = call.error ? call.error.message : null;
+  return h("span", { class: call.outcome === "ok" ? "ok" : "error", title }, call.outcome);
+}
+
+/** What a failed call's error said, and what it named. */
+function errorText(error) {
+  const named = [
+    error.field ? `field ${error.field}` : null,
+    error.provider ? `provider ${error.provider}` : null,
+  ].filter(Boolean);
+  return `${error.message}${named.length ? ` (${named.join(", ")})` : ""}`;
+}
+
 /** One call: what it was, then each attempt in order as a bar. */
 export async function callPage(id) {
   const call = await get(`/v1/calls/${encodeURIComponent(id)}`);
   const a = call.attempts;
   const facts = [
-    ["Outcome", h("span", { class: call.outcome === "ok" ? "ok" : "error" }, call.outcome)],
+    ["Outcome", outcome(call)],
+    call.error ? ["Error", h("span", { class: "error" }, errorText(call.error))] : null,
     ["Tenant", call.tenant],
     ["Endpoint", call.endpoint],
     call.runId

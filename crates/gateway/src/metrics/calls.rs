@@ -3,6 +3,7 @@
 //! change it within a call), and a routed call under the target that served.
 
 use super::families::{Metrics, ProviderLabel, RequestLabels, RouteLabels};
+use crate::outcome::outcome;
 use callai_engine::cost::Cost;
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
 use callai_engine::wire::{CallError, CallResult};
@@ -24,7 +25,7 @@ impl CallObserver for MetricsObserver {
     }
 
     fn call_refused(&self, _node_id: &str, error: &CallError) {
-        self.0.call_ended(error.code.as_str());
+        self.0.call_ended(outcome(error));
     }
 }
 
@@ -97,7 +98,7 @@ impl CallWatch for CallCount {
     fn call_finished(mut self: Box<Self>, result: Result<&CallResult, &CallError>) {
         let outcome = match result {
             Ok(_) => "ok",
-            Err(e) => e.code.as_str(),
+            Err(e) => outcome(e),
         };
         if result.is_ok()
             && let (Some(model), Some(target)) = (self.route.take(), self.served.take())

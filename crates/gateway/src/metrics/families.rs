@@ -292,7 +292,7 @@ impl Metrics {
         for status in ["ok", "failed"] {
             let _ = self.runs.get_or_create(&StatusLabel { status });
         }
-        let outcomes = ["ok", "cancelled"]
+        let outcomes = ["ok", "cancelled", "budget_exceeded", "budget_unavailable"]
             .into_iter()
             .chain(ErrorCode::ALL.iter().map(|c| c.as_str()));
         for outcome in outcomes {

@@ -108,6 +108,7 @@ impl CallTrace {
             started_ms: 0,
             route: None,
             outcome: "",
+            error: None,
             attempts: Attempts {
                 count: 0,
                 output_tokens: None,

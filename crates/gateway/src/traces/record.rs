@@ -12,6 +12,7 @@
 
 use super::text::TracedText;
 use crate::ids::rfc3339;
+use crate::outcome::TraceError;
 use callai_engine::cost::Cost;
 use callai_engine::runlog::{TraceCost, TraceUsage};
 use callai_engine::wire::Attempts;
@@ -47,8 +48,13 @@ pub struct CallTrace {
     /// The model name it routed (`[models.NAME]`), if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub route: Option<SmolStr>,
-    /// `ok`, or the error code it failed with.
+    /// `ok`, or the error code it failed with (`budget_exceeded` for a
+    /// refusal of the caller's budget: [`crate::outcome::outcome`]).
     pub outcome: &'static str,
+    /// Why it failed: the code, the message, the field or the provider
+    /// (boxed: a call that succeeds carries one word for it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<Box<TraceError>>,
     /// The RFC 0248 record: of the result, or of what a failed call sent.
     pub attempts: Attempts,
     /// What its requests cost, summed; absent when no price is known.

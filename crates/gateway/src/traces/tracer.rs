@@ -7,6 +7,7 @@ use super::store::CallStore;
 use super::text::TracedText;
 use crate::ids::fresh_id;
 use crate::metrics::Metrics;
+use crate::outcome::{TraceError, outcome};
 use callai_engine::RequestReason;
 use callai_engine::cost::{Cost, CostSum, Usage};
 use callai_engine::observe::{CallObserver, CallStart, CallWatch, RequestEnd, RequestStart};
@@ -110,6 +111,7 @@ impl CallTracer {
                 started_ms: now_ms,
                 route: call.route.map(SmolStr::from),
                 outcome: "",
+                error: None,
                 attempts: NONE_SENT,
                 cost: None,
                 requests: SmallVec::new(),
@@ -219,7 +221,11 @@ impl CallWatch for TraceWatch {
         };
         let (outcome, attempts) = match result {
             Ok(r) => ("ok", r.attempts.unwrap_or(summed)),
-            Err(e) => (e.code.as_str(), summed),
+            Err(e) => {
+                let last = self.trace.requests.last().map(|r| r.provider.as_str());
+                self.trace.error = Some(Box::new(TraceError::of(e, last)));
+                (outcome(e), summed)
+            }
         };
         self.trace.outcome = outcome;
         self.trace.attempts = attempts;

@@ -173,6 +173,7 @@ mod tests {
             started_ms,
             route: None,
             outcome: "ok",
+            error: None,
             attempts: Attempts {
                 count: 1,
                 output_tokens: Some(1),

@@ -71,7 +71,10 @@ fn reshape(api: Api, response: Response) -> Response {
     if let Some(n) = attempts {
         headers.insert("x-callai-attempts-count", HeaderValue::from(n));
     }
-    Response::from_parts(parts, Body::from(body(api, &error)))
+    let body = Body::from(body(api, &error));
+    // Kept for the log line, which says the error's code.
+    parts.extensions.insert(error);
+    Response::from_parts(parts, body)
 }
 
 /// The status of `error` on a drop-in: the host's, except that an

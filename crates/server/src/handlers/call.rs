@@ -85,6 +85,8 @@ fn answer(settled: Settled, id: &str) -> Response {
     headers::call_id(map, id);
     if let Some(e) = error {
         e.add_headers(response.headers_mut());
+        // For the log line, which says the error's code.
+        response.extensions_mut().insert(e);
     }
     response
 }

@@ -1,9 +1,12 @@
 //! One line on stderr per request (`[log] format`): when, what, its status
 //! and duration, and for a call its id, tenant, attempts, output tokens
-//! and cost, read from the answer's own `x-callai-*` headers. Nothing else
-//! of the request is written: no header (so no key or token), no query, no
-//! body.
+//! and cost, read from the answer's own `x-callai-*` headers; for an error,
+//! its code and the field or provider it names, read from the error the
+//! answer was made of. Nothing else of the request is written: no header
+//! (so no key or token), no query, no body, no error message (it may quote
+//! what a provider said).
 
+use crate::error::ApiError;
 use crate::headers::{ATTEMPTS_COUNT, ATTEMPTS_OUTPUT_TOKENS, CALL_ID, COST, COST_CURRENCY};
 use crate::layers::around::{Around, Before};
 use axum::extract::Request;
@@ -144,18 +147,29 @@ struct Reported<'a> {
     cost: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     currency: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    field: Option<&'a str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    provider: Option<&'a str>,
 }
 
 impl<'a> Reported<'a> {
     /// What `response` carries of them.
     fn of(response: &'a Response) -> Self {
         let header = |name: &HeaderName| response.headers().get(name)?.to_str().ok();
+        let error = response.extensions().get::<ApiError>();
+        let detail = |key: &str| error?.details.as_ref()?.get(key)?.as_str();
         Self {
             call_id: header(&CALL_ID),
             attempts: header(&ATTEMPTS_COUNT),
             output_tokens: header(&ATTEMPTS_OUTPUT_TOKENS),
             cost: header(&COST),
             currency: header(&COST_CURRENCY),
+            error: error.map(|e| e.code.as_str()),
+            field: detail("field"),
+            provider: detail("provider"),
         }
     }
 
@@ -167,6 +181,9 @@ impl<'a> Reported<'a> {
             ("outputTokens", self.output_tokens),
             ("cost", self.cost),
             ("currency", self.currency),
+            ("error", self.error),
+            ("field", self.field),
+            ("provider", self.provider),
         ]
         .into_iter()
         .filter_map(|(name, value)| Some((name, value?)))
@@ -248,6 +265,27 @@ mod tests {
         assert_eq!(
             line.render(LogFormat::Json),
             r#"{"time":"2026-12-03T10:00:00.000Z","method":"POST","path":"/v1/call","status":200,"durationMs":412.0,"tenant":"acme","callId":"call_0123456789abcdef","attempts":"2","cost":"0.003","currency":"USD"}"#
+        );
+    }
+
+    #[test]
+    fn a_failed_calls_line_says_its_code_and_what_it_names_never_its_message() {
+        let error = ApiError::from_call(&callai_engine::wire::CallError::validation(
+            "messages[0]",
+            "sk-secret is odd",
+        ));
+        let response = axum::response::IntoResponse::into_response(error);
+        let line = line(&response);
+        let text = line.render(LogFormat::Text);
+        assert!(
+            text.ends_with("tenant=acme error=validation_error field=messages[0]"),
+            "{text}"
+        );
+        assert!(!text.contains("sk-secret"));
+        let json = line.render(LogFormat::Json);
+        assert!(
+            json.ends_with(r#""error":"validation_error","field":"messages[0]"}"#),
+            "{json}"
         );
     }
 
