@@ -73,6 +73,7 @@ mod serve_ownership;
 mod serve_packs;
 mod serve_routes;
 mod serve_slow_clients;
+mod serve_sre;
 mod serve_stream;
 mod serve_tools;
 mod serve_upstream;

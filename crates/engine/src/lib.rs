@@ -41,6 +41,7 @@
 
 #![warn(missing_docs)]
 
+pub mod breaker;
 pub mod budget;
 pub mod config;
 pub mod cost;

@@ -92,6 +92,7 @@ impl Host {
                     chain.push(found, target.model.or(family));
                 }
             }
+            chain.order_by_health(self);
             if chain.targets.is_empty() {
                 return Err(CallError::new(
                     ErrorCode::PolicyDenied,
@@ -236,6 +237,28 @@ fn first_image(request: &CallRequest) -> Option<String> {
 }
 
 impl<'h> Chain<'h> {
+    /// The chain with the targets its circuit breakers hold open moved
+    /// after the others ([`crate::breaker`]).
+    fn order_by_health(&mut self, host: &Host) {
+        let names: Vec<(&str, &str)> = self
+            .targets
+            .iter()
+            .map(|t| (t.provider, t.model.as_str()))
+            .collect();
+        let order = host
+            .breakers()
+            .order(&names, host.effects().clock.now().into_std());
+        if order.iter().enumerate().all(|(i, &j)| i == j) {
+            return;
+        }
+        let mut targets: Vec<Option<Target<'h>>> = self.targets.drain(..).map(Some).collect();
+        let mut providers: Vec<_> = self.providers.drain(..).map(Some).collect();
+        for i in order {
+            self.targets.extend(targets[i].take());
+            self.providers.extend(providers[i].take());
+        }
+    }
+
     /// Adds the target `provider`, asked for `model` (its own when `None`).
     fn push(
         &mut self,

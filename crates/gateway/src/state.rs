@@ -163,9 +163,11 @@ impl Gateway {
         );
     }
 
-    /// `/metrics`' text, its load gauges brought up to date first.
+    /// `/metrics`' text, its load gauges and the targets' breakers brought
+    /// up to date first.
     pub fn metrics_text(&self) -> String {
         self.report_load();
+        self.metrics.set_health(&self.host.target_health());
         self.metrics.render()
     }
 

@@ -203,6 +203,7 @@ impl RunBody {
             wait: body.wait.unwrap_or(true),
             script: script("script", body.script)?,
             events: body.events.unwrap_or(false),
+            trace_parent: None,
         })
     }
 }
@@ -220,6 +221,7 @@ impl CallBodyJson {
             script,
             node_id: self.node_id.map(|id| (id, "nodeId")),
             events: self.events.unwrap_or(false),
+            trace_parent: None,
         })
     }
 }

@@ -3,7 +3,7 @@
 //! shape). The handlers are in `handlers/` and `dropin/`.
 
 use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape};
-use crate::handlers::{call, meta, packs, runs, tenants, traces};
+use crate::handlers::{call, meta, packs, runs, targets, tenants, traces};
 use crate::layers::access_log::AccessLog;
 use crate::layers::around::AroundLayer;
 use crate::layers::auth::{Auth, require_metrics_token};
@@ -30,13 +30,10 @@ pub fn router(state: AppState, auth: Auth, log: AccessLog) -> Router {
         .merge(metrics)
         .merge(callai(&state, auth.clone()))
         .merge(openai(&state, auth.clone()))
-        .merge(anthropic(&state, auth))
-        .with_state(state);
-    // `[log] format = "off"`: not even the layer.
-    if log.is_off() {
-        return router;
-    }
-    router.layer(AroundLayer(log))
+        .merge(anthropic(&state, auth));
+    // Every request timed, and logged unless `[log] format = "off"`.
+    let log = log.timing(state.gateway.metrics.clone());
+    router.with_state(state).layer(AroundLayer(log))
 }
 
 /// A `POST` route of `handler` that reads a JSON body: bounded by
@@ -83,6 +80,7 @@ fn callai(state: &AppState, auth: Auth) -> Router<AppState> {
         .route("/v1/usage", get(traces::usage))
         .route("/v1/budget", get(tenants::budget))
         .route("/v1/tenants", get(tenants::tenants))
+        .route("/v1/targets", get(targets::targets))
         .fallback(meta::not_found)
         .method_not_allowed_fallback(meta::method_not_allowed)
         .layer(AroundLayer(auth))

@@ -3,8 +3,8 @@
 //! only [`Spans`].
 
 use callai_engine::observe::SharedObserver;
-use callai_gateway::spans::{RunSpan, Spans};
-use callai_telemetry::{RunTrace, Telemetry};
+use callai_gateway::spans::{RunSpan, SpanOrigin, Spans};
+use callai_telemetry::{Origin, RunTrace, Telemetry};
 use std::sync::Arc;
 
 /// Spans sent to an OTLP endpoint.
@@ -12,12 +12,21 @@ use std::sync::Arc;
 pub struct Exported(pub Telemetry);
 
 impl Spans for Exported {
-    fn calls(&self) -> SharedObserver {
-        Arc::new(self.0.calls())
+    fn calls(&self, origin: SpanOrigin<'_>) -> SharedObserver {
+        Arc::new(self.0.calls_for(&Origin {
+            tenant: Some(origin.tenant.to_owned()),
+            call_id: Some(origin.id.to_owned()),
+            traceparent: origin.parent.map(str::to_owned),
+        }))
     }
 
-    fn run(&self, node_id: &str, run_id: &str, pack: &str) -> Box<dyn RunSpan> {
-        Box::new(ExportedRun(self.0.run(node_id, Some(run_id), pack)))
+    fn run(&self, node_id: &str, pack: &str, origin: SpanOrigin<'_>) -> Box<dyn RunSpan> {
+        let run = Origin {
+            tenant: Some(origin.tenant.to_owned()),
+            call_id: None,
+            traceparent: origin.parent.map(str::to_owned),
+        };
+        Box::new(ExportedRun(self.0.run_for(node_id, origin.id, pack, &run)))
     }
 }
 

@@ -35,9 +35,11 @@
 
 mod config;
 mod cost;
+mod origin;
 mod spans;
 
 pub use config::TelemetryConfig;
+pub use origin::Origin;
 pub use spans::{RunTrace, SpanObserver};
 
 use config::check_http_url;
@@ -141,12 +143,30 @@ impl Telemetry {
 
     /// Starts the span of one node run; its calls go under it.
     pub fn run(&self, node_id: &str, run_id: Option<&str>, pack: &str) -> RunTrace {
-        RunTrace::start(self.tracer.clone(), node_id, run_id, pack)
+        RunTrace::start(
+            self.tracer.clone(),
+            node_id,
+            run_id,
+            pack,
+            &Origin::default(),
+        )
+    }
+
+    /// [`Telemetry::run`] for `origin`: its tenant on the run's span, and
+    /// the span a child of the caller's when it sent a `traceparent`.
+    pub fn run_for(&self, node_id: &str, run_id: &str, pack: &str, origin: &Origin) -> RunTrace {
+        RunTrace::start(self.tracer.clone(), node_id, Some(run_id), pack, origin)
     }
 
     /// An observer whose call spans have no run above them (`/v1/call`).
     pub fn calls(&self) -> SpanObserver {
-        SpanObserver::root(self.tracer.clone())
+        SpanObserver::root(self.tracer.clone(), &Origin::default())
+    }
+
+    /// [`Telemetry::calls`] for `origin`: its tenant and call id on the
+    /// call's span, a child of the caller's when it sent a `traceparent`.
+    pub fn calls_for(&self, origin: &Origin) -> SpanObserver {
+        SpanObserver::root(self.tracer.clone(), origin)
     }
 
     /// Sends every span ended so far.

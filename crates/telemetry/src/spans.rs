@@ -8,6 +8,7 @@ use opentelemetry_sdk::trace::SdkTracer;
 use std::sync::Arc;
 
 use crate::cost::attributes;
+use crate::origin::Origin;
 use callai_engine::cost::{Cost, CostSum};
 
 /// The span of one node run. Calls the run makes go under it through
@@ -24,6 +25,7 @@ impl RunTrace {
         node_id: &str,
         run_id: Option<&str>,
         pack: &str,
+        origin: &Origin,
     ) -> Self {
         let mut attributes = vec![
             KeyValue::new("callai.node.id", node_id.to_owned()),
@@ -32,16 +34,25 @@ impl RunTrace {
         if let Some(id) = run_id {
             attributes.push(KeyValue::new("callai.run.id", id.to_owned()));
         }
+        let tenant = Origin {
+            tenant: origin.tenant.clone(),
+            ..Origin::default()
+        };
+        attributes.extend(tenant.attributes());
+        let parent = origin.parent();
         let span = tracer
             .span_builder(format!("run {node_id}"))
             .with_kind(SpanKind::Internal)
             .with_attributes(attributes)
-            .start_with_context(&*tracer, &Context::new());
-        let cx = Context::new().with_span(span);
+            .start_with_context(&*tracer, &parent);
+        let cx = parent.with_span(span);
         Self {
             observer: Arc::new(SpanObserver {
                 tracer,
                 parent: cx.clone(),
+                // Its calls' spans say whose they are; their ids are the
+                // tracer's own, made as each call starts.
+                attributes: tenant.attributes(),
             }),
             cx,
         }
@@ -69,13 +80,17 @@ impl RunTrace {
 pub struct SpanObserver {
     tracer: Arc<SdkTracer>,
     parent: Context,
+    /// Who its calls are for (`callai.tenant`, `callai.call.id`).
+    attributes: Vec<KeyValue>,
 }
 
 impl SpanObserver {
-    pub(crate) fn root(tracer: Arc<SdkTracer>) -> Self {
+    /// Call spans for `origin`: under its caller's span, or at the root.
+    pub(crate) fn root(tracer: Arc<SdkTracer>, origin: &Origin) -> Self {
         Self {
             tracer,
-            parent: Context::new(),
+            parent: origin.parent(),
+            attributes: origin.attributes(),
         }
     }
 }
@@ -89,6 +104,7 @@ impl CallObserver for SpanObserver {
             KeyValue::new("gen_ai.request.max_tokens", i64::from(call.max_tokens)),
             KeyValue::new("callai.node.id", call.node_id.to_owned()),
         ];
+        attributes.extend(self.attributes.iter().cloned());
         if let Some(route) = call.route {
             // The model name the caller sent, routed by `[models.NAME]`.
             attributes.push(KeyValue::new("callai.route", route.to_owned()));
@@ -119,12 +135,16 @@ impl CallObserver for SpanObserver {
             .tracer
             .span_builder("chat")
             .with_kind(SpanKind::Client)
-            .with_attributes([
-                KeyValue::new("gen_ai.operation.name", "chat"),
-                KeyValue::new("callai.node.id", node_id.to_owned()),
-                KeyValue::new("callai.attempts.count", 0),
-                KeyValue::new("error.type", error.code.as_str()),
-            ])
+            .with_attributes(
+                [
+                    KeyValue::new("gen_ai.operation.name", "chat"),
+                    KeyValue::new("callai.node.id", node_id.to_owned()),
+                    KeyValue::new("callai.attempts.count", 0),
+                    KeyValue::new("error.type", error.code.as_str()),
+                ]
+                .into_iter()
+                .chain(self.attributes.iter().cloned()),
+            )
             .start_with_context(&*self.tracer, &self.parent);
         span.set_status(Status::error(error.message.clone()));
         span.end();

@@ -41,6 +41,13 @@ pub struct RetryConfig {
     /// A provider's `retry-after` is honoured up to this; asked for more,
     /// the host gives up instead.
     pub max_retry_after_ms: u64,
+    /// Unavailable answers in a row (a refused connection, a timeout, 408,
+    /// 429, 5xx) after which a chain's target is tried after its others
+    /// (0..1000; 0: never). See [`crate::breaker`].
+    pub circuit_breaker_failures: u32,
+    /// How long an open target is tried last before one call tries it
+    /// first again.
+    pub circuit_breaker_cool_down_ms: u64,
 }
 
 impl Default for RetryConfig {
@@ -54,6 +61,8 @@ impl Default for RetryConfig {
             backoff_base_ms: 500,
             backoff_max_ms: 8000,
             max_retry_after_ms: 60_000,
+            circuit_breaker_failures: 5,
+            circuit_breaker_cool_down_ms: 30_000,
         }
     }
 }
@@ -316,6 +325,18 @@ impl HostConfig {
             600_000,
         )?;
         in_range("retry.maxRetryAfterMs", r.max_retry_after_ms, 0, 3_600_000)?;
+        in_range(
+            "retry.circuitBreakerFailures",
+            r.circuit_breaker_failures.into(),
+            0,
+            1000,
+        )?;
+        in_range(
+            "retry.circuitBreakerCoolDownMs",
+            r.circuit_breaker_cool_down_ms,
+            1,
+            3_600_000,
+        )?;
         self.limits.validate()?;
         models::validate_all(&self.models)?;
         in_range("mock.latencyMs", self.mock.latency_ms, 0, 600_000)

@@ -6,6 +6,7 @@ use super::classify::{Verdict, classify};
 use super::machine::{Attempt, CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use super::tools::CompiledTools;
+use crate::breaker::{Answer, Breakers};
 use crate::budget::{Budget, Charges, Spend, Tally, request_bound};
 use crate::cost::{Cost, TargetPrices, Usage};
 use crate::events::EventSink;
@@ -157,6 +158,8 @@ pub(crate) struct DriveOptions<'a> {
     /// The prices of the call's targets: each request that reached its
     /// provider is priced here once, for the budget and the watch.
     pub prices: &'a TargetPrices,
+    /// The host's circuit breakers, told how each request ended.
+    pub breakers: &'a Breakers,
 }
 
 /// How a budgeted call's attempts are charged as they go.
@@ -198,6 +201,29 @@ impl Charging<'_> {
             self.budget.overrun(provider, over);
         }
     }
+}
+
+/// Tells `provider`'s breaker for `model` how a request ended: answered
+/// (a reply, or a refusal of the request itself: the provider is up), or
+/// unavailable (a refused connection, a timeout, 408, 429, 5xx, a reply cut
+/// off). A provider that could not answer at all (the mock's script ran
+/// out) says nothing of its health.
+fn health(breakers: &Breakers, provider: &str, model: &str, outcome: &Outcome, now: Instant) {
+    let said;
+    let answer = match outcome {
+        Outcome::Reply(..) => Answer::Answered,
+        Outcome::Failed(f) => match f.kind {
+            FailureKind::Transient | FailureKind::Unreached | FailureKind::Interrupted => {
+                said = f.to_string();
+                Answer::Unavailable(&said)
+            }
+            FailureKind::Rejected | FailureKind::NativeUnsupported | FailureKind::TooLarge => {
+                Answer::Answered
+            }
+            FailureKind::Unanswerable => return,
+        },
+    };
+    breakers.record(provider, model, answer, now.into_std());
 }
 
 /// What `failure` of `attempt` to `provider` (its input bounded by
@@ -303,6 +329,7 @@ pub(crate) async fn drive(
         schema_bytes,
         overhead,
         prices,
+        breakers,
     } = options;
     let mut step = machine.start();
     loop {
@@ -353,6 +380,8 @@ pub(crate) async fn drive(
                         Outcome::Failed(failure)
                     }
                 };
+                let model = attempt.request.model.as_deref().unwrap_or_default();
+                health(breakers, name, model, &outcome, effects.clock.now());
                 let remaining =
                     || deadline.map(|d| d.saturating_duration_since(effects.clock.now()));
                 let cx = Context {

@@ -1,6 +1,7 @@
 //! [`Host`]: the retry engine of one host with its config and providers, and
 //! the routing and policy decided before any request is sent.
 
+use crate::breaker::{Breakers, TargetHealth};
 use crate::budget::{self, Bounds, Charges, Held, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
@@ -12,10 +13,11 @@ use crate::engine::{
 use crate::events::{Event, EventSink};
 use crate::observe::{CallStart, CallWatch, SharedObserver};
 use crate::provider::DeltaSink;
-use crate::provider::{Provider, Providers};
+use crate::provider::Providers;
 use crate::routing::Chain;
 
 mod builder;
+mod views;
 pub use builder::HostBuilder;
 use callai_wire::{CallError, CallRequest, CallResult, ErrorCode, StructuredOutput, UnknownField};
 use std::sync::Arc;
@@ -54,6 +56,8 @@ pub struct Host {
     owner: Arc<str>,
     /// What provider requests are charged at ([`HostBuilder::prices`]).
     prices: Option<Arc<dyn PriceBook>>,
+    /// Each target's circuit breaker, shared by every view of this host.
+    breakers: Arc<Breakers>,
 }
 
 /// How one call is made, beyond its request.
@@ -114,7 +118,6 @@ impl Host {
         crate::routing::check_routes(&config, &providers)?;
         let limits = config.limits;
         Ok(Self {
-            config,
             providers,
             effects: Effects::default(),
             schemas: Arc::new(SchemaCache::new(
@@ -123,56 +126,22 @@ impl Host {
             )),
             owner: Arc::from(""),
             prices: None,
+            breakers: Arc::new(Breakers::new(
+                config.retry.circuit_breaker_failures,
+                std::time::Duration::from_millis(config.retry.circuit_breaker_cool_down_ms),
+            )),
+            config,
         })
     }
 
-    /// The same host with `provider` under `name` (e.g. a mock serving one
-    /// run's script).
-    pub fn with_provider(&self, name: &str, provider: Arc<dyn Provider>) -> Self {
-        Self {
-            providers: self.providers.clone().with(name, provider),
-            ..self.clone()
-        }
+    /// Each target's health as its circuit breaker last saw it: its state,
+    /// its unavailable answers in a row, its requests and failures.
+    pub fn target_health(&self) -> Vec<TargetHealth> {
+        self.breakers.health(self.effects.clock.now().into_std())
     }
 
-    /// The same host, its calls `owner`'s (a tenant of `serve`): the
-    /// schemas they compile are charged to `owner` in the schema cache it
-    /// shares with the others, so one caller's flood of new schemas evicts
-    /// its own first.
-    pub fn owned_by(&self, owner: &str) -> Self {
-        Self {
-            owner: owner.into(),
-            ..self.clone()
-        }
-    }
-
-    /// The same host with `max_tokens` for a call that names none (a
-    /// caller's own default, as `callai serve`'s tenants may have; at most
-    /// `retry.providerMaxTokens` still).
-    pub fn with_default_max_tokens(&self, max_tokens: u32) -> Self {
-        let mut config = (*self.config).clone();
-        config.retry.default_max_tokens = max_tokens;
-        Self {
-            config: Arc::new(config),
-            ..self.clone()
-        }
-    }
-
-    /// The same host with its policy narrowed to `allowed` (a caller's own
-    /// list, as `callai serve`'s tenants have): a request may name a
-    /// provider only if both this host's policy and `allowed` let it.
-    pub fn narrowed_to(&self, allowed: &[String]) -> Self {
-        let mut config = (*self.config).clone();
-        let narrowed = allowed
-            .iter()
-            .filter(|p| config.provider_allowed(p))
-            .cloned()
-            .collect();
-        config.policy.allowed_providers = Some(narrowed);
-        Self {
-            config: Arc::new(config),
-            ..self.clone()
-        }
+    pub(crate) fn breakers(&self) -> &Breakers {
+        &self.breakers
     }
 
     /// The host config.
@@ -353,10 +322,9 @@ impl Host {
                 false => Events::Skipped,
             },
         });
-        let max_response_bytes = self.config.limits.max_response_bytes;
         let drive_options = DriveOptions {
             deadline: options.deadline,
-            max_response_bytes,
+            max_response_bytes: self.config.limits.max_response_bytes,
             deltas: options.deltas.as_ref(),
             tally: held.as_ref().map(|h| Charging {
                 tally: &h.tally,
@@ -366,6 +334,7 @@ impl Host {
             schema_bytes: schema_bytes.unwrap_or(0),
             overhead,
             prices: &prices,
+            breakers: &self.breakers,
         };
         let result = drive(
             machine,

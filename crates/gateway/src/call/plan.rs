@@ -29,6 +29,8 @@ pub struct CallPlan {
     pub node_id: Option<String>,
     /// Whether its events are answered with it.
     pub events: bool,
+    /// The W3C `traceparent` the caller sent: its spans go under it.
+    pub trace_parent: Option<String>,
 }
 
 /// What a plan is made of, as its endpoint read it.
@@ -49,6 +51,8 @@ pub struct Planned {
     pub node_id: Option<(String, &'static str)>,
     /// Whether its events are asked for.
     pub events: bool,
+    /// The W3C `traceparent` the caller sent, if any.
+    pub trace_parent: Option<String>,
 }
 
 impl CallPlan {
@@ -66,6 +70,7 @@ impl CallPlan {
             script,
             node_id,
             events,
+            trace_parent,
         } = planned;
         if let Some((id, field)) = &node_id
             && !valid_node_id(id)
@@ -88,6 +93,7 @@ impl CallPlan {
             script: script.map(|(s, _)| s),
             node_id: node_id.map(|(n, _)| n),
             events,
+            trace_parent,
         })
     }
 }
@@ -106,6 +112,7 @@ mod tests {
             script: script.then(|| (MockScript::from_json("[]").unwrap(), "callai.script")),
             node_id: node_id.map(|n| (n.to_owned(), "callai.nodeId")),
             events: false,
+            trace_parent: None,
         }
     }
 

@@ -6,6 +6,7 @@
 
 use super::plan::CallPlan;
 use crate::error::GatewayError;
+use crate::spans::SpanOrigin;
 use crate::state::Gateway;
 use crate::tenants::{Caller, TenantBudget};
 use crate::traces::{CallTracer, Origin};
@@ -60,7 +61,11 @@ fn observer(
     ));
     let mut observers = gateway.observers();
     if let Some(spans) = &gateway.spans {
-        observers = observers.with(spans.calls());
+        observers = observers.with(spans.calls(SpanOrigin {
+            tenant: caller.name(),
+            id: &plan.id,
+            parent: plan.trace_parent.as_deref(),
+        }));
     }
     (Arc::new(observers.with(tracer.clone())), tracer)
 }

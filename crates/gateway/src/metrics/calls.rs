@@ -75,12 +75,19 @@ impl CallWatch for CallCount {
         _: Option<&Cost>,
     ) {
         self.in_flight = None;
+        if let Err(f) = end {
+            // A refused connection is no request, but it is a failure.
+            self.metrics.upstream.failed(request.provider, f.status);
+        }
         // A request that never reached a provider is no request.
         if end.is_err_and(|f| !f.was_sent()) {
             return;
         }
         self.count_request(request.provider.to_owned(), request.reason.as_str());
         if let Ok(reply) = end {
+            if let Some(n) = reply.input_tokens {
+                self.metrics.upstream.input(request.provider, n);
+            }
             if let Some(n) = reply.output_tokens {
                 self.metrics
                     .output_tokens

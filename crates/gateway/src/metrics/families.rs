@@ -2,7 +2,9 @@
 //! them: registered once, in the order they are listed, every series a
 //! dashboard looks for seeded at zero; and each tenant's budget counters.
 
+use super::http::Http;
 use super::money::MoneyCounter;
+use super::upstream::Upstream;
 use callai_engine::RequestReason;
 use callai_engine::wire::ErrorCode;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -71,6 +73,8 @@ pub struct Metrics {
     budget_spent: Family<SpendLabels, Counter>,
     budget_refused: Family<TenantLabel, Counter>,
     budget_overrun: Family<OverrunLabels, Counter>,
+    pub(super) upstream: Upstream,
+    http: Http,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -166,6 +170,8 @@ impl Metrics {
             budget_spent: Family::default(),
             budget_refused: Family::default(),
             budget_overrun: Family::default(),
+            upstream: Upstream::default(),
+            http: Http::default(),
         };
         metrics.register();
         let providers: Vec<&str> = providers.into_iter().collect();
@@ -263,10 +269,25 @@ impl Metrics {
             "Requests a client sent again on its own (x-stainless-retry-count > 0), by drop-in endpoint",
             self.client_retries.clone(),
         );
+        self.upstream.register(registry);
+        self.http.register(registry);
+    }
+
+    /// A `method` request to route `endpoint` was answered `status` after
+    /// `seconds` (`callai_http_request_duration_seconds`).
+    pub fn answered(&self, endpoint: &str, method: &str, status: u16, seconds: f64) {
+        self.http.answered(endpoint, method, status, seconds);
+    }
+
+    /// Each target's circuit breaker as `health` says
+    /// (`callai_circuit_breaker_state`).
+    pub fn set_health(&self, health: &[callai_engine::breaker::TargetHealth]) {
+        self.upstream.set_health(health);
     }
 
     /// Every series a dashboard looks for, at zero.
     fn seed(&self, providers: &[&str], tenants: &[&str]) {
+        self.upstream.seed(providers);
         for tenant in tenants {
             for provider in providers {
                 let _ = self.budget_overrun.get_or_create(&OverrunLabels {

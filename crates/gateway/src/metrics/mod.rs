@@ -4,7 +4,9 @@
 
 mod calls;
 mod families;
+mod http;
 mod money;
+mod upstream;
 
 pub use calls::MetricsObserver;
 pub use families::{BudgetCounters, Metrics};

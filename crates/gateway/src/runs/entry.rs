@@ -25,6 +25,9 @@ pub struct RunEntry {
     pub node_id: String,
     /// Its events, live.
     pub events: EventLog,
+    /// The W3C `traceparent` its caller sent (a run taken over from
+    /// another host has none: its spans start a trace of their own).
+    pub trace_parent: Option<String>,
     state: Mutex<(Status, u32)>,
     /// Calls made so far (served from a log, or seen going live).
     calls: AtomicU32,
@@ -43,11 +46,18 @@ impl RunEntry {
             pack,
             node_id,
             events: EventLog::new(),
+            trace_parent: None,
             state: Mutex::new((Status::Running, 0)),
             calls: AtomicU32::new(0),
             done: watch::channel(false).0,
             handed_on: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// The same run, its spans under the caller's `trace_parent`.
+    pub fn under(mut self, trace_parent: Option<String>) -> Self {
+        self.trace_parent = trace_parent;
+        self
     }
 
     /// The run ended with `output`.

@@ -32,6 +32,8 @@ pub struct RunRequest {
     pub script: Option<(MockScript, String)>,
     /// Return the run's events in the answer.
     pub events: bool,
+    /// The W3C `traceparent` the caller sent: the run's spans go under it.
+    pub trace_parent: Option<String>,
 }
 
 /// How a started run is answered.
@@ -74,12 +76,15 @@ pub async fn start(
     let pack = state.packs.pack(&info).await?;
     let ticket = state.admission.admit()?;
     let run_id = request.run_id.clone().unwrap_or_else(new_run_id);
-    let entry = Arc::new(RunEntry::new(
-        caller.name().to_owned(),
-        run_id.clone(),
-        info.name.clone(),
-        info.node_id.clone(),
-    ));
+    let entry = Arc::new(
+        RunEntry::new(
+            caller.name().to_owned(),
+            run_id.clone(),
+            info.name.clone(),
+            info.node_id.clone(),
+        )
+        .under(request.trace_parent.clone()),
+    );
     state.runs.insert(entry.clone())?;
     let script_text = match &request.script {
         Some((_, text)) => Some(text.clone()),

@@ -6,6 +6,7 @@
 use super::entry::{CallCounter, RunEntry};
 use super::views::run_error_json;
 use crate::admission::Ticket;
+use crate::spans::SpanOrigin;
 use crate::state::Gateway;
 use crate::tenants::{Caller, TenantBudget};
 use crate::traces::{CallTracer, Origin};
@@ -58,10 +59,14 @@ impl Work {
         let state = &self.state;
         let entry = &self.entry;
         let fence = journal.fence();
-        let trace = state
-            .spans
-            .as_ref()
-            .map(|s| s.run(&entry.node_id, &entry.run_id, &entry.pack));
+        let trace = state.spans.as_ref().map(|s| {
+            let origin = SpanOrigin {
+                tenant: &entry.tenant,
+                id: &entry.run_id,
+                parent: entry.trace_parent.as_deref(),
+            };
+            s.run(&entry.node_id, &entry.pack, origin)
+        });
         // Each call of the run is traced under an id of its own.
         let tracer = CallTracer::new(
             state.calls.clone(),

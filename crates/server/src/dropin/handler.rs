@@ -176,6 +176,7 @@ fn prepare<A: DropinApi>(
         script,
         node_id: extension.node_id.map(|id| (id, "callai.nodeId")),
         events: false,
+        trace_parent: headers::trace_parent(headers),
     };
     Ok(CallPlan::new(caller, planned)?)
 }

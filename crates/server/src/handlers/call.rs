@@ -6,6 +6,7 @@ use crate::body::{ApiJson, CallBodyJson};
 use crate::error::ApiError;
 use crate::headers;
 use axum::extract::{Extension, State};
+use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use callai_engine::cost::Cost;
 use callai_engine::events::Event;
@@ -33,9 +34,11 @@ struct CallAnswer {
 pub async fn post_call(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    sent: HeaderMap,
     ApiJson(body): ApiJson<CallBodyJson>,
 ) -> Result<Response, ApiError> {
-    let planned = body.planned(&caller.0.host)?;
+    let mut planned = body.planned(&caller.0.host)?;
+    planned.trace_parent = headers::trace_parent(&sent);
     let id = planned.id.clone();
     let settled = match CallPlan::new(&caller, planned) {
         Ok(plan) => gateway.call(&caller, plan, None).await,

@@ -6,6 +6,7 @@ pub mod call;
 pub mod meta;
 pub mod packs;
 pub mod runs;
+pub mod targets;
 mod tenant_query;
 pub mod tenants;
 pub mod traces;

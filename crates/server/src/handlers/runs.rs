@@ -6,7 +6,7 @@ use super::tenant_query::{TenantParam, scope};
 use crate::body::{ApiJson, RunBody};
 use crate::error::ApiError;
 use axum::extract::{Extension, Path, State};
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use callai_engine::RunKey;
 use callai_gateway::Gateway;
@@ -18,9 +18,12 @@ use std::sync::Arc;
 pub async fn post_run(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    sent: HeaderMap,
     ApiJson(body): ApiJson<RunBody>,
 ) -> Result<Response, ApiError> {
-    match runs::start(gateway, caller, body.checked()?).await? {
+    let mut request = body.checked()?;
+    request.trace_parent = crate::headers::trace_parent(&sent);
+    match runs::start(gateway, caller, request).await? {
         Started::Ended(answer) => Ok(axum::Json(answer).into_response()),
         Started::Accepted(accepted) => {
             Ok((StatusCode::ACCEPTED, axum::Json(accepted)).into_response())

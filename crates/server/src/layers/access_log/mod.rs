@@ -4,28 +4,33 @@
 //! its code and the field or provider it names, read from the error the
 //! answer was made of. Nothing else of the request is written: no header
 //! (so no key or token), no query, no body, no error message (it may quote
-//! what a provider said).
+//! what a provider said). The same layer times every request into
+//! `callai_http_request_duration_seconds`, by route: one clock for both.
 
 use crate::error::ApiError;
 use crate::headers::{ATTEMPTS_COUNT, ATTEMPTS_OUTPUT_TOKENS, CALL_ID, COST, COST_CURRENCY};
 use crate::layers::around::{Around, Before};
-use axum::extract::Request;
+use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderName, Method};
 use axum::response::Response;
 use callai_gateway::config::LogFormat;
 use callai_gateway::ids::rfc3339;
+use callai_gateway::metrics::Metrics;
 use std::fmt::Write;
+use std::sync::Arc;
 use std::time::Instant;
 use writer::LineWriter;
 
 mod writer;
 
 /// The line each request writes: its format, and the writer that takes
-/// the lines (none when the format is `off`).
+/// the lines (none when the format is `off`); and the metrics each
+/// request's duration is observed in.
 #[derive(Debug, Clone)]
 pub struct AccessLog {
     format: LogFormat,
     writer: Option<LineWriter>,
+    metrics: Option<Arc<Metrics>>,
 }
 
 impl AccessLog {
@@ -35,12 +40,17 @@ impl AccessLog {
             LogFormat::Off => None,
             LogFormat::Text | LogFormat::Json => Some(LineWriter::spawn()?),
         };
-        Ok(Self { format, writer })
+        Ok(Self {
+            format,
+            writer,
+            metrics: None,
+        })
     }
 
-    /// Whether no line is written.
-    pub fn is_off(&self) -> bool {
-        self.writer.is_none()
+    /// The same log, each request's duration observed in `metrics` too.
+    pub fn timing(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// Writes every line so far and ends the writer's thread.
@@ -53,7 +63,7 @@ impl AccessLog {
 
 /// The caller a response answered, as the auth layer found it.
 #[derive(Debug, Clone)]
-pub struct Answered(pub std::sync::Arc<callai_gateway::tenants::Tenant>);
+pub struct Answered(pub Arc<callai_gateway::tenants::Tenant>);
 
 /// Each request's line, written once its response is ready.
 impl Around for AccessLog {
@@ -62,12 +72,23 @@ impl Around for AccessLog {
     type Carry = Option<Pending>;
 
     fn before(&self, request: &mut Request) -> Before<Option<Pending>> {
-        Before::Go(self.writer.as_ref().map(|writer| Pending {
+        if self.writer.is_none() && self.metrics.is_none() {
+            return Before::Go(None);
+        }
+        let endpoint = request
+            .extensions()
+            .get::<MatchedPath>()
+            .map_or(OTHER, |m| endpoint(m.as_str()));
+        Before::Go(Some(Pending {
             started: Instant::now(),
             method: request.method().clone(),
-            path: request.uri().path().to_owned(),
-            writer: writer.clone(),
-            format: self.format,
+            endpoint,
+            line: self.writer.as_ref().map(|writer| PendingLine {
+                path: request.uri().path().to_owned(),
+                writer: writer.clone(),
+                format: self.format,
+            }),
+            metrics: self.metrics.clone(),
         }))
     }
 
@@ -75,29 +96,101 @@ impl Around for AccessLog {
         let Some(pending) = pending else {
             return response;
         };
+        let elapsed = pending.started.elapsed().as_secs_f64();
+        let status = response.status().as_u16();
+        if let Some(metrics) = &pending.metrics {
+            metrics.answered(pending.endpoint, method(&pending.method), status, elapsed);
+        }
+        let Some(log) = pending.line else {
+            return response;
+        };
         let line = Line {
             time: rfc3339(callai_engine::events::now_ms()),
             method: pending.method.as_str(),
-            path: &pending.path,
-            status: response.status().as_u16(),
-            duration_ms: pending.started.elapsed().as_secs_f64() * 1000.0,
+            path: &log.path,
+            status,
+            duration_ms: elapsed * 1000.0,
             tenant: response
                 .extensions()
                 .get::<Answered>()
                 .map(|a| a.0.name.as_str()),
             headers: &response,
         };
-        pending.writer.append(&line.render(pending.format));
+        log.writer.append(&line.render(log.format));
         response
     }
 }
 
-/// A request's line to be: what it says of the request, taken before the
-/// request is handed on, and where and how it is written.
+/// The label of a route the metrics do not name.
+const OTHER: &str = "other";
+
+/// The routes `callai_http_request_duration_seconds` names, as axum
+/// matched them: a bounded label that costs no allocation per request.
+/// Keep in step with `routes.rs` (a route missing here is `other`).
+const ENDPOINTS: [&str; 20] = [
+    "/v1/call",
+    "/v1/chat/completions",
+    "/v1/messages",
+    "/v1/models",
+    "/v1/runs",
+    "/v1/runs/{run_id}",
+    "/v1/runs/{run_id}/events",
+    "/v1/calls",
+    "/v1/calls/{id}",
+    "/v1/usage",
+    "/v1/budget",
+    "/v1/tenants",
+    "/v1/targets",
+    "/v1/facet",
+    "/v1/packs",
+    "/v1/packs/{name}",
+    "/metrics",
+    "/healthz",
+    "/.well-known/openwop",
+    "/ui",
+];
+
+/// `matched`'s name in [`ENDPOINTS`] (the viewer's page and each of its
+/// assets: `/ui`), or [`OTHER`].
+fn endpoint(matched: &str) -> &'static str {
+    if matched.starts_with("/ui") {
+        return "/ui";
+    }
+    ENDPOINTS
+        .iter()
+        .find(|e| **e == matched)
+        .copied()
+        .unwrap_or(OTHER)
+}
+
+/// `method` as a label: the methods the API takes, else `OTHER`.
+fn method(method: &Method) -> &'static str {
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        _ => "OTHER",
+    }
+}
+
+/// A request's observations to be, taken before it is handed on: its
+/// start, what its line says of it and where the line goes (none when the
+/// log is off), and the metrics its duration goes to.
 #[derive(Debug)]
 pub struct Pending {
     started: Instant,
     method: Method,
+    endpoint: &'static str,
+    line: Option<PendingLine>,
+    metrics: Option<Arc<Metrics>>,
+}
+
+/// What a request's line says of it, and where and how it is written.
+#[derive(Debug)]
+pub struct PendingLine {
     path: String,
     writer: LineWriter,
     format: LogFormat,
