@@ -325,3 +325,45 @@ fn a_misspelt_request_field_is_a_warning_naming_the_field_it_looks_like() {
     let logged = std::fs::read_to_string(&events).unwrap();
     assert!(logged.contains("request.unknownFields"), "{logged}");
 }
+
+/// `docs/src/cli.md` says what the binary does: the `--lang` names of its
+/// synopsis are the ones `callai new` takes, and the start-up banner it
+/// shows counts the examples `callai examples` lists.
+#[test]
+fn the_cli_page_matches_the_binary() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/src/cli.md"
+    ))
+    .unwrap();
+    let synopsis = page
+        .lines()
+        .find(|line| line.starts_with("callai new --lang "))
+        .expect("cli.md's synopsis shows `callai new`");
+    let names = synopsis["callai new --lang ".len()..]
+        .split(' ')
+        .next()
+        .unwrap();
+    let help = String::from_utf8(callai(&["new", "--help"]).stdout).unwrap();
+    for name in names.split('|') {
+        assert!(
+            help.contains(&format!("- {name}:")),
+            "cli.md names --lang {name}, which `callai new --help` does not list:\n{help}"
+        );
+    }
+    for long in ["typescript", "python"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = callai(&["new", "--lang", long, dir.path().to_str().unwrap()]);
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!said.contains("invalid value"), "--lang {long}: {said}");
+    }
+    let listed = String::from_utf8(callai(&["examples"]).stdout).unwrap();
+    let count = listed
+        .lines()
+        .filter(|line| !line.trim().is_empty())
+        .count();
+    assert!(
+        page.contains(&format!("packs      {count} bundled examples")),
+        "cli.md's banner should count the {count} examples `callai examples` lists"
+    );
+}

@@ -101,6 +101,14 @@ fn a_rust_pack_builds_outside_the_repository() {
         &dir,
         &target.join("wasm32-wasip2/release/my_rust_pack.wasm"),
     );
+    // The README's pack (its `log::info!` included) builds in the crate
+    // `callai new` wrote, with the dependencies the template lists.
+    let readme_pack =
+        std::fs::read_to_string(root.join("crates/test-programs/src/bin/readme_pack.rs")).unwrap();
+    let shown = readme_pack.split("// README: begin\n").nth(1).unwrap();
+    let shown = shown.split("// README: end").next().unwrap();
+    std::fs::write(dir.join("src/lib.rs"), shown).unwrap();
+    ok(in_dir(&dir, env!("CARGO"), build).env("CARGO_TARGET_DIR", &target));
     assert_eq!(
         callai()
             .arg("new")

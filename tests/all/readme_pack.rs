@@ -85,3 +85,35 @@ fn the_readme_pack_turns_host_retries_off_where_the_host_honours_it() {
         "the error says what went wrong: {error}"
     );
 }
+
+/// The SDK pages' tool loops are lines of the research examples, in order
+/// (those packs are built and run by `bookai_research`): the page may leave
+/// lines out, never change or add one.
+#[test]
+fn the_sdk_pages_tool_examples_are_the_research_packs_lines() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    for (page, fence, path) in [
+        (
+            "sdk-typescript.md",
+            "```ts\n",
+            "examples/bookai-research-ts/src/index.ts",
+        ),
+        (
+            "sdk-python.md",
+            "```python\n",
+            "examples/bookai-research-py/app.py",
+        ),
+    ] {
+        let text = std::fs::read_to_string(format!("{root}/docs/src/{page}")).unwrap();
+        let section = &text[text.find("## A tool loop").expect("a tool loop section")..];
+        let shown = between(section, fence, "```");
+        let source = std::fs::read_to_string(format!("{root}/{path}")).unwrap();
+        let mut lines = source.lines().map(str::trim);
+        for line in shown.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            assert!(
+                lines.any(|l| l == line),
+                "{page}'s tool example shows `{line}`, which {path} does not have (in that order)"
+            );
+        }
+    }
+}

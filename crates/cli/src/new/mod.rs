@@ -17,8 +17,10 @@ pub enum Lang {
     /// A Rust crate (callai-sdk).
     Rust,
     /// A TypeScript module (@openwop/callai-sdk, componentize-js).
+    #[value(alias = "typescript")]
     Ts,
     /// A Python module (callai_sdk, componentize-py).
+    #[value(alias = "python")]
     Py,
 }
 

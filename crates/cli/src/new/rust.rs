@@ -62,6 +62,7 @@ crate-type = ["cdylib"]
 callai-sdk = {{ path = ".callai/callai-sdk" }}
 serde = {{ version = "1", features = ["derive"] }}
 serde_json = "1"
+log = "0.4"
 
 [profile.release]
 opt-level = "s"
