@@ -63,6 +63,64 @@ fn config_check_prints_every_setting_with_its_default() {
     assert!(notes.contains("$OPENAI_API_KEY"), "{notes}");
     assert!(notes.contains("$ACME_TOKEN"), "{notes}");
     assert!(notes.contains("--runlog"), "{notes}");
+    // For a program: one JSON object, the notes in it.
+    let out = crate::callai_command()
+        .args(["config", "check", "--json", &file])
+        .env_remove("OPENAI_API_KEY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", text(&out.stderr));
+    let said: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(said["valid"], true);
+    assert_eq!(said["settings"]["retry"]["maxRetryAttempts"], 5);
+    let notes = said["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("$OPENAI_API_KEY")),
+        "{notes:?}"
+    );
+}
+
+/// What `config check` refuses about money, `serve` refuses at start-up,
+/// before it listens, naming the same key.
+#[test]
+fn serve_refuses_a_budget_in_money_no_call_could_keep() {
+    let dir = tempfile::tempdir().unwrap();
+    let runlog = dir.path().join("runs.db");
+    for (name, toml, key) in [
+        (
+            "currency.toml",
+            "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = 5.0\ncurrency = \"usd\"\n",
+            "tenants.a.budget.currency",
+        ),
+        (
+            "unpriced.toml",
+            "[providers.q]\nkind = \"openai\"\napiKeyEnv = \"\"\n[tenants.a]\ntokenEnv = \"T\"\n\
+             allowedProviders = [\"q\"]\n[tenants.a.budget]\ncost = 5.0\n",
+            "tenants.a.allowedProviders[0]",
+        ),
+    ] {
+        let file = write(dir.path(), name, toml);
+        let out = crate::callai_command()
+            .args([
+                "serve",
+                "--config",
+                &file,
+                "--listen",
+                "127.0.0.1:0",
+                "--runlog",
+            ])
+            .arg(&runlog)
+            .env("T", "tok")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{name}: {}", text(&out.stderr));
+        let said = text(&out.stderr);
+        assert!(said.contains(key), "{name}: {said}");
+        assert!(!text(&out.stdout).contains("listening"), "{name}");
+    }
 }
 
 #[test]
@@ -98,12 +156,40 @@ fn config_check_names_the_key_line_and_column_of_the_first_error() {
             "[server]\nlisten = \"0.0.0.0:8080\"\n",
             &["server.tokenEnv", "0.0.0.0:8080"],
         ),
+        (
+            "currency.toml",
+            "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = 5.0\ncurrency = \"usd\"\n",
+            &["tenants.a.budget.currency", "\"usd\"", "line 5"],
+        ),
+        (
+            "unpriced.toml",
+            "[providers.q]\nkind = \"openai\"\n[tenants.a]\ntokenEnv = \"T\"\n\
+             allowedProviders = [\"q\"]\n[tenants.a.budget]\ncost = 5.0\n",
+            &["tenants.a.allowedProviders[0]", "no price in USD", "line 5"],
+        ),
+        (
+            "route.toml",
+            "[providers.q]\nkind = \"openai\"\n[providers.p]\nkind = \"openai\"\n\
+             prices = { input = 1.0, output = 2.0 }\n[models.free]\ntargets = [\"q\"]\n\
+             [tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\ncost = 5.0\n",
+            &["models.free.targets", "tenant \"a\"", "line 7"],
+        ),
     ] {
         let file = write(dir.path(), name, toml);
+        // Piped, the error is still the text a person reads...
         let out = callai(&["config", "check", &file]);
         assert_eq!(out.status.code(), Some(2), "{name}");
         assert!(out.stdout.is_empty(), "{name}");
+        let said = text(&out.stderr);
+        assert!(said.starts_with("error: "), "{name}: {said}");
+        for needle in needles {
+            assert!(said.contains(needle), "{name}: {said}");
+        }
+        // ...and JSON when a program asks for it.
+        let out = callai(&["config", "check", "--json", &file]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
         let error: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+        assert_eq!(error["error"]["kind"], "config", "{name}");
         let message = error["error"]["message"].as_str().unwrap();
         for needle in needles {
             assert!(message.contains(needle), "{name}: {message}");

@@ -169,6 +169,10 @@ pub enum ConfigCommand {
     Check {
         /// The host config (TOML).
         file: PathBuf,
+        /// Print for a program: the settings (or the error, on stderr) as
+        /// one JSON object. Without it both are text, on a terminal or not.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -74,27 +74,46 @@ pub fn print(text: &str) -> Result<(), CliError> {
     }
 }
 
+/// How a command's error is told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Report {
+    /// A line of text on a terminal, JSON for a program reading stderr.
+    Auto,
+    /// `error: MESSAGE`, whoever reads it.
+    Text,
+    /// `{"error": {"kind", "message", "key"?}}`, whoever reads it.
+    Json,
+}
+
 impl CliError {
-    /// Tells the person or program that ran the command: a line they can
-    /// read on a terminal, the JSON `{"error": {"kind", "message"}}` for a
-    /// program reading stderr.
-    pub fn report(&self) {
+    /// Tells the person or program that ran the command, as `report` says:
+    /// a line they can read, or the JSON `{"error": {"kind", "message"}}`
+    /// (with `key` for a config error that names one).
+    pub fn report_as(&self, report: Report) {
         let message = self.to_string();
-        if std::io::stderr().is_terminal() {
+        let json = match report {
+            Report::Auto => !std::io::stderr().is_terminal(),
+            Report::Text => false,
+            Report::Json => true,
+        };
+        if !json {
             eprintln!("error: {message}");
-        } else {
-            let kind = match self {
-                Self::Config(_) => "config",
-                Self::Read { .. } | Self::Write { .. } => "io",
-                Self::NoSuchPack { .. } | Self::Load { .. } => "pack",
-                Self::Script(_) => "script",
-                Self::RunLog(_) => "runlog",
-                Self::Usage(_) => "usage",
-            };
-            eprintln!(
-                "{}",
-                serde_json::json!({"error": {"kind": kind, "message": message}})
-            );
+            return;
         }
+        let kind = match self {
+            Self::Config(_) => "config",
+            Self::Read { .. } | Self::Write { .. } => "io",
+            Self::NoSuchPack { .. } | Self::Load { .. } => "pack",
+            Self::Script(_) => "script",
+            Self::RunLog(_) => "runlog",
+            Self::Usage(_) => "usage",
+        };
+        let mut error = serde_json::json!({"kind": kind, "message": message});
+        if let Self::Config(e) = self
+            && let Some(key) = e.key()
+        {
+            error["key"] = key.into();
+        }
+        eprintln!("{}", serde_json::json!({ "error": error }));
     }
 }

@@ -13,6 +13,7 @@ mod serve;
 
 use args::{Cli, Command, ConfigCommand};
 use clap::{CommandFactory, Parser};
+use error::Report;
 use std::process::ExitCode;
 
 /// `callai --version`: the package's version, the commit it was built
@@ -43,8 +44,15 @@ fn main() -> ExitCode {
         Command::New { lang, dir } => new::new(lang, &dir).map(|()| ExitCode::SUCCESS),
         Command::Runlog { command } => runlog::runlog(command),
         Command::Config {
-            command: ConfigCommand::Check { file },
-        } => config_check::check(&file),
+            command: ConfigCommand::Check { file, json },
+        } => {
+            // Its errors are what a person reads unless a program asks.
+            let report = if json { Report::Json } else { Report::Text };
+            return config_check::check(&file, json).unwrap_or_else(|error| {
+                error.report_as(report);
+                ExitCode::from(2)
+            });
+        }
         Command::Compile { packs, config } => run::load_config(config.as_deref())
             .and_then(|config| run::runtime(&config))
             .and_then(|runtime| compile::compile(&runtime, &packs)),
@@ -61,7 +69,7 @@ fn main() -> ExitCode {
         } => run::conformance(json, config.as_deref(), &fixture),
     };
     outcome.unwrap_or_else(|error| {
-        error.report();
+        error.report_as(Report::Auto);
         ExitCode::from(2)
     })
 }

@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod locate;
+mod money;
 mod open_log;
 mod prices;
 mod resolved;
@@ -33,6 +34,7 @@ pub use callai_gateway::config::{
     TenantConfig, TenantsConfig, is_tenant_name, parse_listen,
 };
 pub use locate::{located, located_in_file, position};
+pub use money::money_notes;
 pub use open_log::{OpenLog, open_runlog};
 pub use prices::PriceList;
 pub use resolved::ResolvedConfig;

@@ -73,7 +73,9 @@ impl PriceList {
                 prices
             }
         };
-        Ok(Self::of(by_provider, by_model))
+        let list = Self::of(by_provider, by_model);
+        crate::money::check_money(config, &list)?;
+        Ok(list)
     }
 
     /// The list of the providers' own prices and the price list's entries.
@@ -102,6 +104,19 @@ impl PriceList {
             .get(provider)
             .or_else(|| self.by_provider_model.get(provider)?.get(model))
             .or_else(|| self.by_model.get(model))
+    }
+
+    /// Whether some request to `provider` may have a price in `currency`:
+    /// its own, or an entry of the list (by `provider/model`, or by a model
+    /// name any provider may be asked for).
+    pub(crate) fn may_price(&self, provider: &str, currency: &str) -> bool {
+        let in_currency = |p: &Price| &*p.currency == currency;
+        self.by_provider.get(provider).is_some_and(in_currency)
+            || self
+                .by_provider_model
+                .get(provider)
+                .is_some_and(|models| models.values().any(in_currency))
+            || self.by_model.values().any(in_currency)
     }
 }
 

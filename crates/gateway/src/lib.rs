@@ -36,6 +36,7 @@
 //!     script: None,
 //!     node_id: None,
 //!     events: false,
+//!     trace_parent: None,
 //! })?;
 //! let settled = gateway.call(&caller, plan, None).await?;
 //! println!("{:?}", settled.outcome.map(|r| r.attempts));

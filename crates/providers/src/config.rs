@@ -2,6 +2,7 @@
 
 use crate::upstream::{KeyHeader, MaxTokensField};
 use callai_engine::config::{ConfigError, invalid};
+use callai_engine::cost::currency_code_problem;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -283,11 +284,10 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
                     ));
                 }
             }
-            let currency = &prices.currency;
-            if currency.len() != 3 || !currency.chars().all(|c| c.is_ascii_uppercase()) {
+            if let Some(problem) = currency_code_problem(&prices.currency) {
                 return Err(invalid(
                     &format!("providers.{name}.prices.currency"),
-                    format!("must be a three-letter ISO 4217 code (USD, EUR), got {currency:?}"),
+                    problem,
                 ));
             }
         }

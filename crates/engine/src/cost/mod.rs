@@ -216,6 +216,17 @@ impl CostSum {
     }
 }
 
+/// Why `code` is not a currency code as prices and budgets spell one (three
+/// capital letters, ISO 4217's form: `USD`, `EUR`); none when it is.
+/// Currencies are compared as written, so a `usd` budget would find no
+/// `USD` price and refuse every call: it is refused where it is written.
+pub fn currency_code_problem(code: &str) -> Option<String> {
+    let fine = code.len() == 3 && code.bytes().all(|b| b.is_ascii_uppercase());
+    (!fine).then(|| {
+        format!("must be a three-letter ISO 4217 code in capitals (USD, EUR), got {code:?}")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@
 
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
-use callai_engine::cost::to_nanos;
+use callai_engine::cost::{currency_code_problem, to_nanos};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -166,11 +166,8 @@ pub fn validate_tenants(
                 format!("{cost} is not an amount; a budget is 0 or more (unset: unlimited)"),
             ));
         }
-        if budget.currency.is_empty() {
-            return Err(invalid(
-                &key("budget.currency"),
-                "is empty; a currency code such as \"USD\"".into(),
-            ));
+        if let Some(problem) = currency_code_problem(&budget.currency) {
+            return Err(invalid(&key("budget.currency"), problem));
         }
         if Window::parse(&budget.window).is_none() {
             return Err(invalid(
