@@ -4,7 +4,10 @@
 //! TypeScript packs (`package.json` with a `callai` key) with the TS SDK's
 //! build tool, Python packs (`pyproject.toml` with `[tool.callai]`) with the
 //! Python SDK's. The JS and Python engines make components of 12 to 18 MB,
-//! so those are stored compressed. A missing node or python3 skips that
+//! so those are stored compressed with zstd: the first pack of a language
+//! alone, each other one with the first as its dictionary (they share their
+//! engine, so the second costs a few hundred KB where alone it would cost
+//! megabytes). A missing node or python3 skips that
 //! language's packs with one line (under CI it fails). A missing
 //! `wasm32-wasip2` target fails the build with the one command that adds it.
 
@@ -16,7 +19,6 @@ use sha2::Digest as _;
 use std::env;
 use std::fmt::Write as _;
 use std::fs;
-use std::io::{Read as _, Write as _};
 use std::path::{Path, PathBuf};
 
 #[derive(Deserialize)]
@@ -132,6 +134,7 @@ fn main() {
     let mut code = String::from(
         "/// The example packs this build bundles (a static, so that each component is in\n/// the binary once).\npub static EXAMPLES: &[Example] = &[\n",
     );
+    let mut bases = Bases::default();
     for e in &examples {
         let (component, language, sha256) = match e.language {
             Language::Rust => {
@@ -145,25 +148,19 @@ fn main() {
             }
             Language::TypeScript => {
                 let Some(node) = &node else { continue };
-                let deflated = foreign(e, &work, &out_dir, node.fingerprint(), |wasm| {
+                let wasm = foreign(e, &work, &out_dir, node.fingerprint(), |wasm| {
                     node.build(&e.entry, wasm)
                 });
-                (
-                    format!("Component::Deflated(include_bytes!({deflated:?}))"),
-                    "TypeScript",
-                    inflated_sha256(&deflated),
-                )
+                let stored = bases.store(e, "TypeScript", wasm, &work);
+                (stored.code, "TypeScript", stored.sha256)
             }
             Language::Python => {
                 let Some(python) = &python else { continue };
-                let deflated = foreign(e, &work, &out_dir, python.fingerprint(), |wasm| {
+                let wasm = foreign(e, &work, &out_dir, python.fingerprint(), |wasm| {
                     python.build(&e.entry, wasm)
                 });
-                (
-                    format!("Component::Deflated(include_bytes!({deflated:?}))"),
-                    "Python",
-                    inflated_sha256(&deflated),
-                )
+                let stored = bases.store(e, "Python", wasm, &work);
+                (stored.code, "Python", stored.sha256)
             }
         };
         let script = required(&e.dir.join("mock.json"));
@@ -222,8 +219,8 @@ fn wanted(examples: &[Example], language: Language) -> bool {
     examples.iter().any(|e| e.language == language)
 }
 
-/// A TypeScript or Python pack, built by `build` (into the path it is given)
-/// and deflated; the deflated file's path. Kept under `work/packs` by the
+/// A TypeScript or Python pack, built by `build` (into the path it is given);
+/// the component's path. Kept under `work/packs/NAME/built` by the
 /// fingerprint of the pack's folder and of its toolchain (`tool`), so that
 /// the test build after a release build (the README's two commands) does
 /// not run componentize-js or componentize-py again for the same sources.
@@ -233,47 +230,116 @@ fn foreign(
     out_dir: &Path,
     tool: Result<String, String>,
     build: impl FnOnce(&Path) -> Result<(), String>,
-) -> PathBuf {
+) -> Stored {
     println!("cargo:rerun-if-changed={}", e.dir.display());
     let key = tool
         .and_then(|tool| callai_guest_build::fingerprint(&[&e.dir], &tool))
         .unwrap_or_else(|why| panic!("{why}"));
-    let made = callai_guest_build::cached(
-        &work.join("packs").join(&e.name),
-        &key,
-        "wasm.deflate",
-        |deflated| {
-            let wasm = out_dir.join(format!("{}.wasm", e.name));
-            build(&wasm)?;
-            deflate(&wasm, deflated)
-        },
-    );
-    made.unwrap_or_else(|why| panic!("{why}"))
+    let dir = work.join("packs").join(&e.name).join("built");
+    let made = callai_guest_build::cached(&dir, &key, "wasm", |wasm| {
+        let at = out_dir.join(format!("{}.wasm", e.name));
+        build(&at)?;
+        fs::rename(&at, wasm).map_err(|e| format!("{}: {e}", wasm.display()))
+    });
+    Stored {
+        path: made.unwrap_or_else(|why| panic!("{why}")),
+        key,
+    }
 }
 
-/// `wasm`, deflated (best compression) into `out`.
-fn deflate(wasm: &Path, out: &Path) -> Result<(), String> {
-    let bytes = fs::read(wasm).map_err(|e| format!("{}: {e}", wasm.display()))?;
-    let mut encoder = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::best());
-    encoder.write_all(&bytes).map_err(|e| e.to_string())?;
-    let deflated = encoder.finish().map_err(|e| e.to_string())?;
-    fs::write(out, deflated).map_err(|e| format!("{}: {e}", out.display()))
+/// A built component and the key it was cached by.
+struct Stored {
+    path: PathBuf,
+    key: String,
+}
+
+/// A component as the generated code names it.
+struct Bundled {
+    /// `Component::Zstd { .. }`.
+    code: String,
+    /// The SHA-256 of its bytes as built.
+    sha256: String,
+}
+
+/// The first pack of each language: the dictionary the others of that
+/// language are compressed with.
+#[derive(Default)]
+struct Bases {
+    by_language: Vec<(&'static str, String, Stored)>,
+}
+
+/// How hard zstd works (19 of 22: the larger levels gain under 0.1% on
+/// these components and take longer) and the window it may reach back,
+/// 2^27 bytes, more than a component: what the reader must allow too.
+const ZSTD_LEVEL: i32 = 19;
+const ZSTD_WINDOW_LOG: u32 = 27;
+
+impl Bases {
+    /// `wasm`, compressed: alone when it is its language's first pack,
+    /// else with that pack as the dictionary. Cached under
+    /// `work/packs/NAME/zstd` by its key and the base's.
+    fn store(&mut self, e: &Example, language: &'static str, wasm: Stored, work: &Path) -> Bundled {
+        let bytes = fs::read(&wasm.path).unwrap_or_else(|e| panic!("{}: {e}", wasm.path.display()));
+        let sha256 = sha256_hex(&bytes);
+        let base = self.by_language.iter().find(|(l, _, _)| *l == language);
+        let (key, dictionary, base_name) = match base {
+            Some((_, name, stored)) => {
+                let dictionary = fs::read(&stored.path)
+                    .unwrap_or_else(|e| panic!("{}: {e}", stored.path.display()));
+                (
+                    format!("{}-{}", wasm.key, stored.key),
+                    dictionary,
+                    Some(name.clone()),
+                )
+            }
+            None => (wasm.key.clone(), Vec::new(), None),
+        };
+        let dir = work.join("packs").join(&e.name).join("zstd");
+        let compressed = callai_guest_build::cached(&dir, &key, "wasm.zst", |out| {
+            fs::write(out, compress(&bytes, &dictionary)?)
+                .map_err(|e| format!("{}: {e}", out.display()))
+        })
+        .unwrap_or_else(|why| panic!("{why}"));
+        let code = format!(
+            "Component::Zstd {{ bytes: include_bytes!({compressed:?}), len: {}, dictionary: {base_name:?} }}",
+            bytes.len()
+        );
+        if base_name.is_none() {
+            self.by_language.push((language, e.name.clone(), wasm));
+        }
+        Bundled { code, sha256 }
+    }
+}
+
+/// `bytes` compressed with zstd, `dictionary` (empty: none) taken as
+/// content that precedes them; checked by decompressing it.
+fn compress(bytes: &[u8], dictionary: &[u8]) -> Result<Vec<u8>, String> {
+    use zstd::zstd_safe::{CParameter, DParameter};
+    let mut compressor = zstd::bulk::Compressor::with_dictionary(ZSTD_LEVEL, dictionary)
+        .map_err(|e| e.to_string())?;
+    compressor
+        .set_parameter(CParameter::WindowLog(ZSTD_WINDOW_LOG))
+        .and_then(|()| compressor.set_parameter(CParameter::EnableLongDistanceMatching(true)))
+        .map_err(|e| e.to_string())?;
+    let out = compressor.compress(bytes).map_err(|e| e.to_string())?;
+    let mut check =
+        zstd::bulk::Decompressor::with_dictionary(dictionary).map_err(|e| e.to_string())?;
+    check
+        .set_parameter(DParameter::WindowLogMax(ZSTD_WINDOW_LOG))
+        .map_err(|e| e.to_string())?;
+    let back = check
+        .decompress(&out, bytes.len())
+        .map_err(|e| e.to_string())?;
+    if back != bytes {
+        return Err("zstd gave back other bytes than it was given".into());
+    }
+    Ok(out)
 }
 
 /// The SHA-256 of `bytes`, in lowercase hex (what `callai_host::sha256_hex`
 /// gives), so that a server names a bundled pack without inflating it.
 fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(sha2::Sha256::digest(bytes))
-}
-
-/// [`sha256_hex`] of the component deflated in `deflated`.
-fn inflated_sha256(deflated: &Path) -> String {
-    let file = fs::File::open(deflated).unwrap_or_else(|e| panic!("{}: {e}", deflated.display()));
-    let mut bytes = Vec::new();
-    flate2::read::DeflateDecoder::new(file)
-        .read_to_end(&mut bytes)
-        .unwrap_or_else(|e| panic!("{}: {e}", deflated.display()));
-    sha256_hex(&bytes)
 }
 
 fn required(path: &Path) -> PathBuf {

@@ -59,7 +59,8 @@ fn main() {
         };
         let bytes = example.component();
         let stored = match example.component {
-            callai_examples::Component::Raw(b) | callai_examples::Component::Deflated(b) => b.len(),
+            callai_examples::Component::Raw(b)
+            | callai_examples::Component::Zstd { bytes: b, .. } => b.len(),
         };
         let options = RuntimeOptions {
             max_concurrent_runs: 64,
