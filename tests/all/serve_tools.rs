@@ -115,13 +115,17 @@ async fn an_openai_client_calls_tools_through_either_provider_kind() {
 async fn an_anthropic_client_calls_tools_through_either_provider_kind() {
     for kind in [Api::OpenAi, Api::Anthropic] {
         let (server, fake) = serve(kind, bad_then_good(kind)).await;
-        let body = json!({
+        let mut body = json!({
             "model": "p", "max_tokens": 100,
             "messages": [{"role": "user", "content": "Weather in Oslo?"}],
-            "tools": [{"name": "weather", "input_schema": weather_schema(),
-                       "cache_control": {"type": "ephemeral"}}],
+            "tools": [{"name": "weather", "input_schema": weather_schema()}],
             "tool_choice": {"type": "tool", "name": "weather"}
         });
+        // A prompt-caching breakpoint goes only to a provider that takes
+        // one (serve_prompt_cache has the refusal where none does).
+        if kind == Api::Anthropic {
+            body["tools"][0]["cache_control"] = json!({"type": "ephemeral"});
+        }
         let (status, answer, headers) = post(&server, "/v1/messages", &body).await;
         assert_eq!(status, 200, "{kind:?}: {answer}");
         assert_eq!(answer["stop_reason"], "tool_use");
@@ -141,10 +145,15 @@ async fn an_anthropic_client_calls_tools_through_either_provider_kind() {
                 seen[0].body["tool_choice"],
                 json!({"type": "function", "function": {"name": "weather"}})
             ),
-            Api::Anthropic => assert_eq!(
-                seen[0].body["tool_choice"],
-                json!({"type": "tool", "name": "weather"})
-            ),
+            Api::Anthropic => {
+                assert_eq!(
+                    seen[0].body["tool_choice"],
+                    json!({"type": "tool", "name": "weather"})
+                );
+                let cached = json!({"type": "ephemeral"});
+                assert_eq!(seen[0].body["tools"][0]["cache_control"], cached);
+                assert_eq!(seen[1].body["tools"][0]["cache_control"], cached);
+            }
         }
         assert!(seen[1].last_text().contains("tool `weather`"));
         server.shutdown().await;

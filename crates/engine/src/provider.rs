@@ -2,7 +2,9 @@
 //! or one failure out. The mock and the HTTP adapters implement [`Provider`];
 //! [`Providers`] holds them by the name a request's `provider` names.
 
-use callai_wire::{Message, StructuredOutput, TokenLimitField, Tool, ToolCall, ToolChoice};
+use callai_wire::{
+    Message, PromptCache, StructuredOutput, TokenLimitField, Tool, ToolCall, ToolChoice,
+};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -57,6 +59,10 @@ pub struct ProviderRequest {
     pub tools: Option<ToolsRequest>,
     /// The field a drop-in's client sent its token limit in.
     pub token_limit_field: Option<TokenLimitField>,
+    /// The client's prompt-caching breakpoints, for a provider that takes
+    /// them ([`Provider::takes_prompt_cache`]); none in a fallback attempt,
+    /// whose prompt is the host's own.
+    pub prompt_cache: Option<Arc<PromptCache>>,
 }
 
 /// Why the provider stopped generating.
@@ -230,6 +236,12 @@ pub trait Provider: Send + Sync {
     /// provider says no, and a call with images skips it or is refused).
     fn takes_images(&self) -> bool {
         true
+    }
+    /// Whether it takes a client's prompt-caching breakpoints
+    /// (`cache_control`): a call that carries them skips a provider that
+    /// does not, or is refused naming the field.
+    fn takes_prompt_cache(&self) -> bool {
+        false
     }
     /// Sends one request.
     fn complete<'a>(

@@ -19,7 +19,30 @@ pub(crate) struct Chain<'h> {
     pub providers: Vec<(&'h str, &'h dyn Provider)>,
 }
 
-impl Chain<'_> {
+impl<'h> Chain<'h> {
+    /// The chain of the targets whose provider `takes`, and the names of
+    /// the providers left out.
+    fn keep(self, takes: impl Fn(&dyn Provider) -> bool) -> (Self, Vec<&'h str>) {
+        let refused = self
+            .providers
+            .iter()
+            .filter(|(_, p)| !takes(*p))
+            .map(|(name, _)| *name)
+            .collect();
+        let (targets, providers): (Vec<_>, Vec<_>) = self
+            .targets
+            .into_iter()
+            .zip(self.providers)
+            .filter(|(_, (_, p))| takes(*p))
+            .unzip();
+        let chain = Self {
+            route: self.route,
+            targets,
+            providers,
+        };
+        (chain, refused)
+    }
+
     /// The largest hidden input per attempt any target adds: what a budget
     /// reserves per attempt, whichever target it reaches.
     pub fn overhead(&self) -> u64 {
@@ -56,7 +79,10 @@ impl Host {
     /// own); else the route of the model it names, when `[models]` has
     /// one; else the default provider.
     pub(crate) fn chain(&self, request: &CallRequest) -> Result<Chain<'_>, CallError> {
-        let chain = self.targets_of(request)?;
+        let mut chain = self.targets_of(request)?;
+        if let Some(cache) = request.prompt_cache.as_deref().filter(|c| !c.is_empty()) {
+            chain = cache_takers(chain, &cache.field)?;
+        }
         match first_image(request) {
             Some(field) => self.image_takers(chain, &field),
             None => Ok(chain),
@@ -120,22 +146,8 @@ impl Host {
     /// refused naming it when none is left. Each image's inline bytes are
     /// held to `[limits] maxImageBytes`.
     fn image_takers<'h>(&self, chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallError> {
-        let Chain {
-            route,
-            targets,
-            providers,
-        } = chain;
-        let refused: Vec<&str> = providers
-            .iter()
-            .filter(|(_, p)| !p.takes_images())
-            .map(|(name, _)| *name)
-            .collect();
-        let (targets, providers): (Vec<_>, Vec<_>) = targets
-            .into_iter()
-            .zip(providers)
-            .filter(|(_, (_, p))| p.takes_images())
-            .unzip();
-        if targets.is_empty() {
+        let (chain, refused) = chain.keep(|p| p.takes_images());
+        if chain.targets.is_empty() {
             return Err(CallError::validation(
                 field,
                 format!(
@@ -144,11 +156,7 @@ impl Host {
                 ),
             ));
         }
-        Ok(Chain {
-            route,
-            targets,
-            providers,
-        })
+        Ok(chain)
     }
 
     /// Refuses more images than `[limits] maxImages`, and an image whose
@@ -228,6 +236,23 @@ impl Host {
 }
 
 /// The field of a request's first image, if it carries any.
+/// `chain` without the targets whose provider takes no prompt-caching
+/// breakpoints, for a request that set one at `field`; refused naming it
+/// when none is left.
+fn cache_takers<'h>(chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallError> {
+    let (chain, refused) = chain.keep(|p| p.takes_prompt_cache());
+    if chain.targets.is_empty() {
+        return Err(CallError::validation(
+            field,
+            format!(
+                "a prompt-caching breakpoint, which {refused:?} cannot take (an Anthropic-kind \
+                 provider takes it): leave cache_control out, or route the call to one"
+            ),
+        ));
+    }
+    Ok(chain)
+}
+
 fn first_image(request: &CallRequest) -> Option<String> {
     request
         .messages

@@ -19,6 +19,9 @@ pub trait WireFormat: Send + Sync + 'static {
     const PATH: &'static str;
     /// Words a 400 uses when it rejects the native structured-output mechanism.
     const NATIVE_TERMS: &'static [&'static str];
+    /// Whether it takes a client's prompt-caching breakpoints
+    /// (`cache_control`).
+    const PROMPT_CACHE: bool = false;
     /// The auth (and version) headers, the key in `key_header`.
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)>;
     /// A whole success answer, typed.
@@ -175,6 +178,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     fn takes_images(&self) -> bool {
         self.vision
+    }
+
+    fn takes_prompt_cache(&self) -> bool {
+        W::PROMPT_CACHE
     }
 
     fn complete<'a>(

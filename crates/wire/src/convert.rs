@@ -200,6 +200,7 @@ macro_rules! wit_conversions {
                         tool_choice: None,
                         parallel_tool_calls: None,
                         token_limit_field: None,
+                        prompt_cache: None,
                     })
                 }
             }

@@ -33,6 +33,7 @@ mod convert;
 mod error;
 mod image;
 mod parse;
+mod prompt_cache;
 mod request;
 mod result;
 mod tools;
@@ -41,6 +42,7 @@ mod unknown;
 pub use error::{CallError, ErrorCode};
 pub use image::{IMAGE_MEDIA_TYPES, Image, ImageSource};
 pub use parse::{ParsedRequest, ParsedRetry};
+pub use prompt_cache::{PromptCache, SystemBlock};
 pub use request::{
     CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role, TokenLimitField,
 };

@@ -176,6 +176,10 @@ pub struct CallRequest {
     /// (`maxTokensField = "auto"`). Not part of the request's JSON.
     #[serde(skip)]
     pub token_limit_field: Option<TokenLimitField>,
+    /// The prompt caching a drop-in's client asked for (`cache_control`),
+    /// for a provider that takes it. Not part of the request's JSON.
+    #[serde(skip)]
+    pub prompt_cache: Option<std::sync::Arc<crate::prompt_cache::PromptCache>>,
 }
 
 /// The field a client sent its token limit in (OpenAI's two spellings).

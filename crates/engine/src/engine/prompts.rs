@@ -101,6 +101,10 @@ pub(super) fn build(
             schema: schema.clone(),
         }),
         tools: tools.cloned(),
+        prompt_cache: match extra {
+            Extra::Fallback(_) => None,
+            _ => r.prompt_cache.clone(),
+        },
     }
 }
 

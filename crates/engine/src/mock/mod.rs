@@ -390,6 +390,7 @@ mod tests {
             structured: None,
             tools: None,
             token_limit_field: None,
+            prompt_cache: None,
         }
     }
 

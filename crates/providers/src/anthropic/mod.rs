@@ -11,7 +11,8 @@ use super::upstream::{KeyHeader, Upstream};
 use answer::{Event, Folded, Message};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{
-    Image, ImageSource, Message as WireMessage, Role, StructuredOutput, ToolChoice as Choice,
+    Image, ImageSource, Message as WireMessage, PromptCache, Role, StructuredOutput,
+    ToolChoice as Choice,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -34,7 +35,7 @@ struct MessagesBody<'a> {
     max_tokens: u32,
     messages: Vec<Turn<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    system: Option<String>,
+    system: Option<System<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f64>,
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
@@ -66,9 +67,37 @@ enum TurnContent<'a> {
     Blocks(Vec<Block<'a>>),
 }
 
+/// The system prompt: one text, or, when the client set prompt-caching
+/// breakpoints in it, its blocks as the client sent them.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum System<'a> {
+    Text(String),
+    Blocks(Vec<Block<'a>>),
+}
+
+/// A content block, with the client's prompt-caching breakpoint when it
+/// set one there.
+#[derive(Serialize)]
+struct Block<'a> {
+    #[serde(flatten)]
+    kind: BlockKind<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<&'a Value>,
+}
+
+impl<'a> From<BlockKind<'a>> for Block<'a> {
+    fn from(kind: BlockKind<'a>) -> Self {
+        Self {
+            kind,
+            cache_control: None,
+        }
+    }
+}
+
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-enum Block<'a> {
+enum BlockKind<'a> {
     Text {
         text: Cow<'a, str>,
     },
@@ -114,6 +143,8 @@ struct Tool<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     description: Option<&'a str>,
     input_schema: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -141,25 +172,29 @@ fn input(arguments: &str) -> Cow<'_, RawValue> {
 fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
     if m.role == Role::Tool {
         let id = m.tool_call_id.as_deref().unwrap_or_default();
-        return vec![Block::ToolResult {
-            tool_use_id: id,
-            content: &m.content,
-        }];
+        return vec![
+            BlockKind::ToolResult {
+                tool_use_id: id,
+                content: &m.content,
+            }
+            .into(),
+        ];
     }
     // Images first, then the text: the order Anthropic's guide recommends.
-    let images = m.images.iter().map(|image| Block::Image {
+    let images = m.images.iter().map(|image| BlockKind::Image {
         source: ImageBlockSource::of(image),
     });
-    let text = (!m.content.is_empty()).then(|| Block::Text {
+    let text = (!m.content.is_empty()).then(|| BlockKind::Text {
         text: Cow::Borrowed(&m.content),
     });
     images
         .chain(text)
-        .chain(m.tool_calls.iter().map(|c| Block::ToolUse {
+        .chain(m.tool_calls.iter().map(|c| BlockKind::ToolUse {
             id: &c.id,
             name: &c.name,
             input: input(&c.arguments),
         }))
+        .map(Block::from)
         .collect()
 }
 
@@ -177,7 +212,7 @@ fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessa
             }
             (content, _) => {
                 let mut merged = match std::mem::replace(content, TurnContent::Blocks(Vec::new())) {
-                    TurnContent::Text(text) => vec![Block::Text { text }],
+                    TurnContent::Text(text) => vec![BlockKind::Text { text }.into()],
                     TurnContent::Blocks(blocks) => blocks,
                 };
                 merged.extend(blocks(m));
@@ -194,9 +229,67 @@ fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessa
     }
 }
 
+/// Sets `cache_control` on the last block of the last turn (a turn of
+/// text alone becomes its one text block): the end of the message just
+/// pushed, where the client set its breakpoint.
+fn mark_last<'a>(turns: &mut [Turn<'a>], cache_control: &'a Value) {
+    let Some(last) = turns.last_mut() else { return };
+    if let TurnContent::Text(text) = &mut last.content {
+        let text = std::mem::take(text);
+        last.content = TurnContent::Blocks(vec![BlockKind::Text { text }.into()]);
+    }
+    if let TurnContent::Blocks(blocks) = &mut last.content
+        && let Some(block) = blocks.last_mut()
+    {
+        block.cache_control = Some(cache_control);
+    }
+}
+
+/// The system prompt of a body: `parts` joined as one text, or, when the
+/// client set breakpoints in its system blocks and `parts` begins with
+/// them (a prompt-mode instruction or a system message may follow), those
+/// blocks and then the rest as one more.
+fn system<'a>(parts: &[&'a str], cache: Option<&'a PromptCache>) -> Option<System<'a>> {
+    if parts.is_empty() {
+        return None;
+    }
+    let joined = parts.join("\n\n");
+    let blocks = cache
+        .map(|c| &c.system)
+        .filter(|b| b.iter().any(|b| b.cache_control.is_some()));
+    let Some(blocks) = blocks else {
+        return Some(System::Text(joined));
+    };
+    let own: String = blocks.iter().map(|b| b.text.as_str()).collect();
+    let Some(rest) = joined.strip_prefix(own.as_str()) else {
+        return Some(System::Text(joined));
+    };
+    let mut out: Vec<Block<'a>> = blocks
+        .iter()
+        .filter(|b| !b.text.is_empty())
+        .map(|b| Block {
+            kind: BlockKind::Text {
+                text: Cow::Borrowed(&b.text),
+            },
+            cache_control: b.cache_control.as_ref(),
+        })
+        .collect();
+    let rest = rest.trim_start_matches('\n');
+    if !rest.is_empty() {
+        out.push(
+            BlockKind::Text {
+                text: Cow::Owned(rest.to_owned()),
+            }
+            .into(),
+        );
+    }
+    Some(System::Blocks(out))
+}
+
 impl WireFormat for AnthropicWire {
     const PATH: &'static str = "/messages";
     const NATIVE_TERMS: &'static [&'static str] = &["tool_choice", "tools", "input_schema"];
+    const PROMPT_CACHE: bool = true;
 
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
@@ -211,7 +304,8 @@ impl WireFormat for AnthropicWire {
     fn body(model: &str, r: &ProviderRequest, delivery: Delivery, upstream: &Upstream) -> Vec<u8> {
         let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
         let mut messages: Vec<Turn<'_>> = Vec::new();
-        for m in &r.messages {
+        let cache = r.prompt_cache.as_deref();
+        for (i, m) in r.messages.iter().enumerate() {
             let role = match m.role {
                 Role::System => {
                     system.push(&m.content);
@@ -222,6 +316,9 @@ impl WireFormat for AnthropicWire {
                 Role::Assistant => "assistant",
             };
             push_turn(&mut messages, role, m);
+            if let Some(cache_control) = cache.and_then(|c| c.message(i)) {
+                mark_last(&mut messages, cache_control);
+            }
         }
         let native = r
             .structured
@@ -232,7 +329,7 @@ impl WireFormat for AnthropicWire {
             model: r.model.as_deref().unwrap_or(model),
             max_tokens: r.max_tokens,
             messages,
-            system: (!system.is_empty()).then(|| system.join("\n\n")),
+            system: self::system(&system, cache),
             temperature: r.temperature,
             stop_sequences: &r.stop_sequences,
             tools,
@@ -294,10 +391,12 @@ fn tools<'a>(
         .map(|t| {
             t.tools
                 .iter()
-                .map(|tool| Tool {
+                .enumerate()
+                .map(|(i, tool)| Tool {
                     name: &tool.name,
                     description: tool.description.as_deref(),
                     input_schema: &tool.parameters,
+                    cache_control: r.prompt_cache.as_deref().and_then(|c| c.tool(i)),
                 })
                 .collect()
         })
@@ -307,6 +406,7 @@ fn tools<'a>(
             name: TOOL,
             description: Some("Respond with a value that satisfies the input schema."),
             input_schema: schema,
+            cache_control: None,
         });
     }
     let choice = |kind, name| ToolChoice {

@@ -53,6 +53,9 @@ pub struct Part {
     /// [`ImageSourcePart`]; others are refused by their type).
     #[serde(default)]
     pub source: Option<Box<RawValue>>,
+    /// A Messages API block's prompt-caching breakpoint, as sent.
+    #[serde(default)]
+    pub cache_control: Option<serde_json::Value>,
 }
 
 /// An OpenAI `image_url` part's `image_url`.

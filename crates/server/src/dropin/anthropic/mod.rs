@@ -2,11 +2,13 @@
 //! request. Structured output is the Messages API's own JSON-schema output
 //! (`output_config.format`, as the `anthropic` client 2.x sends it; the
 //! beta's `output_format` is read too). Client tools, `tool_use` and
-//! `tool_result` blocks are the engine's tool calls. Server tools, extended
-//! thinking and other content are refused naming them; `metadata`,
-//! `top_p`, `top_k` and `service_tier` are dropped.
+//! `tool_result` blocks are the engine's tool calls; `cache_control`
+//! breakpoints go on to an Anthropic-kind provider (`cache`). Server
+//! tools, extended thinking and other content are refused naming them;
+//! `metadata`, `top_p`, `top_k` and `service_tier` are dropped.
 
 mod answer;
+mod cache;
 mod tools;
 
 pub use answer::MessageFramer;
@@ -113,6 +115,10 @@ impl DropinApi for Anthropic {
                 "this host does not offer it: a callAI call is text, a JSON schema or tool calls",
             ));
         }
+        let mut breakpoints = cache::Breakpoints::default();
+        if let Some(system) = &r.system {
+            breakpoints.system(system)?;
+        }
         let system_prompt = r
             .system
             .map(|system| text_of("system", "block", system))
@@ -129,7 +135,7 @@ impl DropinApi for Anthropic {
                     ));
                 }
             };
-            tools::turn(i, role, m.content, &mut messages)?;
+            tools::turn(i, role, m.content, &mut messages, &mut breakpoints)?;
         }
         let format = r.output_config.and_then(|c| c.format).or(r.output_format);
         let response_schema = match format {
@@ -156,9 +162,13 @@ impl DropinApi for Anthropic {
             temperature: r.temperature,
             stop_sequences: r.stop_sequences,
             response_schema,
-            tools: r.tools.map(tools::tools).transpose()?,
+            tools: r
+                .tools
+                .map(|t| tools::tools(t, &mut breakpoints))
+                .transpose()?,
             tool_choice,
             parallel_tool_calls,
+            prompt_cache: breakpoints.into_cache().map(std::sync::Arc::new),
             ..CallRequest::default()
         };
         let streaming = match r.stream {

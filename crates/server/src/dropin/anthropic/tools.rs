@@ -3,14 +3,16 @@
 //! engine's tools and messages. Only client tools (`custom`, or no `type`)
 //! exist for this host; a server tool is refused naming its `type`.
 
+use super::cache::Breakpoints;
 use crate::dropin::parts::{TextOrParts, text_of};
 use crate::error::ApiError;
 use callai_engine::wire::{Message, Role, Tool, ToolCall, ToolChoice};
 use serde::Deserialize;
 use serde_json::Value;
 
-/// A tool offered. Keys this host does not use (`cache_control`, ...) are
-/// ignored, as they do not change what the answer means.
+/// A tool offered. Keys this host does not use are ignored, as they do
+/// not change what the answer means; its `cache_control` is kept for the
+/// provider.
 #[derive(Debug, Deserialize)]
 pub(super) struct AnthropicTool {
     #[serde(rename = "type")]
@@ -18,6 +20,7 @@ pub(super) struct AnthropicTool {
     name: String,
     description: Option<String>,
     input_schema: Option<Value>,
+    cache_control: Option<Value>,
 }
 
 /// `tool_choice`.
@@ -31,7 +34,10 @@ pub(super) struct AnthropicChoice {
 }
 
 /// The engine's tools of `tools`, each refusal naming its `param`.
-pub(super) fn tools(tools: Vec<AnthropicTool>) -> Result<Vec<Tool>, ApiError> {
+pub(super) fn tools(
+    tools: Vec<AnthropicTool>,
+    breakpoints: &mut Breakpoints,
+) -> Result<Vec<Tool>, ApiError> {
     if tools.is_empty() {
         return Err(ApiError::invalid("tools", "must hold at least one tool"));
     }
@@ -51,6 +57,7 @@ pub(super) fn tools(tools: Vec<AnthropicTool>) -> Result<Vec<Tool>, ApiError> {
                     "is required",
                 ));
             };
+            breakpoints.tool(i, t.cache_control)?;
             Ok(Tool {
                 name: t.name,
                 description: t.description,
@@ -89,6 +96,7 @@ pub(super) fn turn(
     role: Role,
     content: TextOrParts,
     out: &mut Vec<Message>,
+    breakpoints: &mut Breakpoints,
 ) -> Result<(), ApiError> {
     let parts = match content {
         TextOrParts::Text(text) => {
@@ -98,8 +106,15 @@ pub(super) fn turn(
         TextOrParts::Parts(parts) => parts,
     };
     let (mut text, mut calls, mut images) = (String::new(), Vec::new(), Vec::new());
+    // The breakpoint of the turn's own message (its text, image or
+    // tool_use blocks); a tool_result's goes on its own message.
+    let mut pending = None;
     for (j, part) in parts.into_iter().enumerate() {
         let param = || format!("messages[{i}].content[{j}]");
+        let breakpoint = breakpoints.block(i, j, &part)?;
+        if part.kind.as_deref() != Some("tool_result") && breakpoint.is_some() {
+            pending = breakpoint.clone();
+        }
         match (part.kind.as_deref(), role) {
             (Some("text"), _) => text.push_str(part.text.as_deref().unwrap_or_default()),
             (Some("image"), Role::User) => {
@@ -128,6 +143,9 @@ pub(super) fn turn(
                     _ => result,
                 };
                 out.push(Message::tool_result(id, result));
+                if let Some(value) = breakpoint {
+                    breakpoints.message(out.len() - 1, value);
+                }
             }
             (kind, _) => {
                 return Err(ApiError::invalid(
@@ -150,6 +168,11 @@ pub(super) fn turn(
             images,
             ..Message::new(role, text)
         }),
+    }
+    if let Some(value) = pending
+        && !out.is_empty()
+    {
+        breakpoints.message(out.len() - 1, value);
     }
     Ok(())
 }
