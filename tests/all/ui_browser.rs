@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-const ADMIN: &str = "tok-admin-ui";
-const ACME: &str = "tok-acme-ui";
+pub(crate) const ADMIN: &str = "tok-admin-ui";
+pub(crate) const ACME: &str = "tok-acme-ui";
 
 /// chromedriver on a loopback port, stopped when dropped.
 pub(crate) struct Driver {
@@ -70,7 +70,7 @@ pub(crate) async fn chromedriver() -> Driver {
 }
 
 /// A headless Chromium session whose console is kept for [`console_errors`].
-async fn browser(driver: &Driver) -> Client {
+pub(crate) async fn browser(driver: &Driver) -> Client {
     browser_with(driver, &[]).await
 }
 
@@ -114,7 +114,7 @@ impl WebDriverCompatibleCommand for BrowserLog {
 }
 
 /// The console's errors since the last read.
-async fn console_errors(client: &Client) -> Vec<String> {
+pub(crate) async fn console_errors(client: &Client) -> Vec<String> {
     let entries = client.issue_cmd(BrowserLog).await.expect("the console");
     entries
         .as_array()
@@ -127,7 +127,7 @@ async fn console_errors(client: &Client) -> Vec<String> {
 
 /// Opens `hash` of the viewer and waits until `ready` is on the page; the
 /// page must have logged no error.
-async fn open(client: &Client, url: &str, hash: &str, ready: &str) -> String {
+pub(crate) async fn open(client: &Client, url: &str, hash: &str, ready: &str) -> String {
     client.goto(&format!("{url}/ui/#/{hash}")).await.unwrap();
     let text = wait_for_text(client, ready).await;
     let errors = console_errors(client).await;
@@ -150,12 +150,16 @@ async fn open(client: &Client, url: &str, hash: &str, ready: &str) -> String {
 }
 
 /// The text of `<main>` once it holds `want` (10 s at most).
-async fn wait_for_text(client: &Client, want: &str) -> String {
+pub(crate) async fn wait_for_text(client: &Client, want: &str) -> String {
     wait_until(client, want, |text| text.contains(want)).await
 }
 
 /// The text of `<main>` once `ready` holds of it (10 s at most).
-async fn wait_until(client: &Client, what: &str, ready: impl Fn(&str) -> bool) -> String {
+pub(crate) async fn wait_until(
+    client: &Client,
+    what: &str,
+    ready: impl Fn(&str) -> bool,
+) -> String {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let text = client
@@ -177,7 +181,7 @@ async fn wait_until(client: &Client, what: &str, ready: impl Fn(&str) -> bool) -
 }
 
 /// Gives the viewer `token` through its form, as a user does.
-async fn use_token(client: &Client, token: &str) {
+pub(crate) async fn use_token(client: &Client, token: &str) {
     let input = client.find(Locator::Id("token")).await.unwrap();
     input.send_keys(token).await.unwrap();
     let submit = client
@@ -210,7 +214,7 @@ async fn server(dir: &tempfile::TempDir, fake: &FakeServer) -> TestServer {
 /// A server ([`server`]) after tenant `acme`'s call, retried once for
 /// truncation (its id returned), and a pack run `r-ui` of the admin's
 /// through the mock.
-async fn calls_made() -> (TestServer, FakeServer, String, tempfile::TempDir) {
+pub(crate) async fn calls_made() -> (TestServer, FakeServer, String, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let fake = FakeServer::start(vec![
         Api::OpenAi.reply("{\"a\": ", None, "length", Some(100)),

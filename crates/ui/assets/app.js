@@ -17,7 +17,10 @@ const pages = {
 
 let shown = 0;
 
-async function show() {
+/** How often an open list reads the API again by itself. */
+const REFRESH_MS = 5000;
+
+async function show(refresh = false) {
   const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
   const params = new URLSearchParams(query || "");
   const [name, ...rest] = path.split("/");
@@ -39,8 +42,21 @@ async function show() {
   }
   if (mine !== shown) return; // a later navigation won
   main.replaceChildren(content);
-  if (document.activeElement === document.body) main.focus({ preventScroll: true });
+  if (!refresh && document.activeElement === document.body) main.focus({ preventScroll: true });
 }
+
+// A list refreshes by itself while it is open: the newest calls and runs
+// (not an older page, which does not change), the tenants' budgets and the
+// providers. Not while the tab is hidden, nor while a filter is being
+// typed (the form would be replaced under the cursor).
+setInterval(() => {
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const [, ...rest] = path.split("/");
+  const older = new URLSearchParams(query || "").has("before");
+  const typing = document.activeElement?.closest?.("main form");
+  if (document.hidden || rest.length || older || typing) return;
+  show(true);
+}, REFRESH_MS);
 
 document.getElementById("token-form").addEventListener("submit", (e) => {
   e.preventDefault();

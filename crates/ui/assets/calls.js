@@ -2,7 +2,7 @@
 // timeline of its attempts.
 
 import { get } from "./api.js";
-import { h, factList, bar, table, empty, money, ms, num, time, link } from "./dom.js";
+import { h, factList, bar, table, empty, money, moneyCell, ms, num, time, link } from "./dom.js";
 
 const FILTERS = ["tenant", "provider", "model", "endpoint", "run", "outcome", "since"];
 const ENDPOINTS = ["", "call", "chat_completions", "messages", "run"];
@@ -23,12 +23,19 @@ export function filterForm(page, params, fields) {
       h("input", { type: "checkbox", name: "retried", checked: params.get("retried") === "true" }),
       "more than one attempt"));
   }
+  const byId = page === "calls" ? h("input", { name: "id", size: 14, placeholder: "call_…" }) : null;
+  if (byId) form.append(h("label", {}, "call id", byId));
   form.append(h("button", { type: "submit" }, "Show"));
   form.addEventListener("submit", (e) => {
     e.preventDefault();
+    // A call id opens that call, whatever the filters say.
+    if (byId && byId.value.trim()) {
+      location.hash = `#/calls/${encodeURIComponent(byId.value.trim())}`;
+      return;
+    }
     const chosen = new URLSearchParams();
     for (const [k, v] of new FormData(form)) {
-      if (v) chosen.set(k, k === "retried" ? "true" : String(v));
+      if (v && k !== "id") chosen.set(k, k === "retried" ? "true" : String(v));
     }
     location.hash = `#/${page}${chosen.size ? `?${chosen}` : ""}`;
   });
@@ -47,7 +54,7 @@ export async function callsPage(params) {
       ? "No call matches these filters."
       : "No calls yet. Calls made through /v1/call, the OpenAI and Anthropic endpoints and pack runs show here as they end."));
   } else {
-    parts.push(callTable(page.data));
+    parts.push(callTable(page.data), csvLink(page.data));
   }
   if (page.next) {
     const older = new URLSearchParams(params);
@@ -64,13 +71,44 @@ export function callTable(calls) {
     ["Call", (c) => link(`calls/${encodeURIComponent(c.id)}`, c.id)],
     ["Tenant", (c) => c.tenant],
     ["Endpoint", (c) => c.endpoint],
-    ["Model", (c) => c.route || c.requests.at(-1)?.model || "—"],
+    ["Model", (c) => model(c)],
     ["Outcome", (c) => outcome(c)],
     ["Attempts", (c) => num(c.attempts.count), true],
     ["Output tokens", (c) => num(c.attempts.outputTokens), true],
-    ["Cost", (c) => money(c.cost), true],
+    ["Cost", (c) => moneyCell(c.cost), true],
     ["Duration", (c) => ms(c.durationMs), true],
   ], calls, "Calls, newest first");
+}
+
+/** The model a call asked for and, beside it when they differ, the
+ * provider and model that answered (its last attempt's). */
+function model(call) {
+  const last = call.requests.at(-1);
+  const answered = last ? `${last.provider}/${last.model}` : null;
+  const asked = call.route;
+  if (asked && answered && !answered.endsWith(`/${asked}`)) return `${asked} → ${answered}`;
+  return answered || asked || "—";
+}
+
+/** The calls shown, as a CSV file to download: one row per call. */
+function csvLink(calls) {
+  const cell = (v) => {
+    const text = v === undefined || v === null ? "" : String(v);
+    return /[",\n]/.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+  };
+  const header = ["id", "createdAt", "tenant", "endpoint", "route", "provider", "model", "outcome",
+    "attempts", "outputTokens", "cost", "currency", "costComplete", "durationMs"];
+  const rows = calls.map((c) => {
+    const last = c.requests.at(-1) || {};
+    return [c.id, c.createdAt, c.tenant, c.endpoint, c.route, last.provider, last.model, c.outcome,
+      c.attempts.count, c.attempts.outputTokens, c.cost?.amount, c.cost?.currency,
+      c.cost ? c.cost.complete !== false : "", c.durationMs].map(cell).join(",");
+  });
+  // A data: URL rather than a blob: one, which would have to be revoked
+  // when the page is left; a page of 50 calls is a few kilobytes.
+  const text = [header.join(","), ...rows].join("\r\n") + "\r\n";
+  const href = `data:text/csv;charset=utf-8,${encodeURIComponent(text)}`;
+  return h("p", {}, h("a", { href, download: "calls.csv", class: "csv" }, "Export these calls (CSV)"));
 }
 
 /** A call's outcome; a failure's message on hover. */
@@ -106,7 +144,7 @@ export async function callPage(id) {
     ["Duration", ms(call.durationMs)],
     ["Attempts", `${a.count} request${a.count === 1 ? "" : "s"}, ${num(a.outputTokens)} output tokens` +
       `${a.usageComplete ? "" : " (usage incomplete)"}${a.structuredOutput ? `, ${a.structuredOutput} structured output` : ""}`],
-    ["Cost", money(call.cost)],
+    ["Cost", moneyCell(call.cost)],
     call.prompt ? ["Prompt", kept(call.prompt, "prompt")] : null,
   ];
   return h("section", {},

@@ -74,6 +74,17 @@ export function money(cost) {
   return `${cost.complete === false ? "≥ " : ""}${decimal(cost.amount)} ${cost.currency}`;
 }
 
+/** [`money`] in a cell: an incomplete amount says on hover why it is a
+ * floor. */
+export function moneyCell(cost) {
+  if (!cost || cost.complete !== false) return money(cost);
+  return h("span", {
+    class: "floor",
+    title: "At least this: a request reported no usage (a timeout, a reset, a reply cut short) " +
+      "and is priced at its worst case, or a request had no price",
+  }, money(cost));
+}
+
 export const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${n} ms`);
 
 export const num = (n) => (n === undefined || n === null ? "—" : n.toLocaleString("en"));
