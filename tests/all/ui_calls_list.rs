@@ -5,6 +5,7 @@
 use super::ui_browser::{
     ADMIN, browser, calls_made, chromedriver, console_errors, open, use_token, wait_for_text,
 };
+use callai_tests::serve::TestServer;
 use fantoccini::Locator;
 use serde_json::{Value, json};
 
@@ -111,4 +112,97 @@ async fn the_calls_list_fits_exports_searches_and_refreshes() {
 
     client.close().await.unwrap();
     server.shutdown().await;
+}
+
+/// A run's tool steps (calls answered with tool calls) and cost, on the
+/// runs list and the run's page: the research agent through the mock, on a
+/// server with no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runs_tool_steps_and_cost_show_on_the_runs_pages() {
+    let server = TestServer::start("").await;
+    let driver = chromedriver().await;
+    let client = browser(&driver).await;
+    let url = &server.url;
+    let research = callai_tests_example("bookai-research");
+    let run = json!({"pack": "bookai-research", "input": research.0, "script": research.1,
+                     "runId": "r-tools"});
+    let started = server.exchange("/v1/runs", &run, None).await;
+    assert_eq!(started.status, 200, "{}", started.body);
+    let traced = server
+        .send_as("GET", "/v1/calls?run=r-tools", None, None)
+        .await
+        .body;
+    let calls = traced["data"].as_array().unwrap();
+    let steps = calls
+        .iter()
+        .filter(|c| c["requests"].as_array().unwrap().last().unwrap()["outcome"] == "tool-call")
+        .count();
+    assert!(steps > 0, "the research agent ran tools: {traced}");
+    let runs = open(&client, url, "runs", "r-tools").await;
+    assert!(runs.contains("r-tools"), "{runs}");
+    // The row's cells under the headers "Tool steps" and "Cost".
+    let script = "const [header] = arguments; \
+        const i = [...document.querySelectorAll('main th')].findIndex((th) => th.textContent === header); \
+        const row = [...document.querySelectorAll('main tbody tr')].find((tr) => tr.textContent.startsWith('r-tools')); \
+        return row.children[i].textContent;";
+    let steps_cell = client
+        .execute(script, vec![json!("Tool steps")])
+        .await
+        .unwrap();
+    assert_eq!(steps_cell, json!(steps.to_string()), "{runs}");
+    let cost_cell = client.execute(script, vec![json!("Cost")]).await.unwrap();
+    assert_eq!(cost_cell, json!("—"), "the mock has no price: {runs}");
+    let one = open(&client, url, "runs/r-tools", "Tool steps").await;
+    assert!(one.contains(&format!("Tool steps\n{steps}")), "{one}");
+    assert!(one.contains("Cost\n—"), "the mock has no price: {one}");
+
+    client.close().await.unwrap();
+    server.shutdown().await;
+}
+
+/// A failed call's page shows its error and what it names; the providers
+/// page says a failing provider is failing, with its targets' health.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_call_and_a_failing_provider_say_so() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let server = TestServer::start(&format!(
+        "[providers.p]\nkind = \"openai\"\nbaseUrl = \"{dead}\"\napiKeyEnv = \"\"\nmodel = \"m-1\"\n\
+         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n"
+    ))
+    .await;
+    let request = json!({"request": {"provider": "p",
+        "messages": [{"role": "user", "content": "hi"}]}});
+    let failed = server.post("/v1/call", &request).await;
+    assert_eq!(
+        failed.body["error"]["code"], "provider_unavailable",
+        "{}",
+        failed.body
+    );
+    let listed = server.get("/v1/calls").await.body;
+    let id = listed["data"][0]["id"].as_str().unwrap().to_owned();
+    let driver = chromedriver().await;
+    let client = browser(&driver).await;
+    let url = &server.url;
+    let one = open(&client, url, &format!("calls/{id}"), "Error").await;
+    assert!(
+        one.contains("provider_unavailable") && one.contains("could not connect"),
+        "{one}"
+    );
+    let providers = open(&client, url, "providers", "Health").await;
+    assert!(
+        providers.contains("Failing: p: 3 of 3 requests unavailable"),
+        "{providers}"
+    );
+    assert!(providers.contains("p/m-1"), "{providers}");
+    client.close().await.unwrap();
+    server.shutdown().await;
+}
+
+/// A bundled example's default input and mock script, as JSON.
+fn callai_tests_example(name: &str) -> (Value, Value) {
+    let e = callai_examples::example(name).unwrap();
+    let read = |path: &str| serde_json::from_str(path).unwrap();
+    (read(e.default_input), read(e.default_script))
 }

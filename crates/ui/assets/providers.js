@@ -33,6 +33,21 @@ function health(targets) {
   ], sorted, "Each target's health");
 }
 
+/** A line for each provider some of whose requests found it unavailable
+ * since the host started (whether or not a run log keeps usage). */
+function failing(targets) {
+  const providers = [...new Set(targets.map((t) => t.provider))].sort();
+  return providers.map((provider) => {
+    const mine = targets.filter((t) => t.provider === provider);
+    const sent = mine.reduce((a, t) => a + t.requests, 0);
+    const lost = mine.reduce((a, t) => a + t.unavailable, 0);
+    return lost
+      ? h("p", { class: "error" },
+        `Failing: ${provider}: ${num(lost)} of ${num(sent)} requests unavailable since the host started.`)
+      : null;
+  }).filter(Boolean);
+}
+
 export async function providersPage() {
   const [usage, targets] = await Promise.all([
     get("/v1/usage", { minutes: 60 }),
@@ -40,7 +55,7 @@ export async function providersPage() {
   ]);
   const parts = [h("h1", {}, "Providers")];
   if (targets.data.length) {
-    parts.push(h("h2", {}, "Health"), health(targets.data));
+    parts.push(h("h2", {}, "Health"), health(targets.data), ...failing(targets.data));
   }
   if (!usage.requests.length) {
     parts.push(empty("No provider request in the last hour."));
@@ -50,14 +65,8 @@ export async function providersPage() {
   for (const provider of providers) {
     const rows = usage.requests.filter((r) => r.provider === provider);
     const reasons = [...new Set(rows.map((r) => r.reason))].sort();
-    const mine = targets.data.filter((t) => t.provider === provider);
-    const sent = mine.reduce((a, t) => a + t.requests, 0);
-    const lost = mine.reduce((a, t) => a + t.unavailable, 0);
     parts.push(
       h("h2", {}, provider),
-      lost
-        ? h("p", { class: "error" }, `Failing: ${num(lost)} of ${num(sent)} requests unavailable since the host started.`)
-        : null,
       minuteChart({
         sinceMs: usage.sinceMs, minutes: usage.minutes,
         label: `Requests to ${provider} per minute over the last ${usage.minutes} minutes, by reason`,

@@ -2,7 +2,7 @@
 // with its calls and events.
 
 import { get, ApiError } from "./api.js";
-import { h, factList, table, empty, num, time, link } from "./dom.js";
+import { h, factList, table, empty, moneyCell, num, sum, time, link } from "./dom.js";
 import { callTable } from "./calls.js";
 
 /** The recent runs (those with calls still kept), and a form to open any. */
@@ -20,11 +20,12 @@ export async function runsPage() {
   const runs = new Map();
   for (const c of calls.data) {
     const key = JSON.stringify([c.tenant, c.runId]);
-    const run = runs.get(key) || { id: c.runId, tenant: c.tenant, last: c.createdAt, calls: 0, attempts: 0 };
-    run.calls += 1;
+    const run = runs.get(key) || { id: c.runId, tenant: c.tenant, last: c.createdAt, calls: [], attempts: 0 };
+    run.calls.push(c);
     run.attempts += c.attempts.count;
     runs.set(key, run);
   }
+  for (const run of runs.values()) Object.assign(run, totals(run.calls));
   return h("section", {},
     h("h1", {}, "Runs"),
     form,
@@ -33,10 +34,31 @@ export async function runsPage() {
         ["Run", (r) => link(runHref(r.id, r.tenant), r.id)],
         ["Tenant", (r) => r.tenant],
         ["Last call", (r) => time(r.last)],
-        ["Calls", (r) => num(r.calls), true],
+        ["Calls", (r) => num(r.calls.length), true],
         ["Attempts", (r) => num(r.attempts), true],
+        ["Tool steps", (r) => num(r.toolSteps), true],
+        ["Cost", (r) => moneyCell(r.cost), true],
       ], [...runs.values()], "Recent runs")
       : empty("No pack run has made a call yet. Start one with POST /v1/runs; its calls show here."));
+}
+
+/** What calls of a run cost, summed in their currency (`≥` when one was
+ * incomplete or had no price; none when none was priced or they were in
+ * two currencies), and how many were tool steps: answered with tool
+ * calls for the pack to run. */
+function totals(calls) {
+  const priced = calls.filter((c) => c.cost);
+  const currency = priced[0]?.cost.currency;
+  const one = priced.every((c) => c.cost.currency === currency);
+  const cost = priced.length && one
+    ? {
+      amount: sum(priced.map((c) => c.cost.amount)),
+      currency,
+      complete: priced.length === calls.length && priced.every((c) => c.cost.complete !== false),
+    }
+    : null;
+  const toolSteps = calls.filter((c) => c.requests.at(-1)?.outcome === "tool-call").length;
+  return { cost, toolSteps };
 }
 
 /** The viewer's address of run `id` of `tenant` (the admin names whose). */
@@ -60,6 +82,8 @@ export async function runPage(id, params) {
     ["Calls", num(run.calls)],
     ["Provider requests", num(run.attempts?.count)],
     ["Output tokens", num(run.attempts?.outputTokens)],
+    ["Tool steps", num(totals(calls.data).toolSteps)],
+    ["Cost", moneyCell(totals(calls.data).cost)],
     run.error ? ["Error", h("span", { class: "error" }, run.error.message || JSON.stringify(run.error))] : null,
   ];
   return h("section", {},
