@@ -158,7 +158,7 @@ mod tests {
             "[::1]:8080",
             "localhost:8080",
             "callai.internal",
-            "10.0.0.7",
+            "127.0.0.7",
         ] {
             assert_eq!(
                 refused(&guard, "POST", &[("host", host), json]),
