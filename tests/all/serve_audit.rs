@@ -14,7 +14,7 @@ fn down() -> Reply {
 }
 
 /// A loopback address nothing listens on: bound, then closed.
-fn closed_port() -> String {
+pub(crate) fn closed_port() -> String {
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", closed.local_addr().unwrap());
     drop(closed);

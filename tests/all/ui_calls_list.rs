@@ -164,9 +164,7 @@ async fn a_runs_tool_steps_and_cost_show_on_the_runs_pages() {
 /// page says a failing provider is failing, with its targets' health.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failed_call_and_a_failing_provider_say_so() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let dead = format!("http://{}/v1", closed.local_addr().unwrap());
-    drop(closed);
+    let dead = super::serve_audit::closed_port();
     let server = TestServer::start(&format!(
         "[providers.p]\nkind = \"openai\"\nbaseUrl = \"{dead}\"\napiKeyEnv = \"\"\nmodel = \"m-1\"\n\
          [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n"
