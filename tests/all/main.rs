@@ -76,6 +76,7 @@ mod serve_routes;
 mod serve_slow_clients;
 mod serve_sre;
 mod serve_stream;
+mod serve_thinking;
 mod serve_tools;
 mod serve_upstream;
 mod telemetry;

@@ -251,7 +251,7 @@ async fn what_the_host_cannot_honour_is_refused_naming_its_param() {
     let r = post(
         &server,
         "/v1/messages",
-        &json!({"model": "mock", "max_tokens": 5, "messages": hi, "thinking": {}}),
+        &json!({"model": "mock", "max_tokens": 5, "messages": hi, "thinking": {"type": "adaptive"}}),
         &[],
     )
     .await;
@@ -262,7 +262,7 @@ async fn what_the_host_cannot_honour_is_refused_naming_its_param() {
         e["error"]["message"]
             .as_str()
             .unwrap()
-            .starts_with("thinking:"),
+            .starts_with("thinking: extended thinking, which [\"mock\"] cannot take"),
         "{e}"
     );
     an_exhausted_envelope_is_422(&server, &hi).await;

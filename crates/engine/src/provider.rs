@@ -3,7 +3,8 @@
 //! [`Providers`] holds them by the name a request's `provider` names.
 
 use callai_wire::{
-    Message, PromptCache, StructuredOutput, TokenLimitField, Tool, ToolCall, ToolChoice,
+    Message, PromptCache, StructuredOutput, Thinking, ThinkingBlock, TokenLimitField, Tool,
+    ToolCall, ToolChoice,
 };
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -63,6 +64,9 @@ pub struct ProviderRequest {
     /// them ([`Provider::takes_prompt_cache`]); none in a fallback attempt,
     /// whose prompt is the host's own.
     pub prompt_cache: Option<Arc<PromptCache>>,
+    /// The client's extended thinking and its conversation's thinking
+    /// blocks, for a provider that takes them ([`Provider::takes_thinking`]).
+    pub thinking: Option<Arc<Thinking>>,
 }
 
 /// Why the provider stopped generating.
@@ -121,6 +125,10 @@ pub struct ProviderReply {
     pub model: Option<String>,
     /// The HTTP status it came with, when it came over HTTP.
     pub status: Option<u16>,
+    /// The reply's thinking blocks, in order (an Anthropic-kind provider's,
+    /// when the call asked for thinking); their tokens are in
+    /// `output_tokens`.
+    pub thinking: Vec<ThinkingBlock>,
 }
 
 impl ProviderReply {
@@ -241,6 +249,12 @@ pub trait Provider: Send + Sync {
     /// (`cache_control`): a call that carries them skips a provider that
     /// does not, or is refused naming the field.
     fn takes_prompt_cache(&self) -> bool {
+        false
+    }
+    /// Whether it takes extended thinking (`thinking`, and thinking blocks
+    /// passed back): a call that asks the model to think skips a provider
+    /// that does not, or is refused naming the field.
+    fn takes_thinking(&self) -> bool {
         false
     }
     /// Sends one request.

@@ -83,6 +83,9 @@ impl Host {
         if let Some(cache) = request.prompt_cache.as_deref().filter(|c| !c.is_empty()) {
             chain = cache_takers(chain, &cache.field)?;
         }
+        if request.thinking.as_deref().is_some_and(|t| t.required()) {
+            chain = thinking_takers(chain)?;
+        }
         match first_image(request) {
             Some(field) => self.image_takers(chain, &field),
             None => Ok(chain),
@@ -235,7 +238,22 @@ impl Host {
     }
 }
 
-/// The field of a request's first image, if it carries any.
+/// `chain` without the targets whose provider cannot think, for a request
+/// that asks the model to; refused naming `thinking` when none is left.
+fn thinking_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
+    let (chain, refused) = chain.keep(|p| p.takes_thinking());
+    if chain.targets.is_empty() {
+        return Err(CallError::validation(
+            "thinking",
+            format!(
+                "extended thinking, which {refused:?} cannot take (an Anthropic-kind provider \
+                 takes it): leave thinking out, or route the call to one"
+            ),
+        ));
+    }
+    Ok(chain)
+}
+
 /// `chain` without the targets whose provider takes no prompt-caching
 /// breakpoints, for a request that set one at `field`; refused naming it
 /// when none is left.
@@ -253,6 +271,7 @@ fn cache_takers<'h>(chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallErro
     Ok(chain)
 }
 
+/// The field of a request's first image, if it carries any.
 fn first_image(request: &CallRequest) -> Option<String> {
     request
         .messages

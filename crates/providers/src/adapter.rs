@@ -22,6 +22,8 @@ pub trait WireFormat: Send + Sync + 'static {
     /// Whether it takes a client's prompt-caching breakpoints
     /// (`cache_control`).
     const PROMPT_CACHE: bool = false;
+    /// Whether it takes extended thinking (`thinking`) and thinking blocks.
+    const THINKING: bool = false;
     /// The auth (and version) headers, the key in `key_header`.
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)>;
     /// A whole success answer, typed.
@@ -182,6 +184,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     fn takes_prompt_cache(&self) -> bool {
         W::PROMPT_CACHE
+    }
+
+    fn takes_thinking(&self) -> bool {
+        W::THINKING
     }
 
     fn complete<'a>(

@@ -131,6 +131,7 @@ macro_rules! wit_conversions {
                         finish_reason: r.finish_reason.map(Into::into),
                         model: r.model,
                         attempts: r.attempts.map(Into::into),
+                        thinking: Vec::new(),
                     }
                 }
             }
@@ -201,6 +202,7 @@ macro_rules! wit_conversions {
                         parallel_tool_calls: None,
                         token_limit_field: None,
                         prompt_cache: None,
+                        thinking: None,
                     })
                 }
             }

@@ -36,6 +36,7 @@ mod parse;
 mod prompt_cache;
 mod request;
 mod result;
+mod thinking;
 mod tools;
 mod unknown;
 
@@ -47,6 +48,7 @@ pub use request::{
     CallRequest, MAX_ATTEMPTS, Message, RetryField, RetryPolicy, Role, TokenLimitField,
 };
 pub use result::{Attempts, CallAccounting, CallResult, FinishReason, StructuredOutput, Usage};
+pub use thinking::{Thinking, ThinkingBlock, ThinkingConfig, ThinkingDisplay, ThinkingKind};
 pub use tools::{MAX_TOOL_NAME, Tool, ToolCall, ToolChoice};
 pub use unknown::{REQUEST_FIELDS, UnknownField, unknown_fields};
 

@@ -180,6 +180,11 @@ pub struct CallRequest {
     /// for a provider that takes it. Not part of the request's JSON.
     #[serde(skip)]
     pub prompt_cache: Option<std::sync::Arc<crate::prompt_cache::PromptCache>>,
+    /// The extended thinking a drop-in's client asked for (`thinking`) and
+    /// its conversation's thinking blocks, for a provider that takes them.
+    /// Not part of the request's JSON.
+    #[serde(skip)]
+    pub thinking: Option<std::sync::Arc<crate::thinking::Thinking>>,
 }
 
 /// The field a client sent its token limit in (OpenAI's two spellings).

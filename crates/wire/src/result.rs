@@ -131,6 +131,11 @@ pub struct CallResult {
     /// Present when the host advertises `callAccounting.attempts`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempts: Option<Attempts>,
+    /// The final attempt's thinking blocks, for a drop-in's answer to pass
+    /// on (the Messages API's `thinking` and `redacted_thinking`). Not part
+    /// of the result's JSON: a pack is given the answer, not the thinking.
+    #[serde(skip)]
+    pub thinking: Vec<crate::thinking::ThinkingBlock>,
 }
 
 impl CallResult {

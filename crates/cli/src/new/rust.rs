@@ -18,8 +18,8 @@ const SDK: &[(&str, &str)] = sources!(".callai/callai-sdk", "guest-sdk":
 const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
     "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse/mod.rs", "src/parse/parsed.rs",
     "src/parse/read.rs", "src/parse/retry.rs", "src/parse/shape.rs", "src/parse/tests.rs",
-    "src/parse/visit.rs", "src/prompt_cache.rs", "src/request.rs", "src/result.rs", "src/tools.rs", "src/unknown.rs",
-    "src/image.rs");
+    "src/parse/visit.rs", "src/prompt_cache.rs", "src/request.rs", "src/result.rs",
+    "src/thinking.rs", "src/tools.rs", "src/unknown.rs", "src/image.rs");
 
 /// The oldest Rust the pack builds with: the workspace's own.
 const RUST_VERSION: &str = env!("CARGO_PKG_RUST_VERSION");

@@ -134,6 +134,7 @@ mod tests {
             output_tokens: None,
             model: None,
             status: None,
+            thinking: Vec::new(),
         }
     }
 

@@ -105,6 +105,7 @@ pub(super) fn build(
             Extra::Fallback(_) => None,
             _ => r.prompt_cache.clone(),
         },
+        thinking: r.thinking.clone(),
     }
 }
 

@@ -368,6 +368,7 @@ impl Provider for MockProvider {
                     tool_calls: tool_calls::scripted(reply.tool_calls),
                     model: Some(request.model.clone().unwrap_or_else(|| MOCK_MODEL.into())),
                     status: None,
+                    thinking: Vec::new(),
                 }),
             }
         })
@@ -391,6 +392,7 @@ mod tests {
             tools: None,
             token_limit_field: None,
             prompt_cache: None,
+            thinking: None,
         }
     }
 

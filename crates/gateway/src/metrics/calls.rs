@@ -150,6 +150,7 @@ mod tests {
             output_tokens: Some(tokens),
             model: None,
             status: None,
+            thinking: Vec::new(),
         }
     }
 

@@ -4,7 +4,7 @@
 //! as the JSON text it came as, never parsed here.
 
 use crate::usage::{ErrorObject, Tokens, nullable};
-use callai_engine::wire::ToolCall;
+use callai_engine::wire::{ThinkingBlock, ToolCall};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -22,9 +22,18 @@ pub struct Message {
     usage: Usage,
 }
 
-/// A content block: text, or a tool call with its input.
+/// A content block: text, a tool call with its input, or thinking.
 #[derive(Debug, Default, Deserialize)]
 struct Block {
+    /// A `thinking` block's text.
+    #[serde(default)]
+    thinking: Option<String>,
+    /// A `thinking` block's signature.
+    #[serde(default)]
+    signature: Option<String>,
+    /// A `redacted_thinking` block's encrypted thinking.
+    #[serde(default)]
+    data: Option<String>,
     #[serde(rename = "type", default)]
     kind: String,
     #[serde(default)]
@@ -116,6 +125,10 @@ struct Delta {
     #[serde(default)]
     partial_json: Option<String>,
     #[serde(default)]
+    thinking: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
     stop_reason: Option<String>,
 }
 
@@ -125,8 +138,43 @@ struct FoldedBlock {
     kind: String,
     id: Option<String>,
     name: Option<String>,
+    /// Its text; a `thinking` block's thinking.
     text: String,
     input: String,
+    /// A `thinking` block's signature; a `redacted_thinking` block's data.
+    signature: String,
+}
+
+impl Block {
+    /// The thinking block it is, if it is one.
+    fn thinking(self) -> Option<ThinkingBlock> {
+        match self.kind.as_str() {
+            "thinking" => Some(ThinkingBlock::Thinking {
+                thinking: self.thinking.unwrap_or_default(),
+                signature: self.signature.unwrap_or_default(),
+            }),
+            "redacted_thinking" => Some(ThinkingBlock::RedactedThinking {
+                data: self.data.unwrap_or_default(),
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl FoldedBlock {
+    /// The thinking block it is, if it is one.
+    fn thinking(&mut self) -> Option<ThinkingBlock> {
+        match self.kind.as_str() {
+            "thinking" => Some(ThinkingBlock::Thinking {
+                thinking: std::mem::take(&mut self.text),
+                signature: std::mem::take(&mut self.signature),
+            }),
+            "redacted_thinking" => Some(ThinkingBlock::RedactedThinking {
+                data: std::mem::take(&mut self.signature),
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A streamed message as far as its events went.
@@ -152,6 +200,7 @@ fn stop(reason: Option<&str>) -> StopReason {
 fn reply(
     content: String,
     tool_calls: Vec<ToolCall>,
+    thinking: Vec<ThinkingBlock>,
     reason: Option<&str>,
     model: Option<String>,
     usage: Usage,
@@ -166,6 +215,7 @@ fn reply(
         output_tokens: usage.output_tokens.0,
         model,
         status: None,
+        thinking,
     }
 }
 
@@ -185,20 +235,24 @@ impl Message {
             .filter(|b| b.kind == "text")
             .filter_map(|b| b.text.as_deref())
             .collect();
-        let calls = blocks
-            .into_iter()
-            .filter(|b| b.kind == "tool_use")
-            .map(|b| ToolCall {
-                id: b.id.unwrap_or_default(),
-                name: b.name.unwrap_or_default(),
-                arguments: b
-                    .input
-                    .map_or_else(|| "null".to_owned(), |i| i.get().to_owned()),
-            })
-            .collect();
+        let (mut calls, mut thinking) = (Vec::new(), Vec::new());
+        for b in blocks {
+            if b.kind == "tool_use" {
+                calls.push(ToolCall {
+                    id: b.id.unwrap_or_default(),
+                    name: b.name.unwrap_or_default(),
+                    arguments: b
+                        .input
+                        .map_or_else(|| "null".to_owned(), |i| i.get().to_owned()),
+                });
+            } else if let Some(block) = b.thinking() {
+                thinking.push(block);
+            }
+        }
         Ok(reply(
             content,
             calls,
+            thinking,
             self.stop_reason.as_deref(),
             self.model,
             self.usage,
@@ -236,12 +290,16 @@ impl Folded {
             }
             "content_block_start" => {
                 let block = event.content_block.unwrap_or_default();
+                // A redacted block comes whole; a thinking block's text and
+                // signature follow in deltas (or come here, if whole).
+                let signature = block.signature.or(block.data).unwrap_or_default();
                 self.blocks.push(FoldedBlock {
                     kind: block.kind,
                     id: block.id,
                     name: block.name,
-                    text: block.text.unwrap_or_default(),
+                    text: block.text.or(block.thinking).unwrap_or_default(),
                     input: String::new(),
+                    signature,
                 });
             }
             "content_block_delta" => {
@@ -260,6 +318,16 @@ impl Folded {
                     Some("input_json_delta") => {
                         if let Some(json) = &event.delta.partial_json {
                             block.input.push_str(json);
+                        }
+                    }
+                    Some("thinking_delta") => {
+                        if let Some(thinking) = &event.delta.thinking {
+                            block.text.push_str(thinking);
+                        }
+                    }
+                    Some("signature_delta") => {
+                        if let Some(signature) = &event.delta.signature {
+                            block.signature.push_str(signature);
                         }
                     }
                     _ => {}
@@ -304,23 +372,26 @@ impl Folded {
             .filter(|b| b.kind == "text")
             .map(|b| b.text.as_str())
             .collect();
-        let calls = self
-            .blocks
-            .into_iter()
-            .filter(|b| b.kind == "tool_use")
-            .map(|b| ToolCall {
-                id: b.id.unwrap_or_default(),
-                name: b.name.unwrap_or_default(),
-                // A call with no input deltas took no arguments.
-                arguments: match b.input.is_empty() {
-                    true => "{}".to_owned(),
-                    false => b.input,
-                },
-            })
-            .collect();
+        let (mut calls, mut thinking) = (Vec::new(), Vec::new());
+        for mut b in self.blocks {
+            if b.kind == "tool_use" {
+                calls.push(ToolCall {
+                    id: b.id.unwrap_or_default(),
+                    name: b.name.unwrap_or_default(),
+                    // A call with no input deltas took no arguments.
+                    arguments: match b.input.is_empty() {
+                        true => "{}".to_owned(),
+                        false => b.input,
+                    },
+                });
+            } else if let Some(block) = b.thinking() {
+                thinking.push(block);
+            }
+        }
         Ok(reply(
             content,
             calls,
+            thinking,
             self.stop_reason.as_deref(),
             self.model,
             self.usage,
@@ -329,78 +400,5 @@ impl Folded {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn event(json: &str) -> Event {
-        serde_json::from_str(json).unwrap()
-    }
-
-    #[test]
-    fn a_message_reads_its_tool_input_as_sent() {
-        let m: Message = serde_json::from_str(
-            r#"{"model": "c", "stop_reason": "tool_use", "usage": {"input_tokens": 9},
-                "content": [{"type": "text", "text": "x"},
-                            {"type": "tool_use", "name": "respond", "input": {"a": [1, 2]}}]}"#,
-        )
-        .unwrap();
-        let r = m.into_reply().unwrap();
-        assert_eq!(r.content, "x");
-        assert_eq!(r.tool_calls[0].name, "respond");
-        assert_eq!(r.tool_calls[0].arguments, r#"{"a": [1, 2]}"#);
-        assert_eq!((r.input_tokens, r.output_tokens), (Some(9), None));
-    }
-
-    #[test]
-    fn cache_reads_and_writes_count_as_input_and_reads_as_cached() {
-        let m: Message = serde_json::from_str(
-            r#"{"model": "c", "stop_reason": "end_turn", "content": [{"type": "text", "text": "x"}],
-                "usage": {"input_tokens": 9, "output_tokens": 2,
-                          "cache_read_input_tokens": 1000, "cache_creation_input_tokens": 50}}"#,
-        )
-        .unwrap();
-        let r = m.into_reply().unwrap();
-        assert_eq!(
-            (r.input_tokens, r.cached_input_tokens),
-            (Some(1059), Some(1000))
-        );
-        let plain: Message = serde_json::from_str(
-            r#"{"content": [], "usage": {"input_tokens": 9, "output_tokens": 2}}"#,
-        )
-        .unwrap();
-        let r = plain.into_reply().unwrap();
-        assert_eq!((r.input_tokens, r.cached_input_tokens), (Some(9), None));
-    }
-
-    #[test]
-    fn a_stream_folds_its_blocks_and_needs_its_end() {
-        let mut f = Folded::default();
-        for e in [
-            r#"{"type": "message_start", "message": {"model": "c", "usage": {"input_tokens": 5}}}"#,
-            r#"{"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}"#,
-        ] {
-            f.fold(event(e)).unwrap();
-        }
-        let text = f
-            .fold(event(
-                r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hi"}}"#,
-            ))
-            .unwrap();
-        assert_eq!(text.as_deref(), Some("hi"));
-        f.fold(event(
-            r#"{"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 2}}"#,
-        ))
-        .unwrap();
-        f.fold(event(r#"{"type": "message_stop"}"#)).unwrap();
-        let r = f.into_reply().unwrap();
-        assert_eq!(r.content, "hi");
-        assert_eq!((r.input_tokens, r.output_tokens), (Some(5), Some(2)));
-        // Issue 31 #14: a stream that just ends is a cut.
-        let mut cut = Folded::default();
-        cut.fold(event(
-            r#"{"type": "content_block_start", "index": 0, "content_block": {"type": "text"}}"#,
-        ))
-        .unwrap();
-        assert!(cut.into_reply().unwrap_err().message.contains("cut"));
-    }
-}
+#[path = "answer_tests.rs"]
+mod tests;

@@ -11,8 +11,8 @@ use super::upstream::{KeyHeader, Upstream};
 use answer::{Event, Folded, Message};
 use callai_engine::{ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::{
-    Image, ImageSource, Message as WireMessage, PromptCache, Role, StructuredOutput,
-    ToolChoice as Choice,
+    Image, ImageSource, Message as WireMessage, PromptCache, Role, StructuredOutput, ThinkingBlock,
+    ThinkingConfig, ToolChoice as Choice,
 };
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -44,6 +44,9 @@ struct MessagesBody<'a> {
     tools: Vec<Tool<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_choice: Option<ToolChoice<'a>>,
+    /// The client's `thinking`, as it sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<&'a ThinkingConfig>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     stream: bool,
     /// The config's `extraBody`.
@@ -113,6 +116,10 @@ enum BlockKind<'a> {
     Image {
         source: ImageBlockSource<'a>,
     },
+    /// A thinking block of an earlier answer, passed back as it came (its
+    /// own `type`, `thinking` or `redacted_thinking`).
+    #[serde(untagged)]
+    Thinking(&'a ThinkingBlock),
 }
 
 /// An `image` block's `source`: the bytes inline, or a URL Anthropic
@@ -201,8 +208,16 @@ fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
 /// Appends a message to the conversation: merged into the last turn when
 /// it is of the same role (as text joined by a blank line while both are
 /// text alone, as blocks otherwise).
-fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessage) {
-    let plain = m.tool_calls.is_empty() && m.role != Role::Tool && m.images.is_empty();
+fn push_turn<'a>(
+    turns: &mut Vec<Turn<'a>>,
+    role: &'static str,
+    m: &'a WireMessage,
+    thinking: &'a [ThinkingBlock],
+) {
+    let plain = m.tool_calls.is_empty()
+        && m.role != Role::Tool
+        && m.images.is_empty()
+        && thinking.is_empty();
     match turns.last_mut() {
         Some(last) if last.role == role => match (&mut last.content, plain) {
             (TurnContent::Text(text), true) => {
@@ -215,6 +230,7 @@ fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessa
                     TurnContent::Text(text) => vec![BlockKind::Text { text }.into()],
                     TurnContent::Blocks(blocks) => blocks,
                 };
+                merged.extend(thinking.iter().map(|t| BlockKind::Thinking(t).into()));
                 merged.extend(blocks(m));
                 *content = TurnContent::Blocks(merged);
             }
@@ -223,7 +239,13 @@ fn push_turn<'a>(turns: &mut Vec<Turn<'a>>, role: &'static str, m: &'a WireMessa
             role,
             content: match plain {
                 true => TurnContent::Text(Cow::Borrowed(&m.content)),
-                false => TurnContent::Blocks(blocks(m)),
+                false => TurnContent::Blocks(
+                    thinking
+                        .iter()
+                        .map(|t| BlockKind::Thinking(t).into())
+                        .chain(blocks(m))
+                        .collect(),
+                ),
             },
         }),
     }
@@ -290,6 +312,7 @@ impl WireFormat for AnthropicWire {
     const PATH: &'static str = "/messages";
     const NATIVE_TERMS: &'static [&'static str] = &["tool_choice", "tools", "input_schema"];
     const PROMPT_CACHE: bool = true;
+    const THINKING: bool = true;
 
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
@@ -315,7 +338,8 @@ impl WireFormat for AnthropicWire {
                 Role::User | Role::Tool => "user",
                 Role::Assistant => "assistant",
             };
-            push_turn(&mut messages, role, m);
+            let thinking = r.thinking.as_deref().map_or(&[][..], |t| t.blocks_of(i));
+            push_turn(&mut messages, role, m, thinking);
             if let Some(cache_control) = cache.and_then(|c| c.message(i)) {
                 mark_last(&mut messages, cache_control);
             }
@@ -334,6 +358,7 @@ impl WireFormat for AnthropicWire {
             stop_sequences: &r.stop_sequences,
             tools,
             tool_choice,
+            thinking: r.thinking.as_deref().and_then(|t| t.config.as_ref()),
             stream: delivery == Delivery::Streamed,
             extra: &upstream.extra_body,
         };

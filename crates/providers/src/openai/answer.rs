@@ -161,6 +161,7 @@ fn reply(
         output_tokens: usage.completion_tokens.0,
         model,
         status: None,
+        thinking: Vec::new(),
     }
 }
 

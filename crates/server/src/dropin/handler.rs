@@ -34,9 +34,11 @@ pub async fn handle<A: DropinApi>(
     let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
     let mapped = A::map(request)?;
     let streaming = mapped.streaming;
-    // A structured call, and a call with tools, is judged whole before
-    // any of it goes out (a retry could replace it).
-    let judged_whole = mapped.request.is_structured() || mapped.request.offers_tools();
+    // A structured call, a call with tools, and one that thinks (its
+    // thinking blocks lead the answer, and are known with it) is judged
+    // whole before any of it goes out (a retry could replace it).
+    let thinks = (mapped.request.thinking.as_deref()).is_some_and(|t| t.required());
+    let judged_whole = mapped.request.is_structured() || mapped.request.offers_tools() || thinks;
     let plan = prepare::<A>(&gateway, &caller, &headers, mapped)?;
     let id = plan.id.clone();
     // Every answer of the call names it, its failures too.

@@ -56,6 +56,15 @@ pub struct Part {
     /// A Messages API block's prompt-caching breakpoint, as sent.
     #[serde(default)]
     pub cache_control: Option<serde_json::Value>,
+    /// A `thinking` block's thinking, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub thinking: Option<String>,
+    /// A `thinking` block's signature, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub signature: Option<String>,
+    /// A `redacted_thinking` block's data, when it is a string.
+    #[serde(default, deserialize_with = "string_or_none")]
+    pub data: Option<String>,
 }
 
 /// An OpenAI `image_url` part's `image_url`.

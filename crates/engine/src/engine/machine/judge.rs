@@ -139,6 +139,7 @@ impl CallMachine<'_> {
                 .call_accounting
                 .attempts
                 .then(|| self.ledger.attempts(self.mode)),
+            thinking: reply.thinking,
         }
     }
 }

@@ -23,6 +23,7 @@ pub(super) fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> Pro
         output_tokens: tokens,
         model: None,
         status: None,
+        thinking: Vec::new(),
     }
 }
 

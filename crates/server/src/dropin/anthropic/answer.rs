@@ -1,11 +1,12 @@
-//! The Messages API's answers: a `message` (text, then `tool_use` blocks),
-//! and the events of a streamed one (text as it comes, tool calls once
-//! judged, each in a block of its own).
+//! The Messages API's answers: a `message` (thinking blocks, text, then
+//! `tool_use` blocks), and the events of a streamed one (text as it comes,
+//! tool calls once judged, each in a block of its own; a call that thinks
+//! is judged whole, its thinking blocks first).
 
 use crate::dropin::api::{AnswerExtension, Api, Framer, answer_text};
 use crate::dropin::sse::Frame;
 use crate::error::ApiError;
-use callai_engine::wire::{CallResult, FinishReason, ToolCall};
+use callai_engine::wire::{CallResult, FinishReason, ThinkingBlock, ToolCall};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -57,12 +58,14 @@ pub(super) struct MessageAnswer<'a> {
     pub usage: Usage,
 }
 
-/// A block of an answer: text, or a tool call.
+/// A block of an answer: text, a tool call, or thinking (with its own
+/// `type`, as the provider gave it).
 #[derive(Serialize)]
 #[serde(untagged)]
 pub(super) enum OutBlock<'a> {
     Text(TextBlock<'a>),
     ToolUse(ToolUseBlock<'a>),
+    Thinking(&'a ThinkingBlock),
 }
 
 #[derive(Serialize)]
@@ -99,14 +102,16 @@ fn tool_use(call: &ToolCall) -> ToolUseBlock<'_> {
     }
 }
 
-/// The content of `result`'s answer: its text (when it has some, or calls
-/// no tool), then its tool calls.
+/// The content of `result`'s answer: its thinking blocks, its text (when
+/// it has some, or calls no tool), then its tool calls.
 pub(super) fn content(result: &CallResult) -> Vec<OutBlock<'_>> {
     let text = answer_text(result);
     let calls = result.tool_calls.as_deref().unwrap_or_default();
     let text = (!text.is_empty() || calls.is_empty())
         .then_some(OutBlock::Text(TextBlock { text, kind: "text" }));
-    text.into_iter()
+    let thinking = result.thinking.iter().map(OutBlock::Thinking);
+    thinking
+        .chain(text)
         .chain(calls.iter().map(|c| OutBlock::ToolUse(tool_use(c))))
         .collect()
 }
@@ -174,9 +179,12 @@ struct MessageStop {
 /// A piece of a block: text, or a tool call's input as JSON text.
 #[derive(Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::enum_variant_names)] // Each is the Messages API's own `type`.
 enum PieceDelta<'a> {
     TextDelta { text: &'a str },
     InputJsonDelta { partial_json: &'a str },
+    ThinkingDelta { thinking: &'a str },
+    SignatureDelta { signature: &'a str },
 }
 
 #[derive(Serialize)]
@@ -191,8 +199,65 @@ pub struct MessageFramer {
     pub(super) model: String,
     /// `usage` in `message_start`.
     pub(super) start_usage: Usage,
-    /// Whether the text block (index 0) was closed (tool calls came).
+    /// Whether the text block was closed (tool calls came).
     pub(super) text_closed: bool,
+    /// The thinking blocks of a settled call, which lead its answer: the
+    /// text block's index is their count.
+    pub(super) thinking: Vec<ThinkingBlock>,
+}
+
+impl MessageFramer {
+    /// The text block's index: after the thinking blocks.
+    fn text_index(&self) -> u32 {
+        u32::try_from(self.thinking.len()).unwrap_or(u32::MAX)
+    }
+
+    /// The frames of the thinking blocks, as the Messages API streams them:
+    /// a thinking block starts empty, its text and signature follow in
+    /// deltas; a redacted one comes whole.
+    fn thinking_frames(&self) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        let empty = ThinkingBlock::Thinking {
+            thinking: String::new(),
+            signature: String::new(),
+        };
+        for (i, block) in self.thinking.iter().enumerate() {
+            let index = u32::try_from(i).unwrap_or(u32::MAX);
+            let (start, deltas) = match block {
+                ThinkingBlock::Thinking {
+                    thinking,
+                    signature,
+                } => (
+                    &empty,
+                    vec![
+                        PieceDelta::ThinkingDelta { thinking },
+                        PieceDelta::SignatureDelta { signature },
+                    ],
+                ),
+                redacted @ ThinkingBlock::RedactedThinking { .. } => (redacted, Vec::new()),
+            };
+            let start = BlockStart {
+                content_block: OutBlock::Thinking(start),
+                index,
+                kind: "content_block_start",
+            };
+            frames.push(frame("content_block_start", &start));
+            for delta in deltas {
+                let delta = BlockDelta {
+                    delta,
+                    index,
+                    kind: "content_block_delta",
+                };
+                frames.push(frame("content_block_delta", &delta));
+            }
+            let stop = BlockStop {
+                index,
+                kind: "content_block_stop",
+            };
+            frames.push(frame("content_block_stop", &stop));
+        }
+        frames
+    }
 }
 
 /// An event as a frame named by its type.
@@ -223,19 +288,19 @@ impl Framer for MessageFramer {
         };
         let block = BlockStart {
             content_block: block,
-            index: 0,
+            index: self.text_index(),
             kind: "content_block_start",
         };
-        vec![
-            frame("message_start", &start),
-            frame("content_block_start", &block),
-        ]
+        let mut frames = vec![frame("message_start", &start)];
+        frames.extend(self.thinking_frames());
+        frames.push(frame("content_block_start", &block));
+        frames
     }
 
     fn text(&mut self, text: &str) -> Vec<Frame> {
         let delta = BlockDelta {
             delta: PieceDelta::TextDelta { text },
-            index: 0,
+            index: self.text_index(),
             kind: "content_block_delta",
         };
         vec![frame("content_block_delta", &delta)]
@@ -246,10 +311,13 @@ impl Framer for MessageFramer {
             index,
             kind: "content_block_stop",
         };
-        let mut frames = vec![frame("content_block_stop", &stop(0))];
+        let first = self.text_index();
+        let mut frames = vec![frame("content_block_stop", &stop(first))];
         self.text_closed = true;
         for (i, call) in calls.iter().enumerate() {
-            let index = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            let index = u32::try_from(i + 1)
+                .unwrap_or(u32::MAX)
+                .saturating_add(first);
             // The block starts with an empty input; the input follows whole.
             let empty = ToolUseBlock {
                 input: Cow::Owned(RawValue::from_string("{}".to_owned()).expect("{} is JSON")),
@@ -276,7 +344,7 @@ impl Framer for MessageFramer {
 
     fn end(&mut self, result: &CallResult) -> Vec<Frame> {
         let stop = BlockStop {
-            index: 0,
+            index: self.text_index(),
             kind: "content_block_stop",
         };
         let delta = MessageDelta {

@@ -3,12 +3,14 @@
 //! (`output_config.format`, as the `anthropic` client 2.x sends it; the
 //! beta's `output_format` is read too). Client tools, `tool_use` and
 //! `tool_result` blocks are the engine's tool calls; `cache_control`
-//! breakpoints go on to an Anthropic-kind provider (`cache`). Server
-//! tools, extended thinking and other content are refused naming them;
-//! `metadata`, `top_p`, `top_k` and `service_tier` are dropped.
+//! breakpoints (`cache`) and extended thinking (`thinking`, and the
+//! thinking blocks of earlier turns) go on to an Anthropic-kind provider.
+//! Server tools and other content are refused naming them; `metadata`,
+//! `top_p`, `top_k` and `service_tier` are dropped.
 
 mod answer;
 mod cache;
+mod thinking;
 mod tools;
 
 pub use answer::MessageFramer;
@@ -17,7 +19,7 @@ use super::api::{AnswerExtension, Api, DropinApi, Extension, Mapped, Streaming};
 use super::parts::{TextOrParts, text_of, text_or_parts};
 use crate::error::ApiError;
 use answer::{MessageAnswer, Usage, content, stop_reason, usage};
-use callai_engine::wire::{CallRequest, CallResult, Role};
+use callai_engine::wire::{CallRequest, CallResult, Role, ThinkingConfig};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -39,8 +41,8 @@ pub struct MessagesRequest {
     output_format: Option<OutputFormat>,
     tools: Option<Vec<AnthropicTool>>,
     tool_choice: Option<AnthropicChoice>,
+    thinking: Option<ThinkingConfig>,
     // Refused when present.
-    thinking: Option<Value>,
     container: Option<Value>,
     mcp_servers: Option<Value>,
     // Dropped: they do not change what the answer means.
@@ -105,7 +107,6 @@ impl DropinApi for Anthropic {
 
     fn map(r: MessagesRequest) -> Result<Mapped, ApiError> {
         let present = [
-            ("thinking", r.thinking.is_some()),
             ("container", r.container.is_some()),
             ("mcp_servers", r.mcp_servers.is_some()),
         ];
@@ -124,6 +125,7 @@ impl DropinApi for Anthropic {
             .map(|system| text_of("system", "block", system))
             .transpose()?;
         let mut messages = Vec::with_capacity(r.messages.len());
+        let mut history = Vec::new();
         for (i, m) in r.messages.into_iter().enumerate() {
             let role = match m.role.as_str() {
                 "user" => Role::User,
@@ -135,7 +137,14 @@ impl DropinApi for Anthropic {
                     ));
                 }
             };
-            tools::turn(i, role, m.content, &mut messages, &mut breakpoints)?;
+            tools::turn(
+                i,
+                role,
+                m.content,
+                &mut messages,
+                &mut breakpoints,
+                &mut history,
+            )?;
         }
         let format = r.output_config.and_then(|c| c.format).or(r.output_format);
         let response_schema = match format {
@@ -155,6 +164,13 @@ impl DropinApi for Anthropic {
             }
             None => (None, None),
         };
+        let thinking = thinking::checked(
+            r.thinking,
+            history,
+            r.max_tokens,
+            response_schema.is_some(),
+            tool_choice.as_ref(),
+        )?;
         let request = CallRequest {
             system_prompt,
             messages,
@@ -169,6 +185,7 @@ impl DropinApi for Anthropic {
             tool_choice,
             parallel_tool_calls,
             prompt_cache: breakpoints.into_cache().map(std::sync::Arc::new),
+            thinking: thinking.map(std::sync::Arc::new),
             ..CallRequest::default()
         };
         let streaming = match r.stream {
@@ -226,6 +243,7 @@ impl DropinApi for Anthropic {
             model,
             start_usage,
             text_closed: false,
+            thinking: settled.map(|r| r.thinking.clone()).unwrap_or_default(),
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::cache::Breakpoints;
 use crate::dropin::parts::{TextOrParts, text_of};
 use crate::error::ApiError;
-use callai_engine::wire::{Message, Role, Tool, ToolCall, ToolChoice};
+use callai_engine::wire::{Message, Role, ThinkingBlock, Tool, ToolCall, ToolChoice};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -90,13 +90,16 @@ pub(super) fn choice(c: AnthropicChoice) -> Result<(ToolChoice, Option<bool>), A
 
 /// Appends the engine's messages of one Messages API turn: a user's
 /// `tool_result` blocks are each a tool's result (before the turn's text),
-/// an assistant's `tool_use` blocks its tool calls.
+/// an assistant's `tool_use` blocks its tool calls, and its `thinking` and
+/// `redacted_thinking` blocks are kept in `thinking` with the index of the
+/// message they lead.
 pub(super) fn turn(
     i: usize,
     role: Role,
     content: TextOrParts,
     out: &mut Vec<Message>,
     breakpoints: &mut Breakpoints,
+    thinking: &mut Vec<(usize, Vec<ThinkingBlock>)>,
 ) -> Result<(), ApiError> {
     let parts = match content {
         TextOrParts::Text(text) => {
@@ -106,6 +109,7 @@ pub(super) fn turn(
         TextOrParts::Parts(parts) => parts,
     };
     let (mut text, mut calls, mut images) = (String::new(), Vec::new(), Vec::new());
+    let mut thought = Vec::new();
     // The breakpoint of the turn's own message (its text, image or
     // tool_use blocks); a tool_result's goes on its own message.
     let mut pending = None;
@@ -127,6 +131,9 @@ pub(super) fn turn(
                     .input
                     .map_or_else(|| "{}".to_owned(), |input| input.get().to_owned()),
             }),
+            (Some("thinking" | "redacted_thinking"), Role::Assistant) => {
+                thought.push(super::thinking::block(&param(), part)?);
+            }
             (Some("tool_result"), Role::User) => {
                 let Some(id) = part.tool_use_id else {
                     return Err(ApiError::invalid(
@@ -151,7 +158,7 @@ pub(super) fn turn(
                 return Err(ApiError::invalid(
                     &param(),
                     format!(
-                        "a block of type {:?} in a {} turn: this host takes text, a user's image and tool_result blocks and an assistant's tool_use",
+                        "a block of type {:?} in a {} turn: this host takes text, a user's image and tool_result blocks and an assistant's tool_use, thinking and redacted_thinking",
                         kind.unwrap_or("?"),
                         role.as_str()
                     ),
@@ -173,6 +180,10 @@ pub(super) fn turn(
         && !out.is_empty()
     {
         breakpoints.message(out.len() - 1, value);
+    }
+    // An assistant turn always adds its message, which its thinking leads.
+    if !thought.is_empty() {
+        thinking.push((out.len() - 1, thought));
     }
     Ok(())
 }
