@@ -132,6 +132,7 @@ macro_rules! wit_conversions {
                         model: r.model,
                         attempts: r.attempts.map(Into::into),
                         thinking: Vec::new(),
+                        cached_input_tokens: None,
                     }
                 }
             }

@@ -136,6 +136,12 @@ pub struct CallResult {
     /// of the result's JSON: a pack is given the answer, not the thinking.
     #[serde(skip)]
     pub thinking: Vec<crate::thinking::ThinkingBlock>,
+    /// Of the final attempt's input tokens, those its provider said it read
+    /// from its prompt cache, for a drop-in's `usage` to say (the Responses
+    /// API's `input_tokens_details.cached_tokens`); `None` when it said
+    /// nothing of a cache. Not part of the result's JSON (§A.4 fixes it).
+    #[serde(skip)]
+    pub cached_input_tokens: Option<u32>,
 }
 
 impl CallResult {

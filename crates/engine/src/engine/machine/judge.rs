@@ -140,6 +140,7 @@ impl CallMachine<'_> {
                 .attempts
                 .then(|| self.ledger.attempts(self.mode)),
             thinking: reply.thinking,
+            cached_input_tokens: reply.cached_input_tokens,
         }
     }
 }
