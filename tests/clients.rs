@@ -13,6 +13,16 @@ use std::process::Command;
 pub struct Clients {
     python: PathBuf,
     openai_module: PathBuf,
+    codex: PathBuf,
+}
+
+/// What `codex exec` did: its last message, and what it printed.
+#[derive(Debug)]
+pub struct CodexTurn {
+    /// The agent's last message (`--output-last-message`).
+    pub last_message: String,
+    /// Its standard error, for a failure to show.
+    pub stderr: String,
 }
 
 /// Which client drives a plan.
@@ -39,8 +49,9 @@ impl Clients {
         let found = Self {
             python: dir.join("venv/bin/python"),
             openai_module: dir.join("node/node_modules/openai/index.mjs"),
+            codex: dir.join("node/node_modules/@openai/codex/bin/codex.js"),
         };
-        if found.python.exists() && found.openai_module.exists() {
+        if found.python.exists() && found.openai_module.exists() && found.codex.exists() {
             return Some(found);
         }
         let how = format!(
@@ -109,6 +120,81 @@ impl Clients {
             .env("LANGSMITH_TRACING", "false")
             .env("OPENAI_AGENTS_DISABLE_TRACING", "1");
         printed(command, scenario)
+    }
+}
+
+impl Clients {
+    /// Runs a Responses API scenario of `tests/clients/responses_client.py`
+    /// against the server at `base`; what the client parsed.
+    pub fn responses(&self, scenario: &str, base: &str) -> Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/responses_client.py");
+        let mut command = Command::new(&self.python);
+        command.arg(script).arg(base).arg(scenario);
+        // Nothing of the Agents SDK may call out.
+        command.env("OPENAI_AGENTS_DISABLE_TRACING", "1");
+        printed(command, scenario)
+    }
+
+    /// Runs Codex CLI's `codex exec` once with `prompt`, its model provider
+    /// the server at `base` over the Responses API (model `p`), in a home
+    /// and a working directory of its own. Codex's hosted tools and its
+    /// sub-agent tools (which this host refuses by name) are off; every
+    /// request it might make elsewhere goes to a closed loopback proxy.
+    pub fn codex_exec(&self, prompt: &str, base: &str) -> CodexTurn {
+        let home = tempfile::tempdir().expect("a temporary directory");
+        let work = tempfile::tempdir().expect("a temporary directory");
+        let last = home.path().join("last-message.txt");
+        let provider = format!(
+            "model_providers.callai={{name=\"callai\", base_url=\"{base}/v1\", \
+             env_key=\"CALLAI_TOKEN\", wire_api=\"responses\", request_max_retries=0, \
+             stream_max_retries=0}}"
+        );
+        let out = Command::new("timeout")
+            .arg("120")
+            .arg("node")
+            .arg(&self.codex)
+            .args(["exec", "--skip-git-repo-check", "--ephemeral"])
+            .args(["--disable", "multi_agent", "--disable", "goals"])
+            .args([
+                "-c",
+                "web_search=\"disabled\"",
+                "-c",
+                "analytics.enabled=false",
+            ])
+            .args(["-c", "check_for_update_on_startup=false"])
+            .args([
+                "-c",
+                "model_provider=\"callai\"",
+                "-c",
+                &provider,
+                "-m",
+                "p",
+            ])
+            .arg("-C")
+            .arg(work.path())
+            .arg("-o")
+            .arg(&last)
+            .arg(prompt)
+            .env("CODEX_HOME", home.path())
+            .env("CALLAI_TOKEN", "unused")
+            .env_remove("OPENAI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env("HTTPS_PROXY", "http://127.0.0.1:9")
+            .env("HTTP_PROXY", "http://127.0.0.1:9")
+            .env("NO_PROXY", "127.0.0.1,localhost")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .expect("codex runs");
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(
+            out.status.success(),
+            "codex exec: {stderr}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        CodexTurn {
+            last_message: std::fs::read_to_string(&last).unwrap_or_default(),
+            stderr,
+        }
     }
 }
 

@@ -72,6 +72,7 @@ mod serve_names;
 mod serve_ownership;
 mod serve_packs;
 mod serve_prompt_cache;
+mod serve_responses;
 mod serve_routes;
 mod serve_slow_clients;
 mod serve_sre;

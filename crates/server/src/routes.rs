@@ -2,7 +2,7 @@
 //! layers it needs (its token, its body limit, its idempotency, its error
 //! shape). The handlers are in `handlers/` and `dropin/`.
 
-use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape};
+use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape, Responses};
 use crate::handlers::{call, meta, packs, runs, targets, tenants, traces};
 use crate::layers::access_log::AccessLog;
 use crate::layers::around::AroundLayer;
@@ -30,6 +30,7 @@ pub fn router(state: AppState, auth: Auth, log: AccessLog) -> Router {
         .merge(metrics)
         .merge(callai(&state, auth.clone()))
         .merge(openai(&state, auth.clone()))
+        .merge(responses(&state, auth.clone()))
         .merge(anthropic(&state, auth));
     // Every request timed, and logged unless `[log] format = "off"`.
     let log = log.timing(state.gateway.metrics.clone());
@@ -95,6 +96,16 @@ fn openai(state: &AppState, auth: Auth) -> Router<AppState> {
         .method_not_allowed_fallback(meta::method_not_allowed)
         .layer(AroundLayer(auth))
         .layer(AroundLayer(Reshape(Api::OpenAi)))
+}
+
+/// The OpenAI Responses drop-in, its errors in OpenAI's shape.
+fn responses(state: &AppState, auth: Auth) -> Router<AppState> {
+    let create = keyed_post(state, dropin::handle::<Responses>, Some(Api::Responses));
+    Router::new()
+        .route("/v1/responses", create)
+        .method_not_allowed_fallback(meta::method_not_allowed)
+        .layer(AroundLayer(auth))
+        .layer(AroundLayer(Reshape(Api::Responses)))
 }
 
 /// The Anthropic drop-in: Messages, which also takes the token in

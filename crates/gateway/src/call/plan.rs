@@ -16,7 +16,7 @@ pub struct CallPlan {
     /// Its id: the `x-callai-call-id` header, its trace's, and a drop-in
     /// answer's `id`.
     pub id: String,
-    /// Where it came in: `call`, `chat_completions` or `messages`.
+    /// Where it came in: `call`, `chat_completions`, `messages` or `responses`.
     pub endpoint: &'static str,
     /// The ctx.callAI request (a drop-in's pointed where
     /// [`CallPlan::route`] goes, by [`Route::apply`]).

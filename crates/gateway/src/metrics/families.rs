@@ -305,7 +305,7 @@ impl Metrics {
                 tenant: (*tenant).to_owned(),
             });
         }
-        for endpoint in ["chat_completions", "messages"] {
+        for endpoint in ["chat_completions", "messages", "responses"] {
             let _ = self
                 .client_retries
                 .get_or_create(&EndpointLabel { endpoint });

@@ -39,7 +39,7 @@ pub struct PageQuery {
     pub provider: Option<String>,
     /// Calls with a request for this model, or routing this model name.
     pub model: Option<String>,
-    /// `call`, `chat_completions`, `messages` or `run`.
+    /// `call`, `chat_completions`, `messages`, `responses` or `run`.
     pub endpoint: Option<String>,
     /// The calls of this pack run.
     pub run: Option<String>,

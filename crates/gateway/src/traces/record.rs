@@ -29,7 +29,7 @@ pub struct CallTrace {
     pub id: SmolStr,
     /// The tenant that made it.
     pub tenant: SmolStr,
-    /// `call`, `chat_completions`, `messages`, or `run` (a pack's call).
+    /// `call`, `chat_completions`, `messages`, `responses` or `run` (a pack's call).
     pub endpoint: &'static str,
     /// The run it belongs to, for a pack's call.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -44,7 +44,7 @@ fn reason(r: RequestReason) -> &'static str {
 pub struct Origin {
     /// The tenant.
     pub tenant: SmolStr,
-    /// `call`, `chat_completions`, `messages` or `run`.
+    /// `call`, `chat_completions`, `messages`, `responses` or `run`.
     pub endpoint: &'static str,
     /// The run, for a pack's calls.
     pub run_id: Option<String>,

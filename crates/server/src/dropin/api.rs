@@ -19,6 +19,8 @@ pub enum Api {
     OpenAi,
     /// Anthropic Messages.
     Anthropic,
+    /// OpenAI Responses (its errors in OpenAI's shape).
+    Responses,
 }
 
 impl Api {
@@ -27,6 +29,7 @@ impl Api {
         match self {
             Self::OpenAi => "chat_completions",
             Self::Anthropic => "messages",
+            Self::Responses => "responses",
         }
     }
 }
@@ -56,10 +59,15 @@ pub trait DropinApi: Send + Sync + 'static {
     type Request: DeserializeOwned + Send;
     /// The frames of its streamed answer.
     type Framer: Framer;
+    /// What of the request its answer repeats (the Responses API's
+    /// `instructions`, `tools`, `text`, …); `()` for an API that repeats
+    /// nothing.
+    type Echo: Send + 'static;
 
     /// The request in the engine's terms, or the refusal of what the host
-    /// cannot honour, naming the API's own field.
-    fn map(request: Self::Request) -> Result<Mapped, ApiError>;
+    /// cannot honour, naming the API's own field; with what its answer
+    /// repeats.
+    fn map(request: Self::Request) -> Result<(Mapped, Self::Echo), ApiError>;
 
     /// The answer `id` of a call to `model` that ended with `result`,
     /// with the `callai` extension `callai`.
@@ -68,6 +76,7 @@ pub trait DropinApi: Send + Sync + 'static {
         id: &'a str,
         result: &'a CallResult,
         callai: AnswerExtension,
+        echo: &'a Self::Echo,
     ) -> impl Serialize + 'a;
 
     /// The frames of a streamed answer for a call to `model`: as the
@@ -78,6 +87,7 @@ pub trait DropinApi: Send + Sync + 'static {
         id: String,
         streaming: Streaming,
         settled: Option<&CallResult>,
+        echo: Self::Echo,
     ) -> Self::Framer;
 }
 

@@ -161,7 +161,7 @@ pub fn body(api: Api, error: &ApiError) -> Vec<u8> {
     };
     let kind = kind(api, status(error));
     let written = match api {
-        Api::OpenAi => {
+        Api::OpenAi | Api::Responses => {
             let param = error
                 .details
                 .as_ref()
@@ -200,6 +200,10 @@ fn api_param(api: Api, field: &str) -> &str {
         (Api::OpenAi, "maxTokens") => "max_completion_tokens",
         (Api::Anthropic, "maxTokens") => "max_tokens",
         (Api::OpenAi, "stopSequences") => "stop",
+        (Api::Responses, "responseSchema") => "text.format.schema",
+        (Api::Responses, "maxTokens") => "max_output_tokens",
+        (Api::Responses, "systemPrompt") => "instructions",
+        (Api::Responses, "messages") => "input",
         (Api::Anthropic, "stopSequences") => "stop_sequences",
         (_, "systemPrompt") => "system",
         (_, "provider" | "model") => "model",

@@ -32,7 +32,7 @@ pub async fn handle<A: DropinApi>(
 ) -> Result<Response, CallFailure> {
     let bytes = body::bytes(body, "server.maxBodyBytes")?;
     let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
-    let mapped = A::map(request)?;
+    let (mapped, echo) = A::map(request)?;
     let streaming = mapped.streaming;
     // A structured call, a call with tools, and one that thinks (its
     // thinking blocks lead the answer, and are known with it) is judged
@@ -42,7 +42,7 @@ pub async fn handle<A: DropinApi>(
     let plan = prepare::<A>(&gateway, &caller, &headers, mapped)?;
     let id = plan.id.clone();
     // Every answer of the call names it, its failures too.
-    let mut answer = answer::<A>(&gateway, caller, plan, streaming, judged_whole).await;
+    let mut answer = answer::<A>(&gateway, caller, plan, streaming, judged_whole, echo).await;
     match &mut answer {
         Ok(response) => headers::call_id(response.headers_mut(), &id),
         Err(failure) => headers::call_id(&mut failure.headers, &id),
@@ -58,24 +58,25 @@ async fn answer<A: DropinApi>(
     plan: CallPlan,
     streaming: Streaming,
     judged_whole: bool,
+    echo: A::Echo,
 ) -> Result<Response, CallFailure> {
     let id = plan.id.clone();
     let route = plan.route.clone();
     if streaming != Streaming::Off && !judged_whole {
         // A text call streams as its provider does.
         let model = route.answer_model(&gateway.host, &Default::default());
-        let framer = A::framer(model, id, streaming, None);
+        let framer = A::framer(model, id, streaming, None, echo);
         return streaming::relay(gateway.clone(), caller, plan, framer).await;
     }
     let (result, charged) = run(gateway, &caller, plan, None).await?;
     let model = route.answer_model(&gateway.host, &result);
     let mut response = if streaming != Streaming::Off {
-        let framer = A::framer(model, id, streaming, Some(&result));
+        let framer = A::framer(model, id, streaming, Some(&result), echo);
         let frames = streaming::settled(framer, &result);
         sse::body(frames).into_response()
     } else {
         let callai = AnswerExtension::of(&result).with_cost(charged.cost.clone());
-        axum::Json(A::answer(&model, &id, &result, callai)).into_response()
+        axum::Json(A::answer(&model, &id, &result, callai, &echo)).into_response()
     };
     // Into the answer's own header map: no map of their own merged in.
     let map = response.headers_mut();

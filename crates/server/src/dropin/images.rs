@@ -1,6 +1,7 @@
-//! Images on the drop-ins: OpenAI's `image_url` parts and Anthropic's
-//! `image` blocks, both read into the engine's [`Image`] (a URL or a
-//! `data:` URL), checked where the client can tell which part was wrong.
+//! Images on the drop-ins: OpenAI's `image_url` parts, the Responses
+//! API's `input_image` parts and Anthropic's `image` blocks, each read into
+//! the engine's [`Image`] (a URL or a `data:` URL), checked where the
+//! client can tell which part was wrong.
 
 use super::parts::{ImageSourcePart, ImageUrlPart, TextOrParts};
 use crate::error::ApiError;
@@ -15,6 +16,12 @@ pub fn from_image_url(param: &str, part: ImageUrlPart) -> Result<Image, ApiError
         detail: part.detail,
     };
     checked(image, &format!("{param}.image_url"))
+}
+
+/// The image of a Responses `input_image` part whose `image_url` (at
+/// `param`) is `url`.
+pub fn from_url(param: &str, url: String, detail: Option<String>) -> Result<Image, ApiError> {
+    checked(Image { url, detail }, param)
 }
 
 /// The image of an Anthropic `image` block at `param`: its base64 bytes

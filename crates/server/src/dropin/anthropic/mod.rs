@@ -104,8 +104,9 @@ impl DropinApi for Anthropic {
     const ID_PREFIX: &'static str = "msg_";
     type Request = MessagesRequest;
     type Framer = MessageFramer;
+    type Echo = ();
 
-    fn map(r: MessagesRequest) -> Result<Mapped, ApiError> {
+    fn map(r: MessagesRequest) -> Result<(Mapped, ()), ApiError> {
         let present = [
             ("container", r.container.is_some()),
             ("mcp_servers", r.mcp_servers.is_some()),
@@ -194,12 +195,13 @@ impl DropinApi for Anthropic {
             },
             _ => Streaming::Off,
         };
-        Ok(Mapped {
+        let mapped = Mapped {
             request,
             extension: r.callai.unwrap_or_default(),
             streaming,
             model: r.model,
-        })
+        };
+        Ok((mapped, ()))
     }
 
     fn answer<'a>(
@@ -207,6 +209,7 @@ impl DropinApi for Anthropic {
         id: &'a str,
         result: &'a CallResult,
         callai: AnswerExtension,
+        (): &'a (),
     ) -> impl Serialize + 'a {
         MessageAnswer {
             callai,
@@ -226,6 +229,7 @@ impl DropinApi for Anthropic {
         id: String,
         _: Streaming,
         settled: Option<&CallResult>,
+        (): (),
     ) -> MessageFramer {
         // A live stream's usage is not known at its start.
         let start_usage = match settled {

@@ -251,8 +251,9 @@ impl DropinApi for OpenAi {
     const ID_PREFIX: &'static str = "chatcmpl-";
     type Request = ChatRequest;
     type Framer = ChatFramer;
+    type Echo = ();
 
-    fn map(r: ChatRequest) -> Result<Mapped, ApiError> {
+    fn map(r: ChatRequest) -> Result<(Mapped, ()), ApiError> {
         refuse_unhonoured(&r)?;
         let (system, messages) = conversation(r.messages)?;
         let response_schema = match r.response_format {
@@ -292,12 +293,13 @@ impl DropinApi for OpenAi {
             },
             _ => Streaming::Off,
         };
-        Ok(Mapped {
+        let mapped = Mapped {
             request,
             extension: r.callai.unwrap_or_default(),
             streaming,
             model: r.model,
-        })
+        };
+        Ok((mapped, ()))
     }
 
     fn answer<'a>(
@@ -305,6 +307,7 @@ impl DropinApi for OpenAi {
         id: &'a str,
         result: &'a CallResult,
         callai: AnswerExtension,
+        (): &'a (),
     ) -> impl Serialize + 'a {
         ChatCompletion {
             callai,
@@ -338,6 +341,7 @@ impl DropinApi for OpenAi {
         id: String,
         streaming: Streaming,
         _: Option<&CallResult>,
+        (): (),
     ) -> ChatFramer {
         ChatFramer {
             id,

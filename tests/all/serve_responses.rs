@@ -1,0 +1,363 @@
+//! The OpenAI Responses API through `callai serve` (issue 52), with the
+//! clients people use, unchanged but for their base URL, against loopback
+//! fakes: the `openai` client's `responses.create`, `responses.parse`
+//! (two attempts, the corrective text sent), a two-step function-calling
+//! loop whose first call is wrong, `responses.stream` (the typed events in
+//! order, numbered), a built-in tool refused by name, and the OpenAI Agents
+//! SDK on its default model; an Anthropic-kind provider behind it, mapped
+//! both ways. Each test checks what the fake received.
+
+use callai_tests::clients::Clients;
+use callai_tests::fake_server::{Received, Reply};
+use callai_tests::serve::TestServer;
+use callai_tests::wire::Api;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Runs `scenario` against a server whose provider `p` speaks `api` to a
+/// fake answering `replies`; what the client parsed and what the fake got.
+async fn scenario(
+    clients: &Clients,
+    scenario: &'static str,
+    api: Api,
+    replies: Vec<Reply>,
+) -> (Value, Vec<Received>) {
+    let (server, fake) = TestServer::before_fake(api.name(), "model = \"m-1\"", replies).await;
+    let (clients, base) = (clients.clone(), server.url.clone());
+    let out = tokio::task::spawn_blocking(move || clients.responses(scenario, &base))
+        .await
+        .unwrap();
+    server.shutdown().await;
+    (out, fake.received())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_client_creates_and_parses_responses() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let api = Api::OpenAi;
+    let (out, seen) = scenario(
+        &clients,
+        "create",
+        api,
+        vec![api.reply("Hi.", None, "stop", Some(3))],
+    )
+    .await;
+    let response = &out["response"];
+    assert_eq!(out["output_text"], "Hi.", "{out}");
+    assert_eq!(response["object"], "response");
+    assert_eq!(response["status"], "completed");
+    assert!(
+        response["id"].as_str().unwrap().starts_with("resp_"),
+        "{response}"
+    );
+    assert_eq!(response["instructions"], "Be brief.");
+    assert_eq!(response["metadata"], json!({"team": "a"}));
+    assert_eq!(response["max_output_tokens"], 64);
+    assert_eq!(response["usage"]["output_tokens"], 3, "{response}");
+    assert_eq!(response["callai"]["attempts"]["count"], 1, "{response}");
+    assert_eq!(out["headers"]["x-callai-attempts-count"], "1");
+    assert_eq!(
+        out["headers"]["x-callai-call-id"], response["id"],
+        "the response's id is the call's"
+    );
+    assert_eq!(seen.len(), 1);
+    assert_eq!(api.system_of(&seen[0]), "Be brief.");
+    assert_eq!(seen[0].last_text(), "Say hi.");
+    assert_eq!(api.max_tokens(&seen[0]), 64);
+
+    // A schema violation, then a scene: two attempts, the complaint sent.
+    let replies = vec![
+        api.reply("{\"place\": 1}", None, "stop", Some(4)),
+        api.reply("{\"scene\": \"ok\"}", None, "stop", Some(5)),
+    ];
+    let (out, seen) = scenario(&clients, "parse", api, replies).await;
+    assert_eq!(out["parsed"], json!({"scene": "ok"}), "{out}");
+    assert_eq!(out["response"]["callai"]["attempts"]["count"], 2);
+    assert_eq!(out["response"]["callai"]["attempts"]["outputTokens"], 9);
+    assert_eq!(
+        out["response"]["usage"]["output_tokens"], 5,
+        "the final attempt's"
+    );
+    assert_eq!(seen.len(), 2);
+    let format = &seen[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema", "{}", seen[0].body);
+    assert!(
+        seen[1].body.to_string().contains("scene"),
+        "{}",
+        seen[1].body
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_function_calling_loop_counts_the_wrong_first_call() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let api = Api::OpenAi;
+    let replies = vec![
+        api.tool_reply("", &[("call_1", "weather", "{\"city\": ")], Some(7)),
+        api.tool_reply(
+            "",
+            &[("call_2", "weather", "{\"city\": \"Oslo\"}")],
+            Some(9),
+        ),
+        api.reply("Sunny in Oslo.", None, "stop", Some(5)),
+    ];
+    let (out, seen) = scenario(&clients, "loop", api, replies).await;
+    assert_eq!(out["output_text"], "Sunny in Oslo.", "{out}");
+    let first = &out["first"];
+    let call = first["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .expect("a function_call item")
+        .clone();
+    assert_eq!(call["call_id"], "call_2", "{first}");
+    assert_eq!(call["arguments"], "{\"city\": \"Oslo\"}");
+    assert_eq!(first["callai"]["attempts"]["count"], 2);
+    assert_eq!(out["headers"]["x-callai-attempts-count"], "2");
+    assert_eq!(out["headers"]["x-callai-attempts-output-tokens"], "16");
+    assert_eq!(seen.len(), 3);
+    assert!(
+        seen[1].last_text().contains("tool `weather`"),
+        "{}",
+        seen[1].last_text()
+    );
+    assert_eq!(seen[0].body["tools"][0]["function"]["name"], "weather");
+    // The second turn: the call and its output go upstream as chat turns.
+    let messages = seen[2].body["messages"].as_array().unwrap();
+    let assistant = messages.iter().find(|m| m["role"] == "assistant").unwrap();
+    assert_eq!(
+        assistant["tool_calls"][0]["id"], "call_2",
+        "{}",
+        seen[2].body
+    );
+    let tool = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(tool["tool_call_id"], "call_2");
+    assert_eq!(tool["content"], "sunny in Oslo");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_response_sends_the_typed_events_in_order() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let api = Api::OpenAi;
+    let reply = api.stream_reply(&["one ", "two"], "stop", Some(2), Duration::from_millis(5));
+    let (out, seen) = scenario(&clients, "stream", api, vec![reply]).await;
+    assert_eq!(out["output_text"], "one two", "{out}");
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].body["stream"], true, "the provider streams too");
+    let events = out["events"].as_array().unwrap();
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.content_part.added",
+            "response.output_text.delta",
+            "response.output_text.delta",
+            "response.output_text.done",
+            "response.content_part.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    for (n, event) in events.iter().enumerate() {
+        assert_eq!(event["sequence_number"], n, "{event}");
+    }
+    let done = &events[9]["response"];
+    assert_eq!(done["status"], "completed");
+    assert_eq!(done["usage"]["output_tokens"], 2, "{done}");
+    assert_eq!(done["callai"]["attempts"]["count"], 1, "{done}");
+    assert_eq!(out["final"]["id"], events[0]["response"]["id"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn built_in_tools_are_refused_by_name_and_the_agents_sdk_runs_one_tool() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let api = Api::OpenAi;
+    let (out, seen) = scenario(&clients, "refused", api, vec![]).await;
+    assert_eq!(out["error"], "BadRequestError", "{out}");
+    assert_eq!(out["body"]["param"], "tools[0].type", "{out}");
+    assert!(
+        out["body"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("web_search")
+    );
+    assert!(seen.is_empty());
+
+    let replies = vec![
+        api.tool_reply(
+            "",
+            &[("call_1", "get_weather", "{\"city\": \"Oslo\"}")],
+            Some(6),
+        ),
+        api.reply("It is sunny in Oslo.", None, "stop", Some(6)),
+    ];
+    let (out, seen) = scenario(&clients, "agents", api, replies).await;
+    assert_eq!(out["final_output"], "It is sunny in Oslo.", "{out}");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(api.system_of(&seen[0]), "Answer with the weather tool.");
+    assert_eq!(seen[0].body["tools"][0]["function"]["name"], "get_weather");
+    let tool = seen[1].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .expect("the tool's result goes upstream")
+        .clone();
+    assert_eq!(tool["tool_call_id"], "call_1");
+    assert_eq!(tool["content"], "sunny in Oslo");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anthropic_provider_answers_a_response_mapped_both_ways() {
+    let api = Api::Anthropic;
+    let replies = vec![
+        api.tool_reply(
+            "Looking.",
+            &[("toolu_1", "weather", "{\"city\": \"Oslo\"}")],
+            Some(8),
+        ),
+        api.reply("Sunny.", None, "stop", Some(2)),
+    ];
+    let (server, fake) = TestServer::before_fake("anthropic", "model = \"m-1\"", replies).await;
+    let tools = json!([{"type": "function", "name": "weather", "parameters":
+        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]);
+    let request = json!({"model": "p", "instructions": "Use tools.", "input": "Oslo?",
+                         "tools": tools, "max_output_tokens": 300});
+    let answer = server.exchange("/v1/responses", &request, None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    let output = answer.body["output"].as_array().unwrap().clone();
+    assert_eq!(output[0]["type"], "message", "{output:?}");
+    assert_eq!(output[0]["content"][0]["text"], "Looking.");
+    assert_eq!(output[1]["type"], "function_call");
+    assert_eq!(output[1]["call_id"], "toolu_1");
+    let sent = &fake.received()[0].body;
+    assert_eq!(sent["system"], "Use tools.", "{sent}");
+    assert_eq!(sent["max_tokens"], 300);
+    assert_eq!(sent["tools"][0]["name"], "weather");
+
+    // The next turn: the model's items back, with the tool's output.
+    let mut input = vec![json!({"role": "user", "content": "Oslo?"})];
+    input.extend(output);
+    input.push(json!({"type": "function_call_output", "call_id": "toolu_1", "output": "sunny"}));
+    let next = json!({"model": "p", "input": input, "tools": tools});
+    let answer = server.exchange("/v1/responses", &next, None).await;
+    assert_eq!(answer.status, 200, "{}", answer.body);
+    assert_eq!(answer.body["output"][0]["content"][0]["text"], "Sunny.");
+    let sent = &fake.received()[1].body;
+    let messages = sent["messages"].as_array().unwrap();
+    assert_eq!(messages[1]["role"], "assistant", "{sent}");
+    let blocks = messages[1]["content"].as_array().unwrap();
+    assert!(
+        blocks
+            .iter()
+            .any(|b| b["type"] == "tool_use" && b["id"] == "toolu_1"),
+        "{sent}"
+    );
+    let result = &messages[2]["content"][0];
+    assert_eq!(result["type"], "tool_result", "{sent}");
+    assert_eq!(result["tool_use_id"], "toolu_1");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_the_host_cannot_honour_is_refused_naming_the_field() {
+    let (server, fake) = TestServer::before_fake("openai", "model = \"m-1\"", vec![]).await;
+    let cases = [
+        (
+            json!({"model": "p", "input": "x", "frobnicate": 1}),
+            "frobnicate",
+        ),
+        (json!({"model": "p"}), "input"),
+        (
+            json!({"model": "p", "input": "x", "previous_response_id": "resp_1"}),
+            "previous_response_id",
+        ),
+        (
+            json!({"model": "p", "input": "x", "background": true}),
+            "background",
+        ),
+        (
+            json!({"model": "p", "input": "x", "include": ["file_search_call.results"]}),
+            "include",
+        ),
+        (
+            json!({"model": "p", "input": "x", "reasoning": {"effort": "high"}}),
+            "reasoning",
+        ),
+        (
+            json!({"model": "p", "input": [{"type": "item_reference", "id": "i"}]}),
+            "input[0].type",
+        ),
+        (
+            json!({"model": "p", "input": "x", "tool_choice": {"type": "web_search"}}),
+            "tool_choice",
+        ),
+    ];
+    for (body, field) in cases {
+        let answer = server.exchange("/v1/responses", &body, None).await;
+        assert_eq!(answer.status, 400, "{body}: {}", answer.body);
+        let error = &answer.body["error"];
+        assert_eq!(error["type"], "invalid_request_error", "{body}: {error}");
+        assert!(
+            error["message"].as_str().unwrap().contains(field),
+            "{body}: {error}"
+        );
+    }
+    assert!(
+        fake.received().is_empty(),
+        "nothing refused reaches the provider"
+    );
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_cli_runs_a_turn_through_serve() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let api = Api::OpenAi;
+    let replies = vec![api.reply("Hello from callai.", None, "stop", Some(5))];
+    let (server, fake) = TestServer::before_fake("openai", "model = \"m-1\"", replies).await;
+    let base = server.url.clone();
+    let turn = tokio::task::spawn_blocking(move || clients.codex_exec("Say hello.", &base))
+        .await
+        .unwrap();
+    assert_eq!(
+        turn.last_message.trim(),
+        "Hello from callai.",
+        "{}",
+        turn.stderr
+    );
+    let seen = fake.received();
+    assert_eq!(seen.len(), 1, "one turn, one provider request");
+    // Codex's shell tool reaches the provider as a function tool, and its
+    // prompt as the last user message.
+    let tools = seen[0].body["tools"]
+        .as_array()
+        .expect("Codex's tools")
+        .clone();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["function"]["name"] == "exec_command"),
+        "{tools:?}"
+    );
+    assert!(
+        seen[0].last_text().contains("Say hello."),
+        "{}",
+        seen[0].last_text()
+    );
+    server.shutdown().await;
+}
