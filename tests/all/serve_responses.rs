@@ -361,3 +361,86 @@ async fn codex_cli_runs_a_turn_through_serve() {
     );
     server.shutdown().await;
 }
+
+/// The events of a streamed `/v1/responses` answer to `body`.
+async fn events_of(server: &TestServer, body: Value) -> Vec<Value> {
+    let text = reqwest::Client::new()
+        .post(format!("{}/v1/responses", server.url))
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    text.lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str(d).expect("each event is JSON"))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_stream_fails_the_response_and_tool_calls_stream_judged() {
+    let api = Api::OpenAi;
+    let Reply::Events { events, pause, .. } =
+        api.stream_reply(&["Half ", "a story"], "stop", Some(3), Duration::ZERO)
+    else {
+        unreachable!()
+    };
+    let cut = Reply::Events {
+        events: events[..2].to_vec(),
+        pause,
+        cut: true,
+    };
+    let call = api.tool_reply(
+        "",
+        &[("call_9", "weather", "{\"city\": \"Oslo\"}")],
+        Some(4),
+    );
+    let (server, fake) =
+        TestServer::before_fake("openai", "model = \"m-1\"", vec![cut, call]).await;
+    let all = events_of(
+        &server,
+        json!({"model": "p", "input": "a story", "stream": true}),
+    )
+    .await;
+    let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.last(), Some(&"response.failed"), "{kinds:?}");
+    let failed = &all.last().unwrap()["response"];
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["error"]["code"], "provider_unavailable", "{failed}");
+    // The half that went out is the failed response's, marked incomplete.
+    assert_eq!(failed["output"][0]["content"][0]["text"], "Half ");
+    assert_eq!(failed["output"][0]["status"], "incomplete");
+    assert_eq!(
+        fake.received().len(),
+        1,
+        "the client has half: not sent again"
+    );
+
+    // A tool call is judged whole, then sent as its item's events.
+    let tools = json!([{"type": "function", "name": "weather",
+                        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
+    let body = json!({"model": "p", "input": "Oslo?", "tools": tools, "stream": true});
+    let all = events_of(&server, body).await;
+    let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "response.created",
+            "response.in_progress",
+            "response.output_item.added",
+            "response.function_call_arguments.delta",
+            "response.function_call_arguments.done",
+            "response.output_item.done",
+            "response.completed",
+        ]
+    );
+    assert_eq!(all[4]["arguments"], "{\"city\": \"Oslo\"}");
+    assert_eq!(all[5]["item"]["call_id"], "call_9");
+    let output = &all[6]["response"]["output"];
+    assert_eq!(output.as_array().unwrap().len(), 1, "{output}");
+    assert_eq!(output[0]["type"], "function_call");
+    server.shutdown().await;
+}
