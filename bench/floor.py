@@ -24,8 +24,8 @@ after 2 s, each contender fresh). Contenders:
   now points to), one worker, keep-alive upstream, access log off,
   extracted under the target directory (never installed system-wide, never
   started as a service) and bound to 127.0.0.1;
-- serve chat / serve call: `callai serve`, `/v1/chat/completions` and
-  `/v1/call`;
+- serve chat / serve call / serve responses: `callai serve`,
+  `/v1/chat/completions`, `/v1/call` and `/v1/responses`;
 - serve call, mimalloc: the same binary built with `--features mimalloc`;
 - serve call, 1 worker: the default binary with `TOKIO_WORKER_THREADS=1`;
 - serve call, tcache: the default binary with glibc's per-thread cache
@@ -206,6 +206,13 @@ def openai_body(kind):
     return body
 
 
+def responses_body(kind):
+    body = {"model": "fake", "max_output_tokens": 200, "input": MESSAGES, "store": False}
+    if kind == "structured":
+        body["text"] = {"format": {"type": "json_schema", "name": "scene", "schema": SCHEMA}}
+    return body
+
+
 def call_body(kind):
     request = {"messages": MESSAGES, "maxTokens": 200}
     if kind == "structured":
@@ -233,6 +240,7 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
     procs.append(proc)
     out["serve chat"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
     out["serve call"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    out["serve responses"] = (proc.pid, f"http://127.0.0.1:{port}/v1/responses", responses_body, {})
     if wanted("serve call, mimalloc"):
         proc, port = start_serve("serve-mimalloc", WORK / "callai-mimalloc", fake_port)
         procs.append(proc)

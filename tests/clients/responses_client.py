@@ -9,6 +9,8 @@ Scenarios:
   parse     openai: responses.parse with a pydantic text_format
   loop      openai: a two-step function-calling loop, its first call wrong
   stream    openai: responses.stream, every event and the final response
+  continue  openai: two turns by previous_response_id, then the first
+            retrieved and its input items listed
   refused   openai: a built-in tool, refused by name (the typed error)
   agents    openai-agents: an Agent on its default (Responses) model
 """
@@ -84,6 +86,17 @@ def stream(base: str) -> dict:
     return {"events": events, "final": final.model_dump(), "output_text": final.output_text}
 
 
+def continue_(base: str) -> dict:
+    client = client_of(base)
+    first = client.responses.create(model="p", input="Where is Oslo?")
+    second = client.responses.create(model="p", input="Is it a capital?",
+                                     previous_response_id=first.id)
+    kept = client.responses.retrieve(first.id)
+    items = client.responses.input_items.list(first.id)
+    return {"first": first.model_dump(), "second": second.model_dump(),
+            "kept": kept.model_dump(), "items": [i.model_dump() for i in items.data]}
+
+
 def refused(base: str) -> dict:
     import openai
 
@@ -122,6 +135,7 @@ SCENARIOS = {
     "parse": parse,
     "loop": loop,
     "stream": stream,
+    "continue": continue_,
     "refused": refused,
     "agents": agents_run,
 }

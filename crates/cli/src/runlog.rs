@@ -39,8 +39,9 @@ pub fn runlog(command: RunlogCommand) -> Result<ExitCode, CliError> {
     let when = jiff::Timestamp::from_millisecond(before_ms as i64)
         .map_or_else(|_| before_ms.to_string(), |t| t.to_string());
     crate::error::print(&format!(
-        "pruned {} finished runs that ended before {when}, {} schemas no call names, and {} call traces\n",
-        pruned.runs, pruned.schemas, pruned.traces
+        "pruned {} finished runs that ended before {when}, {} schemas no call names, {} call traces \
+         and {} stored responses\n",
+        pruned.runs, pruned.schemas, pruned.traces, pruned.responses
     ))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -55,6 +55,7 @@ pub mod ids;
 pub mod metrics;
 pub mod outcome;
 pub mod packs;
+pub mod responses;
 pub mod runs;
 pub mod scope;
 pub mod spans;

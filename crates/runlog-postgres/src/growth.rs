@@ -109,11 +109,13 @@ impl PostgresRunLog {
         .await
         .map_err(self.storage())?;
         let traces = crate::traces::prune(self, &tx, before_ms).await?;
+        let responses = crate::responses::prune(self, &tx, before_ms).await?;
         tx.commit().await.map_err(self.storage())?;
         Ok(Pruned {
             runs,
             schemas,
             traces,
+            responses,
         })
     }
 }

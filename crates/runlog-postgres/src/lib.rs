@@ -30,6 +30,7 @@ mod growth;
 mod keys;
 mod ledger;
 mod pool;
+mod responses;
 mod schema;
 mod store;
 mod takeover;

@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 8] = [
+pub(crate) const MIGRATIONS: [&str; 9] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -197,6 +197,20 @@ pub(crate) const MIGRATIONS: [&str; 8] = [
         count     BIGINT NOT NULL,
         PRIMARY KEY (minute_ms, tenant, provider, reason)
     );
+",
+    // Responses kept because their caller asked (the Responses API's
+    // `store`), each its tenant's.
+    "
+    CREATE TABLE callai_stored_responses (
+        tenant       TEXT NOT NULL,
+        id           TEXT NOT NULL,
+        created_ms   BIGINT NOT NULL,
+        conversation TEXT NOT NULL,
+        input_items  TEXT NOT NULL,
+        response     TEXT NOT NULL,
+        PRIMARY KEY (tenant, id)
+    );
+    CREATE INDEX callai_stored_responses_created ON callai_stored_responses (created_ms);
 ",
 ];
 

@@ -472,6 +472,10 @@ impl RunLog for PostgresRunLog {
     fn traces(&self) -> Option<&dyn callai_engine::runlog::TraceLog> {
         Some(self)
     }
+
+    fn responses(&self) -> Option<&dyn callai_engine::runlog::ResponseLog> {
+        Some(self)
+    }
 }
 
 /// What `e` says, with the server's own message when it sent one

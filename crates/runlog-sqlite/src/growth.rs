@@ -95,10 +95,12 @@ pub(crate) fn prune(conn: &mut Connection, before_ms: u64) -> Result<Pruned, Run
     )
     .map_err(storage)?;
     let traces = super::traces::prune(&tx, before_ms)?;
+    let responses = super::responses::prune(&tx, before_ms)?;
     tx.commit().map_err(storage)?;
     Ok(Pruned {
         runs: runs as u64,
         schemas: schemas as u64,
         traces,
+        responses,
     })
 }

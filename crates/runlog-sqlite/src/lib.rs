@@ -286,6 +286,7 @@ fn read_header(path: &Path, shown: &str) -> Result<Header, RunLogError> {
 
 mod growth;
 mod ledger;
+mod responses;
 mod schema;
 mod store;
 mod traces;

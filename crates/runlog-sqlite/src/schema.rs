@@ -2,7 +2,7 @@
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-pub(crate) const MIGRATIONS: [&str; 12] = [
+pub(crate) const MIGRATIONS: [&str; 13] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -213,6 +213,18 @@ pub(crate) const MIGRATIONS: [&str; 12] = [
          count     INTEGER NOT NULL,
          PRIMARY KEY (minute_ms, tenant, provider, reason)
      ) WITHOUT ROWID;",
+    // Responses kept because their caller asked (the Responses API's
+    // `store`), each its tenant's.
+    "CREATE TABLE stored_responses (
+         tenant       TEXT NOT NULL,
+         id           TEXT NOT NULL,
+         created_ms   INTEGER NOT NULL,
+         conversation TEXT NOT NULL,
+         input_items  TEXT NOT NULL,
+         response     TEXT NOT NULL,
+         PRIMARY KEY (tenant, id)
+     );
+     CREATE INDEX stored_responses_created ON stored_responses (created_ms);",
 ];
 
 /// The version this build writes.

@@ -482,4 +482,8 @@ impl RunLog for SqliteRunLog {
     fn traces(&self) -> Option<&dyn callai_engine::runlog::TraceLog> {
         Some(self)
     }
+
+    fn responses(&self) -> Option<&dyn callai_engine::runlog::ResponseLog> {
+        Some(self)
+    }
 }

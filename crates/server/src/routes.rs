@@ -2,7 +2,7 @@
 //! layers it needs (its token, its body limit, its idempotency, its error
 //! shape). The handlers are in `handlers/` and `dropin/`.
 
-use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape, Responses};
+use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape};
 use crate::handlers::{call, meta, packs, runs, targets, tenants, traces};
 use crate::layers::access_log::AccessLog;
 use crate::layers::around::AroundLayer;
@@ -98,11 +98,20 @@ fn openai(state: &AppState, auth: Auth) -> Router<AppState> {
         .layer(AroundLayer(Reshape(Api::OpenAi)))
 }
 
-/// The OpenAI Responses drop-in, its errors in OpenAI's shape.
+/// The OpenAI Responses drop-in, its errors in OpenAI's shape: a response
+/// created, and a stored one read, listed by its input and deleted.
 fn responses(state: &AppState, auth: Auth) -> Router<AppState> {
-    let create = keyed_post(state, dropin::handle::<Responses>, Some(Api::Responses));
+    let create = keyed_post(state, dropin::create_response, Some(Api::Responses));
     Router::new()
         .route("/v1/responses", create)
+        .route(
+            "/v1/responses/{id}",
+            get(dropin::get_response).delete(dropin::delete_response),
+        )
+        .route(
+            "/v1/responses/{id}/input_items",
+            get(dropin::response_input_items),
+        )
         .method_not_allowed_fallback(meta::method_not_allowed)
         .layer(AroundLayer(auth))
         .layer(AroundLayer(Reshape(Api::Responses)))

@@ -8,12 +8,14 @@
 
 pub mod decode;
 mod records;
+mod responses;
 mod traces;
 mod usage;
 
 pub use records::{
     ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus, fresh_id,
 };
+pub use responses::{ResponseLog, StoredResponse};
 pub use traces::{
     KEPT_ORDER_SLACK_MS, SinceFloor, SqlParam, TraceLog, TracePage, TraceQuery, TraceRow, TraceTag,
 };
@@ -229,8 +231,8 @@ pub trait RunLog: Send + Sync {
 
     /// Deletes every finished run that ended before `before_ms` (ms since
     /// the Unix epoch), with its calls and events, every schema no call
-    /// names any more, and the call traces that ended before it. A run
-    /// still running is never deleted.
+    /// names any more, the call traces that ended before it and the
+    /// responses kept before it. A run still running is never deleted.
     fn prune(&self, before_ms: u64) -> BoxFuture<'_, Result<Pruned, RunLogError>>;
 
     /// The budgets and idempotency keys kept in the same database, when
@@ -241,6 +243,12 @@ pub trait RunLog: Send + Sync {
 
     /// The call traces kept in the same database, when this log keeps them.
     fn traces(&self) -> Option<&dyn TraceLog> {
+        None
+    }
+
+    /// The responses kept in the same database (the Responses API's
+    /// `store`), when this log keeps them.
+    fn responses(&self) -> Option<&dyn ResponseLog> {
         None
     }
 }
@@ -254,6 +262,8 @@ pub struct Pruned {
     pub schemas: u64,
     /// Call traces.
     pub traces: u64,
+    /// Kept responses.
+    pub responses: u64,
 }
 
 /// The output a run log gives a lapsed durable run it cannot resume because

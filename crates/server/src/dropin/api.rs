@@ -5,6 +5,7 @@
 
 use super::sse::Frame;
 use crate::error::ApiError;
+use callai_engine::BoxFuture;
 use callai_engine::cost::Cost;
 use callai_engine::wire::{Attempts, CallRequest, CallResult, FinishReason, ParsedRetry, ToolCall};
 use serde::de::DeserializeOwned;
@@ -33,6 +34,12 @@ impl Api {
         }
     }
 }
+
+/// What a drop-in does with a call's result before its answer goes out,
+/// given the call's id and the model the answer names (the Responses API
+/// keeps a stored response): awaited, so that the answer is never ahead of
+/// it.
+pub type Keep = Box<dyn FnOnce(&CallResult, &str, &str) -> BoxFuture<'static, ()> + Send>;
 
 /// How an API frames a streamed call.
 pub trait Framer: Send + 'static {

@@ -4,7 +4,7 @@
 //! call path as `/v1/call` is (the same admission, limits, events, metrics
 //! and traces), and answered in the API's shape, streamed or not.
 
-use super::api::{AnswerExtension, DropinApi, Mapped, Streaming};
+use super::api::{AnswerExtension, DropinApi, Keep, Mapped, Streaming};
 use super::outcome::{CallFailure, run};
 use super::{sse, streaming};
 use crate::body::{self, Naming};
@@ -33,21 +33,46 @@ pub async fn handle<A: DropinApi>(
     let bytes = body::bytes(body, "server.maxBodyBytes")?;
     let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
     let (mapped, echo) = A::map(request)?;
+    serve::<A>(&gateway, caller, &headers, mapped, echo, None).await
+}
+
+/// Runs a mapped call of API `A` and answers it, `keep` given its result
+/// first when there is one.
+pub(super) async fn serve<A: DropinApi>(
+    gateway: &Arc<Gateway>,
+    caller: Caller,
+    headers: &HeaderMap,
+    mapped: Mapped,
+    echo: A::Echo,
+    keep: Option<Keep>,
+) -> Result<Response, CallFailure> {
     let streaming = mapped.streaming;
     // A structured call, a call with tools, and one that thinks (its
     // thinking blocks lead the answer, and are known with it) is judged
     // whole before any of it goes out (a retry could replace it).
     let thinks = (mapped.request.thinking.as_deref()).is_some_and(|t| t.required());
     let judged_whole = mapped.request.is_structured() || mapped.request.offers_tools() || thinks;
-    let plan = prepare::<A>(&gateway, &caller, &headers, mapped)?;
+    let plan = prepare::<A>(gateway, &caller, headers, mapped)?;
     let id = plan.id.clone();
     // Every answer of the call names it, its failures too.
-    let mut answer = answer::<A>(&gateway, caller, plan, streaming, judged_whole, echo).await;
+    let how = How {
+        streaming,
+        judged_whole,
+        keep,
+    };
+    let mut answer = answer::<A>(gateway, caller, plan, how, echo).await;
     match &mut answer {
         Ok(response) => headers::call_id(response.headers_mut(), &id),
         Err(failure) => headers::call_id(&mut failure.headers, &id),
     }
     answer
+}
+
+/// How a planned call is answered.
+struct How {
+    streaming: Streaming,
+    judged_whole: bool,
+    keep: Option<Keep>,
 }
 
 /// The answer of a planned call: streamed as its provider streams it, or
@@ -56,20 +81,24 @@ async fn answer<A: DropinApi>(
     gateway: &Arc<Gateway>,
     caller: Caller,
     plan: CallPlan,
-    streaming: Streaming,
-    judged_whole: bool,
+    how: How,
     echo: A::Echo,
 ) -> Result<Response, CallFailure> {
     let id = plan.id.clone();
     let route = plan.route.clone();
-    if streaming != Streaming::Off && !judged_whole {
+    let streaming = how.streaming;
+    if streaming != Streaming::Off && !how.judged_whole {
         // A text call streams as its provider does.
         let model = route.answer_model(&gateway.host, &Default::default());
+        let keep = how.keep.map(|keep| (keep, id.clone(), model.clone()));
         let framer = A::framer(model, id, streaming, None, echo);
-        return streaming::relay(gateway.clone(), caller, plan, framer).await;
+        return streaming::relay(gateway.clone(), caller, plan, framer, keep).await;
     }
     let (result, charged) = run(gateway, &caller, plan, None).await?;
     let model = route.answer_model(&gateway.host, &result);
+    if let Some(keep) = how.keep {
+        keep(&result, &id, &model).await;
+    }
     let mut response = if streaming != Streaming::Off {
         let framer = A::framer(model, id, streaming, Some(&result), echo);
         let frames = streaming::settled(framer, &result);

@@ -29,4 +29,7 @@ pub use api::Api;
 pub use error::Reshape;
 pub use handler::{count_client_retry, handle};
 pub use openai::{OpenAi, models};
-pub use responses::Responses;
+pub use responses::{
+    create as create_response, delete as delete_response, get as get_response,
+    input_items as response_input_items,
+};

@@ -6,7 +6,7 @@
 //! event) closes the stream. A client that goes away drops the call: the
 //! request in flight is cancelled, and counted.
 
-use super::api::{Framer, answer_text};
+use super::api::{Framer, Keep, answer_text};
 use super::outcome::{CallFailure, run};
 use super::sse::{self, Frame};
 use crate::error::ApiError;
@@ -85,6 +85,7 @@ pub async fn relay(
     caller: Caller,
     plan: CallPlan,
     mut framer: impl Framer,
+    keep: Option<(Keep, String, String)>,
 ) -> Result<Response, CallFailure> {
     let (tx, mut rx) = mpsc::unbounded_channel::<Piece>();
     let unread = Arc::new(Unread::default());
@@ -98,6 +99,10 @@ pub async fn relay(
         let gone = tx.clone();
         tokio::select! {
             end = run(&task_gateway, &caller, plan, Some(sink)) => {
+                // What is kept of the call is kept before its end goes out.
+                if let (Ok((result, _)), Some((keep, id, model))) = (&end, keep) {
+                    keep(result, &id, &model).await;
+                }
                 let _ = tx.send(Piece::End(end.map(|(result, _)| result)));
             }
             // The client went away: dropping the call cancels its request.

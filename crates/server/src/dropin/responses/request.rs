@@ -12,6 +12,7 @@ use crate::error::ApiError;
 use callai_engine::wire::{Tool, ToolChoice};
 use serde::de::IgnoredAny;
 use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 /// A Responses request, as far as this host reads it.
@@ -19,7 +20,9 @@ use serde_json::{Map, Value, json};
 #[serde(deny_unknown_fields)]
 pub struct ResponsesRequest {
     pub(super) model: String,
-    pub(super) input: Option<Input>,
+    /// A string or items, read in [`ResponsesRequest::input`]; kept as
+    /// sent for a stored response's `input_items`.
+    pub(super) input: Option<Box<RawValue>>,
     pub(super) instructions: Option<String>,
     pub(super) tools: Option<Vec<ResponseTool>>,
     pub(super) tool_choice: Option<ResponseToolChoice>,
@@ -34,8 +37,8 @@ pub struct ResponsesRequest {
     pub(super) stream: Option<bool>,
     pub(super) truncation: Option<String>,
     pub(super) include: Option<Vec<String>>,
-    // Refused when they ask for something: the host cannot honour them.
     pub(super) previous_response_id: Option<String>,
+    // Refused when they ask for something: the host cannot honour them.
     pub(super) reasoning: Option<ReasoningConfig>,
     pub(super) background: Option<bool>,
     pub(super) conversation: Option<Value>,
@@ -155,12 +158,6 @@ impl ResponsesRequest {
     /// Refuses what the host cannot honour, naming it.
     pub(super) fn refuse_unhonoured(&self) -> Result<(), ApiError> {
         let no = |param: &str, why: &str| Err(ApiError::invalid(param, why));
-        if self.previous_response_id.is_some() {
-            return no(
-                "previous_response_id",
-                "this host does not keep responses yet: send the whole conversation in `input`",
-            );
-        }
         if self.background == Some(true) {
             return no(
                 "background",
@@ -216,6 +213,35 @@ impl ResponsesRequest {
                 format!("{other:?}: must be auto or disabled"),
             )),
         }
+    }
+
+    /// `input`, read: a string or items.
+    pub(super) fn input(&self) -> Result<Input, ApiError> {
+        let Some(raw) = &self.input else {
+            return Err(ApiError::invalid("input", "is required"));
+        };
+        serde_json::from_str(raw.get()).map_err(|e| {
+            ApiError::invalid(
+                "input",
+                format!("is neither a string nor a list of items: {e}"),
+            )
+        })
+    }
+
+    /// `input` as a list of items, as JSON, as the caller sent it (a
+    /// string as the one user message it is).
+    pub(super) fn input_items(&self) -> Result<String, ApiError> {
+        let Some(raw) = &self.input else {
+            return Err(ApiError::invalid("input", "is required"));
+        };
+        if !raw.get().starts_with('"') {
+            return Ok(raw.get().to_owned());
+        }
+        let text: String = serde_json::from_str(raw.get())
+            .map_err(|e| ApiError::invalid("input", format!("is not a string: {e}")))?;
+        let item = json!({"type": "message", "role": "user",
+                          "content": [{"type": "input_text", "text": text}]});
+        Ok(json!([item]).to_string())
     }
 
     /// The response's JSON schema of `text.format`.
