@@ -135,6 +135,16 @@ impl Clients {
         printed(command, scenario)
     }
 
+    /// Runs an embeddings scenario of `tests/clients/embeddings_client.py`
+    /// against the server at `base`, with `key` as the API key; what the
+    /// client parsed.
+    pub fn embeddings(&self, scenario: &str, base: &str, key: &str) -> Value {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("clients/embeddings_client.py");
+        let mut command = Command::new(&self.python);
+        command.arg(script).arg(base).arg(scenario).arg(key);
+        printed(command, scenario)
+    }
+
     /// Runs Codex CLI's `codex exec` once with `prompt`, its model provider
     /// the server at `base` over the Responses API (model `p`), in a home
     /// and a working directory of its own. Codex's hosted tools and its

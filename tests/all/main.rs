@@ -62,6 +62,7 @@ mod serve_connections;
 mod serve_cost;
 mod serve_dropin;
 mod serve_durable;
+mod serve_embeddings;
 mod serve_errors;
 mod serve_fidelity;
 mod serve_guard;

@@ -67,6 +67,9 @@ pub struct ProviderRequest {
     /// The client's extended thinking and its conversation's thinking
     /// blocks, for a provider that takes them ([`Provider::takes_thinking`]).
     pub thinking: Option<Arc<Thinking>>,
+    /// An embedding call's input: the provider is asked for vectors
+    /// ([`Provider::embed`]) instead of a completion.
+    pub embedding: Option<Arc<callai_wire::Embedding>>,
 }
 
 /// Why the provider stopped generating.
@@ -257,6 +260,27 @@ pub trait Provider: Send + Sync {
     fn takes_thinking(&self) -> bool {
         false
     }
+    /// Whether it serves embeddings ([`Provider::embed`]).
+    fn takes_embeddings(&self) -> bool {
+        false
+    }
+
+    /// Sends one embedding request: the reply's `content` is the provider's
+    /// `data` array as JSON, its input tokens as reported, no output. By
+    /// default, refused: the provider serves no embeddings.
+    fn embed<'a>(
+        &'a self,
+        _request: &'a ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
+        Box::pin(async {
+            Err(ProviderFailure::new(
+                FailureKind::Unanswerable,
+                None,
+                "this provider serves no embeddings",
+            ))
+        })
+    }
+
     /// Sends one request.
     fn complete<'a>(
         &'a self,

@@ -2,7 +2,7 @@
 //! name it routes (`[models.NAME]`), in the order the call tries them, as
 //! the host's policy allows.
 
-use crate::config::{ConfigError, HostConfig, TargetName, invalid};
+use crate::config::{ConfigError, HostConfig, ModelKind, TargetName, invalid};
 use crate::engine::Target;
 use crate::host::Host;
 use crate::provider::{Provider, Providers};
@@ -86,6 +86,9 @@ impl Host {
         if request.thinking.as_deref().is_some_and(|t| t.required()) {
             chain = thinking_takers(chain)?;
         }
+        if request.embedding.is_some() {
+            chain = embedding_takers(chain)?;
+        }
         match first_image(request) {
             Some(field) => self.image_takers(chain, &field),
             None => Ok(chain),
@@ -107,6 +110,15 @@ impl Host {
             } else {
                 0.0
             };
+            if route.kind == ModelKind::Embedding && request.embedding.is_none() {
+                return Err(CallError::validation(
+                    "model",
+                    format!(
+                        "{name:?} is an embedding model ([models.{name:?}] kind = \"embedding\"): \
+                         send it to /v1/embeddings"
+                    ),
+                ));
+            }
             let names: Vec<TargetName<'_>> = route.target_names().collect();
             let mut chain = Chain {
                 route: Some(name),
@@ -197,7 +209,7 @@ impl Host {
 
     /// Model names this host routes that the policy lets a request reach
     /// (at least one target allowed).
-    pub fn routed_models(&self) -> Vec<&str> {
+    pub fn routed_models(&self) -> Vec<(&str, ModelKind)> {
         let config = self.config();
         config
             .models
@@ -207,7 +219,7 @@ impl Host {
                     .target_names()
                     .any(|t| config.provider_allowed(t.provider))
             })
-            .map(|(name, _)| name.as_str())
+            .map(|(name, route)| (name.as_str(), route.kind))
             .collect()
     }
 
@@ -248,6 +260,21 @@ fn thinking_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
             format!(
                 "extended thinking, which {refused:?} cannot take (an Anthropic-kind provider \
                  takes it): leave thinking out, or route the call to one"
+            ),
+        ));
+    }
+    Ok(chain)
+}
+
+/// `chain` without the targets whose provider serves no embeddings, for an
+/// embedding call; refused naming `model` when none is left.
+fn embedding_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
+    let (chain, refused) = chain.keep(|p| p.takes_embeddings());
+    if chain.targets.is_empty() {
+        return Err(CallError::validation(
+            "model",
+            format!(
+                "an embedding, which {refused:?} does not serve (an OpenAI-kind provider                  does): name an embedding model of one"
             ),
         ));
     }
@@ -332,6 +359,7 @@ mod tests {
             let route = ModelRoute {
                 targets: targets.iter().map(|&t| t.to_owned()).collect(),
                 weights: None,
+                kind: Default::default(),
             };
             config.models.insert((*name).to_owned(), route);
         }
@@ -449,6 +477,6 @@ mod tests {
         };
         assert_eq!(e.code, ErrorCode::PolicyDenied);
         assert_eq!(e.details.unwrap()["model"], "only-b");
-        assert_eq!(host.routed_models(), ["fast"]);
+        assert_eq!(host.routed_models(), [("fast", ModelKind::Chat)]);
     }
 }

@@ -6,7 +6,7 @@ use super::http::{ApiKey, HttpClient};
 use super::redact::StreamRedaction;
 use super::upstream::{KeyHeader, Upstream};
 use callai_engine::{
-    BoxFuture, DeltaSink, Provider, ProviderFailure, ProviderReply, ProviderRequest,
+    BoxFuture, DeltaSink, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
 };
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
@@ -24,6 +24,9 @@ pub trait WireFormat: Send + Sync + 'static {
     const PROMPT_CACHE: bool = false;
     /// Whether it takes extended thinking (`thinking`) and thinking blocks.
     const THINKING: bool = false;
+    /// Where it serves embeddings under the base URL, if it does (OpenAI's
+    /// `/embeddings`).
+    const EMBEDDINGS_PATH: Option<&'static str> = None;
     /// The auth (and version) headers, the key in `key_header`.
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)>;
     /// A whole success answer, typed.
@@ -83,6 +86,8 @@ pub struct HttpProvider<W> {
     http: HttpClient,
     /// The endpoint, parsed once: the URL every attempt goes to.
     endpoint: reqwest::Url,
+    /// Where its embedding requests go, when it serves them.
+    embeddings: Option<reqwest::Url>,
     /// The auth (and version) headers every attempt carries.
     headers: reqwest::header::HeaderMap,
     model: String,
@@ -107,11 +112,16 @@ impl<W: WireFormat> HttpProvider<W> {
         native: bool,
     ) -> Result<Self, String> {
         let base_url = endpoint.base_url.trim_end_matches('/');
-        let mut url = reqwest::Url::parse(&format!("{base_url}{}", W::PATH))
-            .map_err(|e| format!("baseUrl {base_url:?} is not a URL: {e}"))?;
-        if !endpoint.query.is_empty() {
-            url.query_pairs_mut().extend_pairs(endpoint.query);
-        }
+        let at = |path: &str| {
+            let mut url = reqwest::Url::parse(&format!("{base_url}{path}"))
+                .map_err(|e| format!("baseUrl {base_url:?} is not a URL: {e}"))?;
+            if !endpoint.query.is_empty() {
+                url.query_pairs_mut().extend_pairs(endpoint.query);
+            }
+            Ok::<_, String>(url)
+        };
+        let url = at(W::PATH)?;
+        let embeddings = W::EMBEDDINGS_PATH.map(at).transpose()?;
         let auth = W::headers(http.key(), endpoint.key_header);
         let mut headers = crate::http::request_headers(&auth)?;
         for (name, value) in endpoint.headers {
@@ -125,6 +135,7 @@ impl<W: WireFormat> HttpProvider<W> {
             headers,
             http,
             endpoint: url,
+            embeddings,
             model: model.to_owned(),
             native,
             overhead: 0,
@@ -188,6 +199,32 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     fn takes_thinking(&self) -> bool {
         W::THINKING
+    }
+
+    fn takes_embeddings(&self) -> bool {
+        self.embeddings.is_some()
+    }
+
+    fn embed<'a>(
+        &'a self,
+        request: &'a ProviderRequest,
+    ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
+        Box::pin(async move {
+            let (Some(url), Some(embedding)) = (&self.embeddings, &request.embedding) else {
+                let why = "this provider serves no embeddings";
+                return Err(ProviderFailure::new(FailureKind::Unanswerable, None, why));
+            };
+            let body = crate::embeddings::Body {
+                model: request.model.as_deref().unwrap_or(&self.model),
+                embedding,
+            };
+            let body = serde_json::to_vec(&body).expect("an embedding body always serialises");
+            self.http
+                .attempt(url, &self.headers, body, request, &[], |answer| {
+                    Ok(crate::embeddings::reply(answer))
+                })
+                .await
+        })
     }
 
     fn complete<'a>(

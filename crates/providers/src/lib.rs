@@ -27,6 +27,7 @@
 mod adapter;
 mod anthropic;
 mod config;
+mod embeddings;
 mod events;
 mod http;
 mod openai;

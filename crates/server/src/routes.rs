@@ -2,7 +2,7 @@
 //! layers it needs (its token, its body limit, its idempotency, its error
 //! shape). The handlers are in `handlers/` and `dropin/`.
 
-use crate::dropin::{self, Anthropic, Api, OpenAi, Reshape};
+use crate::dropin::{self, Anthropic, Api, Embeddings, OpenAi, Reshape};
 use crate::handlers::{call, meta, packs, runs, targets, tenants, traces};
 use crate::layers::access_log::AccessLog;
 use crate::layers::around::AroundLayer;
@@ -87,11 +87,13 @@ fn callai(state: &AppState, auth: Auth) -> Router<AppState> {
         .layer(AroundLayer(auth))
 }
 
-/// The OpenAI drop-in: Chat Completions and the model list.
+/// The OpenAI drop-in: Chat Completions, Embeddings and the model list.
 fn openai(state: &AppState, auth: Auth) -> Router<AppState> {
     let chat = keyed_post(state, dropin::handle::<OpenAi>, Some(Api::OpenAi));
+    let embeddings = keyed_post(state, dropin::handle::<Embeddings>, Some(Api::Embeddings));
     Router::new()
         .route("/v1/chat/completions", chat)
+        .route("/v1/embeddings", embeddings)
         .route("/v1/models", get(dropin::models))
         .method_not_allowed_fallback(meta::method_not_allowed)
         .layer(AroundLayer(auth))

@@ -5,7 +5,7 @@ import { get } from "./api.js";
 import { h, factList, bar, table, empty, money, moneyCell, ms, num, time, link } from "./dom.js";
 
 const FILTERS = ["tenant", "provider", "model", "endpoint", "run", "outcome", "since"];
-const ENDPOINTS = ["", "call", "chat_completions", "messages", "responses", "run"];
+const ENDPOINTS = ["", "call", "chat_completions", "embeddings", "messages", "responses", "run"];
 
 /** The form of the list's filters, filled from `params`; submitting it
  * puts them in the address, so a filtered list can be linked to. */

@@ -204,6 +204,7 @@ macro_rules! wit_conversions {
                         token_limit_field: None,
                         prompt_cache: None,
                         thinking: None,
+                        embedding: None,
                     })
                 }
             }

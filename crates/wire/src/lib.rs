@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 mod convert;
+mod embedding;
 mod error;
 mod image;
 mod parse;
@@ -40,6 +41,7 @@ mod thinking;
 mod tools;
 mod unknown;
 
+pub use embedding::Embedding;
 pub use error::{CallError, ErrorCode};
 pub use image::{IMAGE_MEDIA_TYPES, Image, ImageSource};
 pub use parse::{ParsedRequest, ParsedRetry};

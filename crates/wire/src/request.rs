@@ -185,6 +185,11 @@ pub struct CallRequest {
     /// Not part of the request's JSON.
     #[serde(skip)]
     pub thinking: Option<std::sync::Arc<crate::thinking::Thinking>>,
+    /// An embedding call's input (`POST /v1/embeddings`): the provider is
+    /// asked for its vectors instead of a completion. Not part of the
+    /// request's JSON.
+    #[serde(skip)]
+    pub embedding: Option<std::sync::Arc<crate::embedding::Embedding>>,
 }
 
 /// The field a client sent its token limit in (OpenAI's two spellings).

@@ -19,7 +19,7 @@ const WIRE: &[(&str, &str)] = sources!(".callai/callai-wire", "crates/wire":
     "src/convert.rs", "src/error.rs", "src/lib.rs", "src/parse/mod.rs", "src/parse/parsed.rs",
     "src/parse/read.rs", "src/parse/retry.rs", "src/parse/shape.rs", "src/parse/tests.rs",
     "src/parse/visit.rs", "src/prompt_cache.rs", "src/request.rs", "src/result.rs",
-    "src/thinking.rs", "src/tools.rs", "src/unknown.rs", "src/image.rs");
+    "src/thinking.rs", "src/tools.rs", "src/unknown.rs", "src/image.rs", "src/embedding.rs");
 
 /// The oldest Rust the pack builds with: the workspace's own.
 const RUST_VERSION: &str = env!("CARGO_PKG_RUST_VERSION");

@@ -11,7 +11,7 @@ mod models;
 
 pub use callai_wire::CallAccounting;
 pub use limits::Limits;
-pub use models::{MAX_TARGETS, ModelRoute, TargetName, is_family, route_of};
+pub use models::{MAX_TARGETS, ModelKind, ModelRoute, TargetName, is_family, route_of};
 
 use serde::de::{DeserializeOwned, MapAccess};
 use serde::{Deserialize, Serialize};

@@ -20,6 +20,36 @@ pub struct ModelRoute {
     /// weight, the rest follow in order. Unset: always the first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub weights: Option<Vec<u32>>,
+    /// What the name is a model of: completions (the default), or
+    /// embeddings, which `/v1/models` says and a completion is refused.
+    #[serde(default, skip_serializing_if = "ModelKind::is_chat")]
+    pub kind: ModelKind,
+}
+
+/// `[models.NAME] kind`: what a routed name is a model of.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelKind {
+    /// Completions (chat, messages, responses, `ctx.callAI`).
+    #[default]
+    Chat,
+    /// Embeddings (`/v1/embeddings`).
+    Embedding,
+}
+
+impl ModelKind {
+    /// Whether it is the default, completions.
+    pub fn is_chat(&self) -> bool {
+        *self == Self::Chat
+    }
+
+    /// Its name in the config and in `/v1/models`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Embedding => "embedding",
+        }
+    }
 }
 
 /// One target of a route, as its config names it.
@@ -172,6 +202,7 @@ mod tests {
 
     fn route(targets: &[&str], weights: Option<Vec<u32>>) -> ModelRoute {
         ModelRoute {
+            kind: ModelKind::Chat,
             targets: targets.iter().map(|&t| t.to_owned()).collect(),
             weights,
         }

@@ -272,6 +272,9 @@ async fn send(
     deltas: Option<&DeltaSink>,
     text_call: bool,
 ) -> Result<ProviderReply, ProviderFailure> {
+    if request.embedding.is_some() {
+        return provider.embed(request).await;
+    }
     let Some(deltas) = deltas.filter(|_| text_call) else {
         return provider.complete(request).await;
     };

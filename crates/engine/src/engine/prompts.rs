@@ -106,6 +106,7 @@ pub(super) fn build(
             _ => r.prompt_cache.clone(),
         },
         thinking: r.thinking.clone(),
+        embedding: r.embedding.clone(),
     }
 }
 

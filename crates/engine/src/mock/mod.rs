@@ -393,6 +393,7 @@ mod tests {
             token_limit_field: None,
             prompt_cache: None,
             thinking: None,
+            embedding: None,
         }
     }
 

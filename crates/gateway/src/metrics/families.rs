@@ -305,7 +305,7 @@ impl Metrics {
                 tenant: (*tenant).to_owned(),
             });
         }
-        for endpoint in ["chat_completions", "messages", "responses"] {
+        for endpoint in ["chat_completions", "messages", "responses", "embeddings"] {
             let _ = self
                 .client_retries
                 .get_or_create(&EndpointLabel { endpoint });

@@ -180,6 +180,7 @@ struct StreamOptions {
 
 impl WireFormat for OpenAiWire {
     const PATH: &'static str = "/chat/completions";
+    const EMBEDDINGS_PATH: Option<&'static str> = Some("/embeddings");
     const NATIVE_TERMS: &'static [&'static str] = &["response_format", "json_schema"];
 
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {

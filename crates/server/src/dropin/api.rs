@@ -22,6 +22,8 @@ pub enum Api {
     Anthropic,
     /// OpenAI Responses (its errors in OpenAI's shape).
     Responses,
+    /// OpenAI Embeddings (its errors in OpenAI's shape).
+    Embeddings,
 }
 
 impl Api {
@@ -31,6 +33,7 @@ impl Api {
             Self::OpenAi => "chat_completions",
             Self::Anthropic => "messages",
             Self::Responses => "responses",
+            Self::Embeddings => "embeddings",
         }
     }
 }

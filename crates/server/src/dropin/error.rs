@@ -161,7 +161,7 @@ pub fn body(api: Api, error: &ApiError) -> Vec<u8> {
     };
     let kind = kind(api, status(error));
     let written = match api {
-        Api::OpenAi | Api::Responses => {
+        Api::OpenAi | Api::Responses | Api::Embeddings => {
             let param = error
                 .details
                 .as_ref()

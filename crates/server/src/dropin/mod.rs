@@ -14,6 +14,7 @@
 
 mod anthropic;
 mod api;
+mod embeddings;
 mod error;
 mod handler;
 mod images;
@@ -26,6 +27,7 @@ mod streaming;
 
 pub use anthropic::Anthropic;
 pub use api::Api;
+pub use embeddings::Embeddings;
 pub use error::Reshape;
 pub use handler::{count_client_retry, handle};
 pub use openai::{OpenAi, models};

@@ -211,14 +211,22 @@ struct ModelList<'a> {
 
 #[derive(Serialize)]
 struct Model<'a> {
+    /// What a routed name is a model of (`chat` or `embedding`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    callai: Option<ModelExtension>,
     created: u64,
     id: String,
     object: &'static str,
     owned_by: &'a str,
 }
 
+#[derive(Serialize)]
+struct ModelExtension {
+    kind: &'static str,
+}
+
 /// `GET /v1/models`: the model names `[models]` routes (a family as its
-/// pattern, `gpt-4o*`), then the bare name of `[defaults] provider`'s
+/// pattern, `gpt-4o*`; each with `callai.kind`, `chat` or `embedding`), then the bare name of `[defaults] provider`'s
 /// model when bare names go to it (any other bare name does too), then
 /// every `PROVIDER/MODEL` this host serves the caller (each provider's
 /// configured model; a request may name any other model of it); a
@@ -228,7 +236,10 @@ pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl In
     let created = unix_now();
     // The caller's host: a tenant sees only what it may reach.
     let host = &caller.0.host;
-    let routed = host.routed_models().into_iter().map(|name| Model {
+    let routed = host.routed_models().into_iter().map(|(name, kind)| Model {
+        callai: Some(ModelExtension {
+            kind: kind.as_str(),
+        }),
         created,
         id: name.to_owned(),
         object: "model",
@@ -237,6 +248,7 @@ pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl In
     let providers = host.allowed_providers().into_iter().filter_map(|name| {
         let (_, provider) = host.providers().get(name)?;
         Some(Model {
+            callai: None,
             created,
             id: format!("{name}/{}", provider.default_model()),
             object: "model",
@@ -248,6 +260,7 @@ pub async fn models(axum::Extension(caller): axum::Extension<Caller>) -> impl In
         .then(|| host.providers().get(default))
         .flatten()
         .map(|(name, provider)| Model {
+            callai: None,
             created,
             id: provider.default_model().to_owned(),
             object: "model",
