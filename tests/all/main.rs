@@ -75,6 +75,7 @@ mod serve_ownership;
 mod serve_packs;
 mod serve_prompt_cache;
 mod serve_responses;
+mod serve_responses_mapping;
 mod serve_responses_stored;
 mod serve_routes;
 mod serve_slow_clients;

@@ -3,9 +3,10 @@
 //! fakes: the `openai` client's `responses.create`, `responses.parse`
 //! (two attempts, the corrective text sent), a two-step function-calling
 //! loop whose first call is wrong, `responses.stream` (the typed events in
-//! order, numbered), a built-in tool refused by name, and the OpenAI Agents
-//! SDK on its default model; an Anthropic-kind provider behind it, mapped
-//! both ways. Each test checks what the fake received.
+//! order, numbered), a built-in tool refused by name, the OpenAI Agents
+//! SDK on its default model and Codex CLI; a stream cut after text, and a
+//! tool call streamed once judged. Each test checks what the fake
+//! received. The mapping's own cases are in `serve_responses_mapping.rs`.
 
 use callai_tests::clients::Clients;
 use callai_tests::fake_server::{Received, Reply};
@@ -217,111 +218,6 @@ async fn built_in_tools_are_refused_by_name_and_the_agents_sdk_runs_one_tool() {
         .clone();
     assert_eq!(tool["tool_call_id"], "call_1");
     assert_eq!(tool["content"], "sunny in Oslo");
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_anthropic_provider_answers_a_response_mapped_both_ways() {
-    let api = Api::Anthropic;
-    let replies = vec![
-        api.tool_reply(
-            "Looking.",
-            &[("toolu_1", "weather", "{\"city\": \"Oslo\"}")],
-            Some(8),
-        ),
-        api.reply("Sunny.", None, "stop", Some(2)),
-    ];
-    let (server, fake) = TestServer::before_fake("anthropic", "model = \"m-1\"", replies).await;
-    let tools = json!([{"type": "function", "name": "weather", "parameters":
-        {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]);
-    let request = json!({"model": "p", "instructions": "Use tools.", "input": "Oslo?",
-                         "tools": tools, "max_output_tokens": 300});
-    let answer = server.exchange("/v1/responses", &request, None).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    let output = answer.body["output"].as_array().unwrap().clone();
-    assert_eq!(output[0]["type"], "message", "{output:?}");
-    assert_eq!(output[0]["content"][0]["text"], "Looking.");
-    assert_eq!(output[1]["type"], "function_call");
-    assert_eq!(output[1]["call_id"], "toolu_1");
-    let sent = &fake.received()[0].body;
-    assert_eq!(sent["system"], "Use tools.", "{sent}");
-    assert_eq!(sent["max_tokens"], 300);
-    assert_eq!(sent["tools"][0]["name"], "weather");
-
-    // The next turn: the model's items back, with the tool's output.
-    let mut input = vec![json!({"role": "user", "content": "Oslo?"})];
-    input.extend(output);
-    input.push(json!({"type": "function_call_output", "call_id": "toolu_1", "output": "sunny"}));
-    let next = json!({"model": "p", "input": input, "tools": tools});
-    let answer = server.exchange("/v1/responses", &next, None).await;
-    assert_eq!(answer.status, 200, "{}", answer.body);
-    assert_eq!(answer.body["output"][0]["content"][0]["text"], "Sunny.");
-    let sent = &fake.received()[1].body;
-    let messages = sent["messages"].as_array().unwrap();
-    assert_eq!(messages[1]["role"], "assistant", "{sent}");
-    let blocks = messages[1]["content"].as_array().unwrap();
-    assert!(
-        blocks
-            .iter()
-            .any(|b| b["type"] == "tool_use" && b["id"] == "toolu_1"),
-        "{sent}"
-    );
-    let result = &messages[2]["content"][0];
-    assert_eq!(result["type"], "tool_result", "{sent}");
-    assert_eq!(result["tool_use_id"], "toolu_1");
-    server.shutdown().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn what_the_host_cannot_honour_is_refused_naming_the_field() {
-    let (server, fake) = TestServer::before_fake("openai", "model = \"m-1\"", vec![]).await;
-    let cases = [
-        (
-            json!({"model": "p", "input": "x", "frobnicate": 1}),
-            "frobnicate",
-        ),
-        (json!({"model": "p"}), "input"),
-        (
-            json!({"model": "p", "input": "x", "previous_response_id": "resp_1"}),
-            "previous_response_id",
-        ),
-        (
-            json!({"model": "p", "input": "x", "background": true}),
-            "background",
-        ),
-        (
-            json!({"model": "p", "input": "x", "include": ["file_search_call.results"]}),
-            "include",
-        ),
-        (
-            json!({"model": "p", "input": "x", "reasoning": {"effort": "high"}}),
-            "reasoning",
-        ),
-        (
-            json!({"model": "p", "input": [{"type": "item_reference", "id": "i"}]}),
-            "input[0].type",
-        ),
-        (
-            json!({"model": "p", "input": "x", "tool_choice": {"type": "web_search"}}),
-            "tool_choice",
-        ),
-    ];
-    for (body, field) in cases {
-        let answer = server.exchange("/v1/responses", &body, None).await;
-        assert_eq!(answer.status, 400, "{body}: {}", answer.body);
-        let error = &answer.body["error"];
-        assert_eq!(error["type"], "invalid_request_error", "{body}: {error}");
-        let message = error["message"].as_str().unwrap();
-        assert!(message.contains(field), "{body}: {error}");
-        if field == "previous_response_id" {
-            // Without a run log nothing is kept, and the refusal says why.
-            assert!(message.contains("[runlog] url"), "{error}");
-        }
-    }
-    assert!(
-        fake.received().is_empty(),
-        "nothing refused reaches the provider"
-    );
-    server.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

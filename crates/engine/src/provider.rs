@@ -70,6 +70,9 @@ pub struct ProviderRequest {
     /// An embedding call's input: the provider is asked for vectors
     /// ([`Provider::embed`]) instead of a completion.
     pub embedding: Option<Arc<callai_wire::Embedding>>,
+    /// How much a reasoning model reasons, for a model that takes it
+    /// ([`Provider::takes_reasoning`]).
+    pub reasoning_effort: Option<String>,
 }
 
 /// Why the provider stopped generating.
@@ -260,6 +263,12 @@ pub trait Provider: Send + Sync {
     fn takes_thinking(&self) -> bool {
         false
     }
+    /// Whether its `model` takes a reasoning effort (OpenAI's reasoning
+    /// families, `reasoning_effort`).
+    fn takes_reasoning(&self, _model: &str) -> bool {
+        false
+    }
+
     /// Whether it serves embeddings ([`Provider::embed`]).
     fn takes_embeddings(&self) -> bool {
         false

@@ -22,18 +22,16 @@ pub(crate) struct Chain<'h> {
 impl<'h> Chain<'h> {
     /// The chain of the targets whose provider `takes`, and the names of
     /// the providers left out.
-    fn keep(self, takes: impl Fn(&dyn Provider) -> bool) -> (Self, Vec<&'h str>) {
-        let refused = self
-            .providers
-            .iter()
-            .filter(|(_, p)| !takes(*p))
-            .map(|(name, _)| *name)
+    fn keep(self, takes: impl Fn(&Target<'_>, &dyn Provider) -> bool) -> (Self, Vec<&'h str>) {
+        let refused = (self.targets.iter().zip(&self.providers))
+            .filter(|(t, (_, p))| !takes(t, *p))
+            .map(|(_, (name, _))| *name)
             .collect();
         let (targets, providers): (Vec<_>, Vec<_>) = self
             .targets
             .into_iter()
             .zip(self.providers)
-            .filter(|(_, (_, p))| takes(*p))
+            .filter(|(t, (_, p))| takes(t, *p))
             .unzip();
         let chain = Self {
             route: self.route,
@@ -88,6 +86,9 @@ impl Host {
         }
         if request.embedding.is_some() {
             chain = embedding_takers(chain)?;
+        }
+        if request.reasoning_effort.is_some() {
+            chain = reasoning_takers(chain)?;
         }
         match first_image(request) {
             Some(field) => self.image_takers(chain, &field),
@@ -161,7 +162,7 @@ impl Host {
     /// refused naming it when none is left. Each image's inline bytes are
     /// held to `[limits] maxImageBytes`.
     fn image_takers<'h>(&self, chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallError> {
-        let (chain, refused) = chain.keep(|p| p.takes_images());
+        let (chain, refused) = chain.keep(|_, p| p.takes_images());
         if chain.targets.is_empty() {
             return Err(CallError::validation(
                 field,
@@ -253,7 +254,7 @@ impl Host {
 /// `chain` without the targets whose provider cannot think, for a request
 /// that asks the model to; refused naming `thinking` when none is left.
 fn thinking_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
-    let (chain, refused) = chain.keep(|p| p.takes_thinking());
+    let (chain, refused) = chain.keep(|_, p| p.takes_thinking());
     if chain.targets.is_empty() {
         return Err(CallError::validation(
             "thinking",
@@ -266,10 +267,27 @@ fn thinking_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
     Ok(chain)
 }
 
+/// `chain` without the targets whose model takes no reasoning effort, for a
+/// request that sets one; refused naming `reasoningEffort` when none is
+/// left.
+fn reasoning_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
+    let (chain, refused) = chain.keep(|t, p| p.takes_reasoning(&t.model));
+    if chain.targets.is_empty() {
+        return Err(CallError::validation(
+            "reasoningEffort",
+            format!(
+                "a reasoning effort, which the models of {refused:?} do not take (OpenAI's \
+                 reasoning models do: o1, o3, o4, gpt-5): leave it out, or route the call to one"
+            ),
+        ));
+    }
+    Ok(chain)
+}
+
 /// `chain` without the targets whose provider serves no embeddings, for an
 /// embedding call; refused naming `model` when none is left.
 fn embedding_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
-    let (chain, refused) = chain.keep(|p| p.takes_embeddings());
+    let (chain, refused) = chain.keep(|_, p| p.takes_embeddings());
     if chain.targets.is_empty() {
         return Err(CallError::validation(
             "model",
@@ -285,7 +303,7 @@ fn embedding_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
 /// breakpoints, for a request that set one at `field`; refused naming it
 /// when none is left.
 fn cache_takers<'h>(chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallError> {
-    let (chain, refused) = chain.keep(|p| p.takes_prompt_cache());
+    let (chain, refused) = chain.keep(|_, p| p.takes_prompt_cache());
     if chain.targets.is_empty() {
         return Err(CallError::validation(
             field,

@@ -27,6 +27,10 @@ pub trait WireFormat: Send + Sync + 'static {
     /// Where it serves embeddings under the base URL, if it does (OpenAI's
     /// `/embeddings`).
     const EMBEDDINGS_PATH: Option<&'static str> = None;
+    /// Whether `model` takes a reasoning effort. None does by default.
+    fn takes_reasoning(_model: &str) -> bool {
+        false
+    }
     /// The auth (and version) headers, the key in `key_header`.
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)>;
     /// A whole success answer, typed.
@@ -199,6 +203,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
 
     fn takes_thinking(&self) -> bool {
         W::THINKING
+    }
+
+    fn takes_reasoning(&self, model: &str) -> bool {
+        W::takes_reasoning(model)
     }
 
     fn takes_embeddings(&self) -> bool {

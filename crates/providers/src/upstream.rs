@@ -69,7 +69,7 @@ impl KeyHeader {
 
 /// Whether `model` (its last `/` segment: `openai/o3` too) is of OpenAI's
 /// reasoning families, which refuse `max_tokens`.
-fn reasoning_family(model: &str) -> bool {
+pub(crate) fn reasoning_family(model: &str) -> bool {
     let name = model
         .rsplit('/')
         .next()

@@ -205,6 +205,7 @@ macro_rules! wit_conversions {
                         prompt_cache: None,
                         thinking: None,
                         embedding: None,
+                        reasoning_effort: None,
                     })
                 }
             }

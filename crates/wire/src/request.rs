@@ -190,6 +190,12 @@ pub struct CallRequest {
     /// request's JSON.
     #[serde(skip)]
     pub embedding: Option<std::sync::Arc<crate::embedding::Embedding>>,
+    /// How much a reasoning model reasons (`low`, `medium`, `high`, …: the
+    /// Responses API's `reasoning.effort`, Chat Completions'
+    /// `reasoning_effort`), for a target whose model takes it. Not part of
+    /// the request's JSON.
+    #[serde(skip)]
+    pub reasoning_effort: Option<String>,
 }
 
 /// The field a client sent its token limit in (OpenAI's two spellings).

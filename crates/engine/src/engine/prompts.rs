@@ -107,6 +107,7 @@ pub(super) fn build(
         },
         thinking: r.thinking.clone(),
         embedding: r.embedding.clone(),
+        reasoning_effort: r.reasoning_effort.clone(),
     }
 }
 

@@ -394,6 +394,7 @@ mod tests {
             prompt_cache: None,
             thinking: None,
             embedding: None,
+            reasoning_effort: None,
         }
     }
 

@@ -43,6 +43,9 @@ struct ChatBody<'a> {
     tool_choice: Option<Choice<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     parallel_tool_calls: Option<bool>,
+    /// A reasoning model's effort, when the call set one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'a str>,
     /// The config's `extraBody`.
     #[serde(flatten)]
     extra: &'a Map<String, Value>,
@@ -181,6 +184,10 @@ struct StreamOptions {
 impl WireFormat for OpenAiWire {
     const PATH: &'static str = "/chat/completions";
     const EMBEDDINGS_PATH: Option<&'static str> = Some("/embeddings");
+
+    fn takes_reasoning(model: &str) -> bool {
+        crate::upstream::reasoning_family(model)
+    }
     const NATIVE_TERMS: &'static [&'static str] = &["response_format", "json_schema"];
 
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
@@ -279,6 +286,7 @@ impl WireFormat for OpenAiWire {
             tools,
             tool_choice,
             parallel_tool_calls: r.tools.as_ref().and_then(|t| t.parallel),
+            reasoning_effort: r.reasoning_effort.as_deref(),
             extra: &upstream.extra_body,
         };
         serde_json::to_vec(&body).expect("a chat body serializes")

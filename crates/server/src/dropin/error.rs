@@ -204,6 +204,8 @@ fn api_param(api: Api, field: &str) -> &str {
         (Api::Responses, "maxTokens") => "max_output_tokens",
         (Api::Responses, "systemPrompt") => "instructions",
         (Api::Responses, "messages") => "input",
+        (Api::Responses, "reasoningEffort") => "reasoning.effort",
+        (Api::OpenAi, "reasoningEffort") => "reasoning_effort",
         (Api::Anthropic, "stopSequences") => "stop_sequences",
         (_, "systemPrompt") => "system",
         (_, "provider" | "model") => "model",

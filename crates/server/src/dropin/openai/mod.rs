@@ -72,8 +72,7 @@ pub struct ChatRequest {
     _prompt_cache_key: Option<IgnoredAny>,
     #[serde(rename = "safety_identifier")]
     _safety_identifier: Option<IgnoredAny>,
-    #[serde(rename = "reasoning_effort")]
-    _reasoning_effort: Option<IgnoredAny>,
+    reasoning_effort: Option<String>,
     #[serde(rename = "verbosity")]
     _verbosity: Option<IgnoredAny>,
     /// The RFC 0248 extension (`extra_body={"callai": {...}}`).
@@ -281,6 +280,8 @@ impl DropinApi for OpenAi {
             tools: r.tools.map(tools::tools).transpose()?,
             tool_choice: r.tool_choice.map(tools::choice).transpose()?,
             parallel_tool_calls: r.parallel_tool_calls,
+            // `none` asks for no reasoning, which every model gives.
+            reasoning_effort: r.reasoning_effort.filter(|e| e != "none"),
             ..CallRequest::default()
         };
         let streaming = match r.stream {

@@ -24,7 +24,6 @@ pub(super) struct ResponseObject<'a> {
     pub model: &'a str,
     pub object: &'static str,
     pub output: Cow<'a, [OutputItem<'a>]>,
-    pub reasoning: Reasoning,
     pub status: &'static str,
     pub usage: Option<ResponseUsage>,
     #[serde(flatten)]
@@ -51,13 +50,6 @@ impl<'a> ResponseError<'a> {
 #[derive(Serialize)]
 pub(super) struct Incomplete {
     pub reason: &'static str,
-}
-
-/// `reasoning`: this host sends no reasoning settings.
-#[derive(Serialize, Default)]
-pub(super) struct Reasoning {
-    effort: Option<()>,
-    summary: Option<()>,
 }
 
 /// One `output` item.

@@ -2,7 +2,7 @@
 //! engine's, a result answered as a `response`, a stream framed as its
 //! typed events.
 
-use super::answer::{self, Reasoning, ResponseObject};
+use super::answer::{self, ResponseObject};
 use super::events::ResponseFramer;
 use super::input;
 use super::request::{self, Echo, ResponsesRequest};
@@ -37,6 +37,7 @@ impl DropinApi for Responses {
             tools: request::tools(r.tools.as_deref().unwrap_or_default())?,
             tool_choice: r.tool_choice.as_ref().map(request::choice).transpose()?,
             parallel_tool_calls: r.parallel_tool_calls,
+            reasoning_effort: r.reasoning_effort().map(str::to_owned),
             ..CallRequest::default()
         };
         let streaming = match r.stream {
@@ -72,7 +73,6 @@ impl DropinApi for Responses {
             model,
             object: "response",
             output: Cow::Owned(answer::output(id, result)),
-            reasoning: Reasoning::default(),
             status,
             usage: answer::usage(result),
             echo,

@@ -8,7 +8,7 @@
 //! `callai` extension.
 
 use super::answer::{
-    self, OutputItem, OutputText, Reasoning, ResponseError, ResponseObject, function_call, item_id,
+    self, OutputItem, OutputText, ResponseError, ResponseObject, function_call, item_id,
 };
 use super::request::Echo;
 use crate::dropin::api::{AnswerExtension, Framer};
@@ -136,7 +136,6 @@ impl ResponseFramer {
                 model: &self.model,
                 object: "response",
                 output: Cow::Borrowed(&self.output),
-                reasoning: Reasoning::default(),
                 status,
                 usage: extra.0,
                 echo: &self.echo,

@@ -82,12 +82,14 @@ pub(super) struct ResponseTool {
 }
 
 /// `reasoning`: how much a reasoning model thinks, and whether it sums its
-/// reasoning up. No reasoning item is produced here, so a summary asked for
-/// is none; an `effort` other than `none` is refused by name.
+/// reasoning up. The effort goes to a target whose model takes it (the
+/// call is refused naming `reasoning.effort` where none does; `none` asks
+/// for nothing); no reasoning item is produced here, so a summary asked
+/// for is none.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ReasoningConfig {
-    effort: Option<String>,
+    pub(super) effort: Option<String>,
     #[serde(rename = "summary")]
     _summary: Option<IgnoredAny>,
     #[serde(rename = "generate_summary")]
@@ -135,6 +137,14 @@ pub(super) enum TextFormat {
     },
 }
 
+/// `reasoning` as a response repeats it: the effort asked for, and no
+/// summary (none is produced here).
+#[derive(Debug, Clone, Serialize)]
+pub(super) struct EchoReasoning {
+    pub(super) effort: Option<String>,
+    pub(super) summary: Option<()>,
+}
+
 /// What of the request a response repeats, as OpenAI's does.
 #[derive(Debug, Clone, Serialize)]
 pub struct Echo {
@@ -144,6 +154,7 @@ pub struct Echo {
     pub(super) metadata: Map<String, Value>,
     pub(super) parallel_tool_calls: bool,
     pub(super) previous_response_id: Option<String>,
+    pub(super) reasoning: EchoReasoning,
     pub(super) store: bool,
     pub(super) temperature: Option<f64>,
     pub(super) text: TextConfig,
@@ -163,13 +174,6 @@ impl ResponsesRequest {
                 "background",
                 "this host answers while the request is open: send it without `background`",
             );
-        }
-        let effort = self.reasoning.as_ref().and_then(|r| r.effort.as_deref());
-        if let Some(effort) = effort.filter(|e| *e != "none") {
-            return Err(ApiError::invalid(
-                "reasoning.effort",
-                format!("{effort:?}: this host does not pass reasoning settings to a model yet"),
-            ));
         }
         let present = [
             ("conversation", self.conversation.as_ref()),
@@ -213,6 +217,12 @@ impl ResponsesRequest {
                 format!("{other:?}: must be auto or disabled"),
             )),
         }
+    }
+
+    /// The reasoning effort asked for, `none` (no reasoning) left out.
+    pub(super) fn reasoning_effort(&self) -> Option<&str> {
+        let effort = self.reasoning.as_ref()?.effort.as_deref()?;
+        (effort != "none").then_some(effort)
     }
 
     /// `input`, read: a string or items.
@@ -263,6 +273,10 @@ impl ResponsesRequest {
             metadata: self.metadata.clone().unwrap_or_default(),
             parallel_tool_calls: self.parallel_tool_calls.unwrap_or(true),
             previous_response_id: self.previous_response_id.clone(),
+            reasoning: EchoReasoning {
+                effort: self.reasoning_effort().map(str::to_owned),
+                summary: None,
+            },
             store: self.store.unwrap_or(true),
             temperature: self.temperature,
             text: self.text.clone().unwrap_or(TextConfig {
