@@ -1,10 +1,12 @@
 //! The Responses API's mapping through `callai serve` (issue 52), over
 //! plain HTTP against loopback fakes: an Anthropic-kind provider behind it,
-//! mapped both ways; a reasoning effort sent to a reasoning model (and by
+//! mapped both ways; a reasoning effort sent to a reasoning model (its
+//! reasoning and cached tokens in the answer's usage; and by
 //! Chat Completions too) and refused by each API's own name for a model
 //! that does not reason; and what the host cannot honour refused naming
 //! the field, nothing sent.
 
+use callai_tests::fake_server::Reply;
 use callai_tests::serve::TestServer;
 use callai_tests::wire::Api;
 use serde_json::json;
@@ -65,7 +67,16 @@ async fn an_anthropic_provider_answers_a_response_mapped_both_ways() {
 async fn a_reasoning_effort_reaches_a_reasoning_model_and_is_refused_for_others() {
     let api = Api::OpenAi;
     let replies = vec![
-        api.reply("Thought.", None, "stop", Some(9)),
+        // A reasoning model's answer: its usage says what it spent reasoning
+        // and what it read from its prompt cache.
+        Reply::ok(
+            json!({"id": "c1", "object": "chat.completion", "model": "o3-mini",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "Thought."}}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 9,
+                      "prompt_tokens_details": {"cached_tokens": 16},
+                      "completion_tokens_details": {"reasoning_tokens": 6}}}),
+        ),
         api.reply("Thought too.", None, "stop", Some(9)),
         api.reply("Plain.", None, "stop", Some(2)),
     ];
@@ -74,6 +85,16 @@ async fn a_reasoning_effort_reaches_a_reasoning_model_and_is_refused_for_others(
     let answer = server.exchange("/v1/responses", &body, None).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     assert_eq!(answer.body["reasoning"]["effort"], "high");
+    let usage = &answer.body["usage"];
+    assert_eq!(usage["output_tokens"], 9, "{usage}");
+    assert_eq!(
+        usage["output_tokens_details"]["reasoning_tokens"], 6,
+        "{usage}"
+    );
+    assert_eq!(
+        usage["input_tokens_details"]["cached_tokens"], 16,
+        "{usage}"
+    );
     let chat = json!({"model": "p/gpt-5-mini", "reasoning_effort": "low",
                       "messages": [{"role": "user", "content": "x"}]});
     let answer = server.exchange("/v1/chat/completions", &chat, None).await;

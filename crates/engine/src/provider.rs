@@ -127,6 +127,9 @@ pub struct ProviderReply {
     pub cache_write_input_tokens: Option<u32>,
     /// Reported output tokens; `None` when the provider reported no usage.
     pub output_tokens: Option<u32>,
+    /// Of `output_tokens`, those a reasoning model spent reasoning
+    /// (OpenAI's `reasoning_tokens`); `None` when it said nothing of them.
+    pub reasoning_tokens: Option<u32>,
     /// The model that answered.
     pub model: Option<String>,
     /// The HTTP status it came with, when it came over HTTP.

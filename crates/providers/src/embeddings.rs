@@ -45,6 +45,7 @@ pub(crate) fn reply(answer: Answer) -> ProviderReply {
         input_tokens: input,
         cached_input_tokens: None,
         cache_write_input_tokens: None,
+        reasoning_tokens: None,
         output_tokens: input.map(|_| 0),
         model: answer.model,
         status: None,

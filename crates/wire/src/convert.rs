@@ -133,6 +133,7 @@ macro_rules! wit_conversions {
                         attempts: r.attempts.map(Into::into),
                         thinking: Vec::new(),
                         cached_input_tokens: None,
+                        reasoning_tokens: None,
                     }
                 }
             }

@@ -142,6 +142,12 @@ pub struct CallResult {
     /// nothing of a cache. Not part of the result's JSON (§A.4 fixes it).
     #[serde(skip)]
     pub cached_input_tokens: Option<u32>,
+    /// Of the final attempt's output tokens, those its model spent
+    /// reasoning, where its provider said (the Responses API's
+    /// `output_tokens_details.reasoning_tokens`). Not part of the result's
+    /// JSON.
+    #[serde(skip)]
+    pub reasoning_tokens: Option<u32>,
 }
 
 impl CallResult {

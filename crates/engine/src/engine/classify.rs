@@ -131,6 +131,7 @@ mod tests {
             input_tokens: None,
             cached_input_tokens: None,
             cache_write_input_tokens: None,
+            reasoning_tokens: None,
             output_tokens: None,
             model: None,
             status: None,

@@ -364,6 +364,7 @@ impl Provider for MockProvider {
                     input_tokens: reply.input_tokens,
                     cached_input_tokens: None,
                     cache_write_input_tokens: None,
+                    reasoning_tokens: None,
                     output_tokens: reply.output_tokens.map(|t| t.min(request.max_tokens)),
                     tool_calls: tool_calls::scripted(reply.tool_calls),
                     model: Some(request.model.clone().unwrap_or_else(|| MOCK_MODEL.into())),

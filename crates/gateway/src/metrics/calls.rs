@@ -147,6 +147,7 @@ mod tests {
             input_tokens: None,
             cached_input_tokens: None,
             cache_write_input_tokens: None,
+            reasoning_tokens: None,
             output_tokens: Some(tokens),
             model: None,
             status: None,

@@ -212,6 +212,7 @@ fn reply(
         input_tokens: usage.input().0,
         cached_input_tokens: usage.input().1,
         cache_write_input_tokens: usage.cache_creation_input_tokens.0,
+        reasoning_tokens: None,
         output_tokens: usage.output_tokens.0,
         model,
         status: None,

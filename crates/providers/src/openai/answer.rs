@@ -76,6 +76,15 @@ struct Usage {
     /// Of the prompt, what was read from OpenAI's prompt cache.
     #[serde(default, deserialize_with = "crate::usage::nullable")]
     prompt_tokens_details: PromptDetails,
+    /// Of the completion, what a reasoning model spent reasoning.
+    #[serde(default, deserialize_with = "crate::usage::nullable")]
+    completion_tokens_details: CompletionDetails,
+}
+
+#[derive(Debug, Default, Clone, Copy, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Tokens,
 }
 
 #[derive(Debug, Default, Clone, Copy, Deserialize)]
@@ -158,6 +167,7 @@ fn reply(
         cached_input_tokens: usage.prompt_tokens_details.cached_tokens.0,
         // OpenAI caches by itself, at no price for writing.
         cache_write_input_tokens: None,
+        reasoning_tokens: usage.completion_tokens_details.reasoning_tokens.0,
         output_tokens: usage.completion_tokens.0,
         model,
         status: None,

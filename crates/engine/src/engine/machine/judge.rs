@@ -141,6 +141,7 @@ impl CallMachine<'_> {
                 .then(|| self.ledger.attempts(self.mode)),
             thinking: reply.thinking,
             cached_input_tokens: reply.cached_input_tokens,
+            reasoning_tokens: reply.reasoning_tokens,
         }
     }
 }

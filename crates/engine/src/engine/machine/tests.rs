@@ -20,6 +20,7 @@ pub(super) fn reply(content: &str, stop: StopReason, tokens: Option<u32>) -> Pro
         input_tokens: None,
         cached_input_tokens: None,
         cache_write_input_tokens: None,
+        reasoning_tokens: None,
         output_tokens: tokens,
         model: None,
         status: None,

@@ -91,7 +91,8 @@ impl<'a> OutputText<'a> {
 }
 
 /// `usage` in the Responses API's words: the final attempt's (§A.4), each
-/// count it reported; cached input tokens where its provider said.
+/// count it reported; cached input and reasoning tokens where its provider
+/// said.
 #[derive(Serialize)]
 pub(super) struct ResponseUsage {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -101,12 +102,19 @@ pub(super) struct ResponseUsage {
     #[serde(skip_serializing_if = "Option::is_none")]
     output_tokens: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    output_tokens_details: Option<OutputDetails>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     total_tokens: Option<u32>,
 }
 
 #[derive(Serialize)]
 struct InputDetails {
     cached_tokens: u32,
+}
+
+#[derive(Serialize)]
+struct OutputDetails {
+    reasoning_tokens: u32,
 }
 
 pub(super) fn usage(result: &CallResult) -> Option<ResponseUsage> {
@@ -119,6 +127,8 @@ pub(super) fn usage(result: &CallResult) -> Option<ResponseUsage> {
         input_tokens_details: (result.cached_input_tokens)
             .map(|cached_tokens| InputDetails { cached_tokens }),
         output_tokens: u.output_tokens,
+        output_tokens_details: (result.reasoning_tokens)
+            .map(|reasoning_tokens| OutputDetails { reasoning_tokens }),
         total_tokens: u.total_tokens,
     })
 }
