@@ -84,6 +84,7 @@ mod serve_stream;
 mod serve_thinking;
 mod serve_tools;
 mod serve_upstream;
+mod serve_upstream_responses;
 mod telemetry;
 mod ui_browser;
 mod ui_calls_list;

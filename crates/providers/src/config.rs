@@ -81,6 +81,26 @@ impl ProviderKind {
     }
 }
 
+/// `[providers.NAME] api`: which of OpenAI's APIs an OpenAI-kind provider
+/// is sent.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenAiApi {
+    /// Chat Completions (`/chat/completions`), which every compatible
+    /// server speaks.
+    #[default]
+    Chat,
+    /// The Responses API (`/responses`), for models offered only there.
+    Responses,
+}
+
+impl OpenAiApi {
+    /// Whether it is the default, Chat Completions.
+    pub fn is_chat(&self) -> bool {
+        *self == Self::Chat
+    }
+}
+
 /// Every `[providers.NAME]` section, by name.
 pub type ProvidersConfig = BTreeMap<String, ProviderConfig>;
 
@@ -107,6 +127,9 @@ pub struct ProviderConfig {
     pub input_overhead_tokens: Option<u64>,
     /// The field the token limit goes in (`auto` by default).
     pub max_tokens_field: Option<MaxTokensField>,
+    /// Which of OpenAI's APIs an OpenAI-kind provider is sent (`chat` by
+    /// default; `responses` for models offered only there).
+    pub api: Option<OpenAiApi>,
     /// The header the key goes in (by kind when absent).
     pub key_header: Option<KeyHeader>,
     /// Headers sent on every request (never the key's).
@@ -171,6 +194,9 @@ pub struct ProviderSettings {
     pub input_overhead_tokens: u64,
     /// The field the token limit goes in.
     pub max_tokens_field: MaxTokensField,
+    /// Which of OpenAI's APIs it is sent.
+    #[serde(skip_serializing_if = "OpenAiApi::is_chat")]
+    pub api: OpenAiApi,
     /// The header the key goes in.
     pub key_header: KeyHeader,
     /// Headers sent on every request.
@@ -232,6 +258,7 @@ impl ProviderConfig {
                 .input_overhead_tokens
                 .unwrap_or_else(|| kind.default_input_overhead()),
             max_tokens_field: self.max_tokens_field.unwrap_or_default(),
+            api: self.api.unwrap_or_default(),
             key_header: self.key_header.unwrap_or_else(|| kind.default_key_header()),
             headers: self.headers.clone().unwrap_or_default(),
             query: self.query.clone().unwrap_or_default(),
@@ -295,6 +322,14 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
             return Err(invalid(
                 &format!("providers.{name}.inputOverheadTokens"),
                 format!("must be 0..1000000, got {}", s.input_overhead_tokens),
+            ));
+        }
+        if s.kind == ProviderKind::Anthropic && s.api == OpenAiApi::Responses {
+            return Err(invalid(
+                &format!("providers.{name}.api"),
+                "an Anthropic-kind provider speaks the Messages API; api = \"responses\" is \
+                 OpenAI's"
+                    .into(),
             ));
         }
         if s.kind == ProviderKind::Anthropic

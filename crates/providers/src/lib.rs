@@ -36,7 +36,7 @@ mod upstream;
 mod usage;
 
 pub use config::{
-    Prices, ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate,
+    OpenAiApi, Prices, ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate,
 };
 pub use upstream::{KeyHeader, MaxTokensField};
 
@@ -54,6 +54,8 @@ use std::time::Duration;
 type OpenAi = HttpProvider<OpenAiWire>;
 /// An Anthropic Messages API provider.
 type Anthropic = HttpProvider<AnthropicWire>;
+/// An OpenAI provider spoken to over the Responses API.
+type OpenAiResponses = HttpProvider<openai::ResponsesWire>;
 
 /// Reads the API key from the section's variable with `env`. An empty
 /// `apiKeyEnv` means the server needs no key (a local Ollama, say); a
@@ -126,6 +128,13 @@ fn start_one(
         key_header: s.key_header,
     };
     Ok(match s.kind {
+        ProviderKind::Openai if s.api == OpenAiApi::Responses => Arc::new(
+            OpenAiResponses::new(http, endpoint, &s.model, s.native)
+                .map_err(url)?
+                .with_input_overhead(overhead)
+                .with_vision(s.vision)
+                .with_upstream(extras),
+        ),
         ProviderKind::Openai => Arc::new(
             OpenAi::new(http, endpoint, &s.model, s.native)
                 .map_err(url)?

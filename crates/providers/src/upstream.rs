@@ -91,7 +91,7 @@ pub struct Upstream {
 }
 
 /// The body fields each kind's requests set themselves.
-const HOST_SET: [&str; 16] = [
+const HOST_SET: [&str; 22] = [
     "model",
     "messages",
     "max_tokens",
@@ -108,6 +108,13 @@ const HOST_SET: [&str; 16] = [
     "system",
     "input_schema",
     "output_config",
+    // The Responses API's (`api = "responses"`), and a reasoning effort.
+    "input",
+    "instructions",
+    "max_output_tokens",
+    "text",
+    "reasoning",
+    "reasoning_effort",
 ];
 
 /// Headers a config may not set: the key travels in its own, and the

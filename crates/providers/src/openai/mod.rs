@@ -3,6 +3,10 @@
 //! `response_format: {type: "json_schema"}`.
 
 mod answer;
+mod responses;
+mod responses_answer;
+
+pub(crate) use responses::ResponsesWire;
 
 use super::adapter::{Delivery, WireFormat};
 use super::http::ApiKey;
