@@ -4,7 +4,8 @@
 //! (two attempts, the corrective text sent), a two-step function-calling
 //! loop whose first call is wrong, `responses.stream` (the typed events in
 //! order, numbered), a built-in tool refused by name, the OpenAI Agents
-//! SDK on its default model and Codex CLI; a stream cut after text, and a
+//! SDK on its default model, LangChain's `ChatOpenAI(use_responses_api=True)`
+//! and Codex CLI; a stream cut after text, and a
 //! tool call streamed once judged. Each test checks what the fake
 //! received. The mapping's own cases are in `serve_responses_mapping.rs`.
 
@@ -341,4 +342,31 @@ async fn a_cut_stream_fails_the_response_and_tool_calls_stream_judged() {
     assert_eq!(output.as_array().unwrap().len(), 1, "{output}");
     assert_eq!(output[0]["type"], "function_call");
     server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langchain_on_the_responses_api_calls_a_tool_and_structures_output() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let api = Api::OpenAi;
+    let replies = vec![
+        api.tool_reply(
+            "",
+            &[("call_7", "weather", "{\"city\": \"Oslo\"}")],
+            Some(5),
+        ),
+        api.reply("{\"scene\": \"a quay\"}", None, "stop", Some(6)),
+    ];
+    let (out, seen) = scenario(&clients, "langchain", api, replies).await;
+    assert_eq!(out["tool_calls"][0]["name"], "weather", "{out}");
+    assert_eq!(out["tool_calls"][0]["args"], json!({"city": "Oslo"}));
+    assert_eq!(out["parsed"], json!({"scene": "a quay"}), "{out}");
+    assert_eq!(seen.len(), 2);
+    assert_eq!(seen[0].body["tools"][0]["function"]["name"], "weather");
+    assert_eq!(
+        seen[1].body["response_format"]["type"], "json_schema",
+        "{}",
+        seen[1].body
+    );
 }

@@ -13,6 +13,8 @@ Scenarios:
             retrieved and its input items listed
   refused   openai: a built-in tool, refused by name (the typed error)
   agents    openai-agents: an Agent on its default (Responses) model
+  langchain langchain-openai: ChatOpenAI(use_responses_api=True) with one
+            tool bound, then with a structured output (json_schema)
 """
 
 import json
@@ -130,6 +132,26 @@ def agents_run(base: str) -> dict:
     return {"final_output": result.final_output}
 
 
+def langchain(base: str) -> dict:
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def weather(city: str) -> str:
+        """The weather in a city."""
+        return f"sunny in {city}"
+
+    chat = ChatOpenAI(model="p", base_url=base + "/v1", api_key="unused", max_retries=0,
+                      use_responses_api=True)
+    called = chat.bind_tools([weather]).invoke(QUESTION)
+    schema = {"title": "scene", "description": "A scene", "type": "object",
+              "properties": {"scene": {"type": "string"}}, "required": ["scene"],
+              "additionalProperties": False}
+    parsed = chat.with_structured_output(schema, method="json_schema").invoke("A scene.")
+    return {"tool_calls": called.tool_calls, "text": called.text, "parsed": parsed,
+            "metadata": called.response_metadata}
+
+
 SCENARIOS = {
     "create": create,
     "parse": parse,
@@ -138,6 +160,7 @@ SCENARIOS = {
     "continue": continue_,
     "refused": refused,
     "agents": agents_run,
+    "langchain": langchain,
 }
 
 if __name__ == "__main__":
