@@ -311,6 +311,26 @@ impl TestServer {
         }
     }
 
+    /// `POST path` with the JSON `body` (a streamed request), as `token`
+    /// (`None`: the server's own, if it has one): the `data:` payloads of
+    /// the event stream it answers, each parsed as JSON.
+    pub async fn events(&self, path: &str, body: &Value, token: Option<&str>) -> Vec<Value> {
+        let mut request = self
+            .client
+            .post(format!("{}{path}", self.url))
+            .header("content-type", "application/json")
+            .body(body.to_string());
+        if let Some(t) = token.or(self.token.as_deref()) {
+            request = request.bearer_auth(t);
+        }
+        let response = request.send().await.expect("the server answers");
+        let text = response.text().await.expect("a body");
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data: "))
+            .map(|d| serde_json::from_str(d).unwrap_or_else(|_| Value::String(d.to_owned())))
+            .collect()
+    }
+
     /// `/metrics`, as text.
     pub async fn metrics(&self) -> String {
         match self.get("/metrics").await.body {

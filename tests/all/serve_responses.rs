@@ -261,24 +261,6 @@ async fn codex_cli_runs_a_turn_through_serve() {
     server.shutdown().await;
 }
 
-/// The events of a streamed `/v1/responses` answer to `body`.
-async fn events_of(server: &TestServer, body: Value) -> Vec<Value> {
-    let text = reqwest::Client::new()
-        .post(format!("{}/v1/responses", server.url))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    text.lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).expect("each event is JSON"))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_stream_fails_the_response_and_tool_calls_stream_judged() {
     let api = Api::OpenAi;
@@ -299,11 +281,13 @@ async fn a_cut_stream_fails_the_response_and_tool_calls_stream_judged() {
     );
     let (server, fake) =
         TestServer::before_fake("openai", "model = \"m-1\"", vec![cut, call]).await;
-    let all = events_of(
-        &server,
-        json!({"model": "p", "input": "a story", "stream": true}),
-    )
-    .await;
+    let all = server
+        .events(
+            "/v1/responses",
+            &json!({"model": "p", "input": "a story", "stream": true}),
+            None,
+        )
+        .await;
     let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(kinds.last(), Some(&"response.failed"), "{kinds:?}");
     let failed = &all.last().unwrap()["response"];
@@ -322,7 +306,7 @@ async fn a_cut_stream_fails_the_response_and_tool_calls_stream_judged() {
     let tools = json!([{"type": "function", "name": "weather",
                         "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}]);
     let body = json!({"model": "p", "input": "Oslo?", "tools": tools, "stream": true});
-    let all = events_of(&server, body).await;
+    let all = server.events("/v1/responses", &body, None).await;
     let kinds: Vec<&str> = all.iter().map(|e| e["type"].as_str().unwrap()).collect();
     assert_eq!(
         kinds,

@@ -193,24 +193,10 @@ async fn a_streamed_response_is_kept_before_its_last_event() {
     let fake = FakeServer::start(vec![reply]).await;
     let dir = tempfile::tempdir().unwrap();
     let server = start(&fake, &dir.path().join("runs.db")).await;
-    let text = reqwest::Client::new()
-        .post(format!("{}/v1/responses", server.url))
-        .bearer_auth(A)
-        .header("content-type", "application/json")
-        .body(json!({"model": "p", "input": "Stream it.", "stream": true}).to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let last: Value = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .map(|d| serde_json::from_str(d).unwrap())
-        .next_back()
-        .expect("events");
-    assert_eq!(last["type"], "response.completed", "{text}");
+    let body = json!({"model": "p", "input": "Stream it.", "stream": true});
+    let events = server.events("/v1/responses", &body, Some(A)).await;
+    let last = events.last().expect("events");
+    assert_eq!(last["type"], "response.completed", "{events:?}");
     let streamed = last["response"]["id"].as_str().unwrap();
     let (status, kept) = get(&server, &format!("/v1/responses/{streamed}"), A).await;
     assert_eq!(status, 200, "{kept}");

@@ -125,27 +125,11 @@ async fn a_tool_loop_goes_as_items_and_text_streams_as_it_comes() {
     messages.push(message);
     messages.push(json!({"role": "tool", "tool_call_id": "call_1", "content": "sunny"}));
     let body = json!({"model": "p", "messages": messages, "stream": true});
-    let text = reqwest::Client::new()
-        .post(format!("{}/v1/chat/completions", server.url))
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    let pieces: String = text
-        .lines()
-        .filter_map(|l| l.strip_prefix("data: "))
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .filter_map(|c| {
-            c["choices"][0]["delta"]["content"]
-                .as_str()
-                .map(str::to_owned)
-        })
+    let events = server.events("/v1/chat/completions", &body, None).await;
+    let pieces: String = (events.iter())
+        .filter_map(|c| c["choices"][0]["delta"]["content"].as_str())
         .collect();
-    assert_eq!(pieces, "Sunny in Oslo.", "{text}");
+    assert_eq!(pieces, "Sunny in Oslo.", "{events:?}");
     let seen = fake.received();
     assert_eq!(seen[1].body["stream"], true);
     let items = input(&seen[1]);

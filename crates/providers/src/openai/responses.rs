@@ -183,9 +183,8 @@ impl WireFormat for ResponsesWire {
     const NATIVE_TERMS: &'static [&'static str] = &["text.format", "json_schema"];
 
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
-        key.map(|k| key_header.header(k.expose()))
-            .into_iter()
-            .collect()
+        // OpenAI's, whichever of its APIs.
+        super::OpenAiWire::headers(key, key_header)
     }
 
     fn takes_reasoning(model: &str) -> bool {
