@@ -350,4 +350,19 @@ fn the_docs_name_the_client_versions_the_tests_pin() {
     ] {
         assert!(docs.contains(&named), "the docs do not say {named}");
     }
+    let responses = read("docs/src/responses.md");
+    let codex = package["dependencies"]["@openai/codex"].as_str().unwrap();
+    for named in [
+        format!("`openai`\nPython package ({}", pinned("openai")),
+        format!("`openai-agents` package ({})", pinned("openai-agents")),
+        format!("`langchain-openai` ({})", pinned("langchain-openai")),
+        format!("(`@openai/codex` {codex})"),
+    ] {
+        let flat = responses.replace('\n', " ");
+        let named = named.replace('\n', " ");
+        assert!(
+            flat.contains(&named),
+            "the Responses page does not say {named}"
+        );
+    }
 }

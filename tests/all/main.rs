@@ -74,6 +74,7 @@ mod serve_names;
 mod serve_ownership;
 mod serve_packs;
 mod serve_prompt_cache;
+mod serve_response_cache;
 mod serve_responses;
 mod serve_responses_mapping;
 mod serve_responses_stored;

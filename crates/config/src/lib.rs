@@ -9,7 +9,7 @@
 //! | `[retry]`, `[callAccounting]`, `[policy]`, `[mock]`, `[defaults]`, `[limits]` | callai-engine ([`HostConfig`], declared there once) |
 //! | `[providers.NAME]` | callai-providers |
 //! | `[telemetry]` | callai-telemetry |
-//! | `[server]`, `[runlog]`, `[cache]`, `[tenants.NAME]`, `[pricing]`, `[log]` | callai-gateway, the domain of `callai serve` |
+//! | `[server]`, `[runlog]`, `[cache]`, `[tenants.NAME]`, `[pricing]`, `[log]`, `[responseCache]` | callai-gateway, the domain of `callai serve` |
 //!
 //! Beside the file, the host's prices ([`PriceList`]: each provider's
 //! `prices` and the `[pricing] file`), which `serve` and `callai run` price
@@ -30,8 +30,9 @@ mod prices;
 mod resolved;
 
 pub use callai_gateway::config::{
-    BudgetConfig, CacheConfig, LogConfig, LogFormat, PricingConfig, RunLogConfig, ServerConfig,
-    TenantConfig, TenantsConfig, is_tenant_name, parse_listen,
+    BudgetConfig, CacheConfig, LogConfig, LogFormat, PricingConfig, ResponseCacheConfig,
+    ResponseCacheMode, RunLogConfig, ServerConfig, TenantConfig, TenantsConfig, is_tenant_name,
+    parse_listen,
 };
 pub use locate::{located, located_in_file, position};
 pub use money::money_notes;
@@ -70,6 +71,8 @@ pub struct Config {
     pub pricing: PricingConfig,
     /// `[log]`
     pub log: LogConfig,
+    /// `[responseCache]`
+    pub response_cache: ResponseCacheConfig,
 }
 
 impl Config {
@@ -100,6 +103,7 @@ impl Config {
         self.telemetry.validate()?;
         self.server.validate()?;
         self.cache.validate()?;
+        self.response_cache.validate()?;
         let ceiling = self.host.retry.provider_max_tokens;
         callai_gateway::config::validate_tenants(&self.tenants, ceiling)?;
         self.pricing.validate()?;
@@ -140,7 +144,7 @@ impl Config {
 }
 
 /// The sections this crate's callers own, after the engine's.
-const OWN_SECTIONS: [&str; 8] = [
+const OWN_SECTIONS: [&str; 9] = [
     "providers",
     "telemetry",
     "server",
@@ -149,6 +153,7 @@ const OWN_SECTIONS: [&str; 8] = [
     "tenants",
     "pricing",
     "log",
+    "responseCache",
 ];
 
 /// Every section, in the order an unknown one's refusal lists them.
@@ -180,6 +185,7 @@ impl<'de> Deserialize<'de> for Config {
                     tenants,
                     pricing,
                     log,
+                    response_cache,
                 } = &mut config;
                 let sections: &'static [&'static str] = &SECTIONS;
                 read_sections(map, sections, host, |key, map| {
@@ -192,6 +198,7 @@ impl<'de> Deserialize<'de> for Config {
                         "tenants" => *tenants = map.next_value()?,
                         "pricing" => *pricing = map.next_value()?,
                         "log" => *log = map.next_value()?,
+                        "responseCache" => *response_cache = map.next_value()?,
                         other => unreachable!("{other} is in SECTIONS"),
                     }
                     Ok(())

@@ -47,6 +47,8 @@ pub struct ResolvedConfig<'a> {
     pub pricing: &'a crate::PricingConfig,
     /// `[log]`
     pub log: &'a crate::LogConfig,
+    /// `[responseCache]`
+    pub response_cache: &'a crate::ResponseCacheConfig,
 }
 
 impl Config {
@@ -75,6 +77,7 @@ impl Config {
             tenants: &self.tenants,
             pricing: &self.pricing,
             log: &self.log,
+            response_cache: &self.response_cache,
         })
     }
 

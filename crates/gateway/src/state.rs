@@ -5,7 +5,7 @@
 //! down.
 
 use crate::admission::Admission;
-use crate::config::{RunLogConfig, ServerConfig};
+use crate::config::{ResponseCacheConfig, RunLogConfig, ServerConfig};
 use crate::error::GatewayError;
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
@@ -39,6 +39,8 @@ pub struct Parts {
     pub server: ServerConfig,
     /// `[runlog]`
     pub runlog_config: RunLogConfig,
+    /// `[responseCache]`
+    pub response_cache: ResponseCacheConfig,
 }
 
 /// What every endpoint shares.
@@ -66,6 +68,8 @@ pub struct Gateway {
     pub lease_owner: String,
     /// `[runlog]`
     pub runlog_config: RunLogConfig,
+    /// `[responseCache]`
+    pub response_cache: ResponseCacheConfig,
     /// The callers, by token, each with its allotment of its budget.
     pub tenants: Arc<Tenants>,
     /// The metrics' observer, made once: the first of every call's.
@@ -85,6 +89,7 @@ impl Gateway {
             spans,
             server,
             runlog_config,
+            response_cache,
         } = parts;
         let limits = &host.config().limits;
         let metrics = Arc::new(Metrics::new(host.providers().names(), tenants.names()));
@@ -122,6 +127,7 @@ impl Gateway {
             tasks: TaskTracker::new(),
             lease_owner,
             runlog_config,
+            response_cache,
             tenants: Arc::new(tenants),
         }
     }

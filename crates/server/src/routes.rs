@@ -40,8 +40,14 @@ pub fn router(state: AppState, auth: Auth, log: AccessLog) -> Router {
 /// A `POST` route of `handler` that reads a JSON body: bounded by
 /// `[server] maxBodyBytes`, keyed by `Idempotency-Key` (whose answers are
 /// kept as the client got them: `shape`d, for a drop-in), a client's own
-/// retry counted under `endpoint` when it is a drop-in's.
-fn keyed_post<H, T>(state: &AppState, handler: H, shape: Option<Api>) -> MethodRouter<AppState>
+/// retry counted under `endpoint` when it is a drop-in's; answered by the
+/// response cache, when it is on, if `cacheable`.
+fn keyed_post<H, T>(
+    state: &AppState,
+    handler: H,
+    shape: Option<Api>,
+    cacheable: bool,
+) -> MethodRouter<AppState>
 where
     H: axum::handler::Handler<T, AppState>,
     T: 'static,
@@ -50,6 +56,7 @@ where
     let keyed = Keyed {
         gateway: state.gateway.clone(),
         client_retries: shape.map(Api::endpoint),
+        cacheable,
     };
     let mut route = post(handler);
     if let Some(api) = shape {
@@ -72,10 +79,10 @@ fn callai(state: &AppState, auth: Auth) -> Router<AppState> {
                 .layer(DefaultBodyLimit::max(pack_limit))
                 .delete(packs::delete_pack),
         )
-        .route("/v1/runs", keyed_post(state, runs::post_run, None))
+        .route("/v1/runs", keyed_post(state, runs::post_run, None, false))
         .route("/v1/runs/{run_id}", get(runs::get_run))
         .route("/v1/runs/{run_id}/events", get(runs::get_events))
-        .route("/v1/call", keyed_post(state, call::post_call, None))
+        .route("/v1/call", keyed_post(state, call::post_call, None, true))
         .route("/v1/calls", get(traces::list_calls))
         .route("/v1/calls/{id}", get(traces::get_call))
         .route("/v1/usage", get(traces::usage))
@@ -89,8 +96,13 @@ fn callai(state: &AppState, auth: Auth) -> Router<AppState> {
 
 /// The OpenAI drop-in: Chat Completions, Embeddings and the model list.
 fn openai(state: &AppState, auth: Auth) -> Router<AppState> {
-    let chat = keyed_post(state, dropin::handle::<OpenAi>, Some(Api::OpenAi));
-    let embeddings = keyed_post(state, dropin::handle::<Embeddings>, Some(Api::Embeddings));
+    let chat = keyed_post(state, dropin::handle::<OpenAi>, Some(Api::OpenAi), true);
+    let embeddings = keyed_post(
+        state,
+        dropin::handle::<Embeddings>,
+        Some(Api::Embeddings),
+        true,
+    );
     Router::new()
         .route("/v1/chat/completions", chat)
         .route("/v1/embeddings", embeddings)
@@ -103,7 +115,7 @@ fn openai(state: &AppState, auth: Auth) -> Router<AppState> {
 /// The OpenAI Responses drop-in, its errors in OpenAI's shape: a response
 /// created, and a stored one read, listed by its input and deleted.
 fn responses(state: &AppState, auth: Auth) -> Router<AppState> {
-    let create = keyed_post(state, dropin::create_response, Some(Api::Responses));
+    let create = keyed_post(state, dropin::create_response, Some(Api::Responses), true);
     Router::new()
         .route("/v1/responses", create)
         .route(
@@ -122,7 +134,12 @@ fn responses(state: &AppState, auth: Auth) -> Router<AppState> {
 /// The Anthropic drop-in: Messages, which also takes the token in
 /// `x-api-key`, where the Anthropic clients send it.
 fn anthropic(state: &AppState, auth: Auth) -> Router<AppState> {
-    let messages = keyed_post(state, dropin::handle::<Anthropic>, Some(Api::Anthropic));
+    let messages = keyed_post(
+        state,
+        dropin::handle::<Anthropic>,
+        Some(Api::Anthropic),
+        true,
+    );
     Router::new()
         .route("/v1/messages", messages)
         .method_not_allowed_fallback(meta::method_not_allowed)

@@ -131,6 +131,13 @@ pub(crate) async fn setup(config: &Config, options: &ServerOptions) -> Result<Se
     let telemetry =
         Telemetry::from_config(&config.telemetry, |k| env(k)).map_err(|e| setup(e.to_string()))?;
     let (runlog_url, runlog) = server_runlog(config, options).await?;
+    if config.response_cache.on() && runlog.is_none() {
+        return Err(setup(
+            "responseCache.mode: the cache keeps its answers in the run log: set [runlog] url \
+             (or --runlog)"
+                .into(),
+        ));
+    }
     // Every request is priced once, by the engine, at these prices: for
     // its trace, its span, its metric and a budget in money alike.
     let prices = Arc::new(PriceList::load(config).map_err(|e| setup(e.to_string()))?);
@@ -159,6 +166,7 @@ pub(crate) async fn setup(config: &Config, options: &ServerOptions) -> Result<Se
             spans,
             server: config.server.clone(),
             runlog_config: config.runlog.clone(),
+            response_cache: config.response_cache.clone(),
         },
         telemetry,
         runlog_url,

@@ -15,9 +15,11 @@
 //! Plain data and its checks: nothing here reads a file or a variable.
 
 mod pricing;
+mod response_cache;
 mod server;
 mod tenants;
 
 pub use pricing::{LogConfig, LogFormat, MAX_PER_MILLION, MAX_PRICE_FILE_BYTES, PricingConfig};
+pub use response_cache::{ResponseCacheConfig, ResponseCacheMode};
 pub use server::{CacheConfig, RunLogConfig, ServerConfig, is_env_name, parse_listen};
 pub use tenants::{BudgetConfig, TenantConfig, TenantsConfig, is_tenant_name, validate_tenants};

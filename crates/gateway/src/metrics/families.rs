@@ -21,6 +21,11 @@ struct StatusLabel {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OutcomeLabel {
     outcome: &'static str,
 }
@@ -70,6 +75,7 @@ pub struct Metrics {
     compiles_waiting: Gauge,
     packs_compiled: Gauge,
     client_retries: Family<EndpointLabel, Counter>,
+    response_cache: Family<ResultLabel, Counter>,
     budget_spent: Family<SpendLabels, Counter>,
     budget_refused: Family<TenantLabel, Counter>,
     budget_overrun: Family<OverrunLabels, Counter>,
@@ -167,6 +173,7 @@ impl Metrics {
             compiles_waiting: Gauge::default(),
             packs_compiled: Gauge::default(),
             client_retries: Family::default(),
+            response_cache: Family::default(),
             budget_spent: Family::default(),
             budget_refused: Family::default(),
             budget_overrun: Family::default(),
@@ -269,6 +276,11 @@ impl Metrics {
             "Requests a client sent again on its own (x-stainless-retry-count > 0), by drop-in endpoint",
             self.client_retries.clone(),
         );
+        registry.register(
+            "callai_response_cache",
+            "Requests the response cache answered (hit) or ran and kept (miss)",
+            self.response_cache.clone(),
+        );
         self.upstream.register(registry);
         self.http.register(registry);
     }
@@ -312,6 +324,9 @@ impl Metrics {
         }
         for status in ["ok", "failed"] {
             let _ = self.runs.get_or_create(&StatusLabel { status });
+        }
+        for result in ["hit", "miss"] {
+            let _ = self.response_cache.get_or_create(&ResultLabel { result });
         }
         let outcomes = ["ok", "cancelled", "budget_exceeded", "budget_unavailable"]
             .into_iter()
@@ -357,6 +372,15 @@ impl Metrics {
     pub fn client_retry(&self, endpoint: &'static str) {
         self.client_retries
             .get_or_create(&EndpointLabel { endpoint })
+            .inc();
+    }
+
+    /// The response cache answered a request (`hit`) or ran one and kept
+    /// its answer (`miss`).
+    pub fn response_cache(&self, hit: bool) {
+        let result = if hit { "hit" } else { "miss" };
+        self.response_cache
+            .get_or_create(&ResultLabel { result })
             .inc();
     }
 

@@ -18,7 +18,7 @@ use tower::{Service, ServiceExt};
 /// The header.
 pub(super) const HEADER: &str = "idempotency-key";
 /// Set on an answer served from the log.
-const REPLAYED: &str = "idempotent-replayed";
+pub(super) const REPLAYED: &str = "idempotent-replayed";
 /// The longest key (Stripe's and the IETF draft's practice).
 const MAX_KEY: usize = 255;
 /// The most of an answer kept for its repeats; a longer one is answered
@@ -40,6 +40,9 @@ pub struct Keyed {
     pub gateway: Arc<Gateway>,
     /// `callai_client_retries_total`'s `endpoint`, on a drop-in.
     pub client_retries: Option<&'static str>,
+    /// Whether the response cache answers its requests (a call's or a
+    /// drop-in's; never a run's), when `[responseCache]` is on.
+    pub cacheable: bool,
 }
 
 /// A request with an `Idempotency-Key` ([`KeyedLayer`] hands only those
@@ -153,7 +156,7 @@ async fn claim_key(
 
 /// Keeps `response` as the key's answer (a stream once it has ended) and
 /// passes it on; one that is not a settled outcome releases the key.
-async fn keep(response: Response, held: Held) -> Response {
+pub(super) async fn keep(response: Response, held: Held) -> Response {
     if !kept(response.status()) {
         held.release();
         return response;
@@ -198,7 +201,7 @@ fn visible_ascii(bytes: &[u8]) -> Option<&str> {
 /// `x-callai-max-attempts` is another request). Each part after a NUL,
 /// which no JSON body holds; a request without such headers hashes as
 /// keys stored before they counted did.
-fn fingerprint(path: &str, headers: &axum::http::HeaderMap, body: &[u8]) -> String {
+pub(super) fn fingerprint(path: &str, headers: &axum::http::HeaderMap, body: &[u8]) -> String {
     let mut digest = Sha256::new();
     digest.update(path.as_bytes());
     digest.update([0]);
@@ -236,7 +239,7 @@ fn kept_headers(headers: &axum::http::HeaderMap) -> Vec<(String, String)> {
 }
 
 /// A kept answer, sent again.
-fn replay(answer: StoredAnswer) -> Response {
+pub(super) fn replay(answer: StoredAnswer) -> Response {
     let mut response = Response::new(Body::from(answer.body));
     *response.status_mut() = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::OK);
     let headers = response.headers_mut();
@@ -251,7 +254,7 @@ fn replay(answer: StoredAnswer) -> Response {
 
 /// A claimed key: answered when its answer is kept, released when its
 /// request ends without one (dropped, refused, cut short).
-struct Held {
+pub(super) struct Held {
     state: Arc<Gateway>,
     tenant: String,
     key: String,
@@ -259,6 +262,16 @@ struct Held {
 }
 
 impl Held {
+    /// `tenant`'s `key`, claimed: released unless answered.
+    pub(super) fn new(state: Arc<Gateway>, tenant: String, key: String) -> Self {
+        Self {
+            state,
+            tenant,
+            key,
+            armed: true,
+        }
+    }
+
     async fn keep(mut self, answer: StoredAnswer) {
         self.armed = false;
         let Some(ledger) = self.state.runlog.as_ref().and_then(|l| l.ledger()) else {

@@ -1,10 +1,12 @@
 //! Idempotency as a tower layer: a request without an `Idempotency-Key`
 //! goes straight to its route, as if the layer were not there (no box, no
-//! clone of the route); one with a key takes the keyed path, boxed. Not
+//! clone of the route), unless the response cache takes it; one with a key
+//! takes the keyed path, boxed. Not
 //! `axum::middleware::from_fn`, which boxes every request's future and the
 //! route behind it (allocations and memory per call in flight: the
 //! performance page).
 
+use super::cache::{cached, caches};
 use super::keyed::{HEADER, Keyed, keyed};
 use axum::extract::Request;
 use axum::response::Response;
@@ -49,7 +51,8 @@ where
     }
 
     fn call(&mut self, request: Request) -> Self::Future {
-        if !request.headers().contains_key(HEADER) {
+        let cache = !request.headers().contains_key(HEADER) && caches(&self.keyed, &request);
+        if !cache && !request.headers().contains_key(HEADER) {
             return Either::Left(self.route.call(request));
         }
         // The keyed path runs the route after awaits of its own: it takes
@@ -58,7 +61,10 @@ where
         let route = std::mem::replace(&mut self.route, fresh);
         let keyed_state = self.keyed.clone();
         Either::Right(Box::pin(async move {
-            Ok(keyed(keyed_state, request, route).await)
+            Ok(match cache {
+                true => cached(keyed_state, request, route).await,
+                false => keyed(keyed_state, request, route).await,
+            })
         }))
     }
 }

@@ -4,8 +4,12 @@
 //! key gets that answer byte for byte, with no provider request and no
 //! budget charge; a repeat while the first is in flight waits for it; the
 //! same key with another body (or other `x-callai-*` policy headers) is
-//! `422`. Keys are the caller's own: two tenants' keys never meet.
+//! `422`. Keys are the caller's own: two tenants' keys never meet. With
+//! `[responseCache]` on, a call's or a drop-in's request without a key is
+//! keyed by its own fingerprint, and an identical one within the cache's
+//! `ttl` gets its answer (`cache.rs`).
 
+mod cache;
 mod keyed;
 mod layer;
 

@@ -1,0 +1,141 @@
+//! The response cache (`[responseCache] mode = "exact"`, issue 53, item 5)
+//! through `callai serve` with an SQLite run log, against a loopback fake:
+//! an identical request within the ttl is answered from the log byte for
+//! byte with its recorded attempts, no provider request, `x-callai-cache:
+//! hit`; a stream too; `Cache-Control: no-cache`, another body and a run
+//! are not; an error is not kept; hits and misses are counted. A host with
+//! the cache on and no run log does not start; a ttl that is not one is
+//! refused by name.
+
+use callai_tests::fake_server::{FakeServer, Reply};
+use callai_tests::serve::TestServer;
+use callai_tests::wire::Api;
+use serde_json::json;
+use std::time::Duration;
+
+async fn server(fake: &FakeServer, log: &std::path::Path) -> TestServer {
+    let toml = format!(
+        "[providers.p]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"FAKE_KEY\"\nmodel = \"m-1\"\n\
+         [retry]\nbackoffBaseMs = 1\nbackoffMaxMs = 2\n[defaults]\nprovider = \"p\"\n\
+         [responseCache]\nmode = \"exact\"\nttl = \"10m\"\n",
+        fake.url()
+    );
+    TestServer::start_with(&toml, Some(log), |k| {
+        (k == "FAKE_KEY").then(|| "sk-cache".into())
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_identical_request_is_answered_from_the_cache_without_a_provider_request() {
+    let api = Api::OpenAi;
+    let fake = FakeServer::start(vec![
+        api.reply("First.", None, "stop", Some(3)),
+        api.reply("Fresh.", None, "stop", Some(3)),
+        api.reply("Other.", None, "stop", Some(3)),
+        api.stream_reply(&["Stream", "ed."], "stop", Some(2), Duration::ZERO),
+        Reply::Json(400, json!({"error": {"message": "no"}}), vec![]),
+        api.reply("After the error.", None, "stop", Some(3)),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = server(&fake, &dir.path().join("runs.db")).await;
+    let body = json!({"model": "p", "messages": [{"role": "user", "content": "hi"}]});
+    let first = server.exchange("/v1/chat/completions", &body, None).await;
+    assert_eq!(first.status, 200, "{}", first.body);
+    assert_eq!(first.headers.get("x-callai-cache"), Some("miss"));
+    let again = server.exchange("/v1/chat/completions", &body, None).await;
+    assert_eq!(again.headers.get("x-callai-cache"), Some("hit"));
+    assert_eq!(
+        again.body, first.body,
+        "the first answer, its attempts with it"
+    );
+    assert_eq!(again.body["callai"]["attempts"]["count"], 1);
+    assert_eq!(fake.received().len(), 1, "no provider request for the hit");
+
+    // Asked for a fresh answer, or another body: run.
+    let fresh = reqwest::Client::new()
+        .post(format!("{}/v1/chat/completions", server.url))
+        .header("content-type", "application/json")
+        .header("cache-control", "no-cache")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert!(fresh.headers().get("x-callai-cache").is_none(), "skipped");
+    let fresh: serde_json::Value = serde_json::from_str(&fresh.text().await.unwrap()).unwrap();
+    assert_eq!(
+        fresh["choices"][0]["message"]["content"], "Fresh.",
+        "{fresh}"
+    );
+    let other = json!({"model": "p", "messages": [{"role": "user", "content": "hello"}]});
+    let answer = server.exchange("/v1/chat/completions", &other, None).await;
+    assert_eq!(answer.body["choices"][0]["message"]["content"], "Other.");
+    assert_eq!(fake.received().len(), 3);
+
+    // A stream is answered as the stream it was.
+    let streamed =
+        json!({"model": "p", "stream": true, "messages": [{"role": "user", "content": "s"}]});
+    let live = server.events("/v1/chat/completions", &streamed, None).await;
+    let kept = server.events("/v1/chat/completions", &streamed, None).await;
+    assert_eq!(live, kept);
+    assert!(kept.len() > 2, "{kept:?}");
+    assert_eq!(fake.received().len(), 4);
+
+    // An error is not kept: the same request runs again.
+    let failing = json!({"model": "p", "messages": [{"role": "user", "content": "err"}]});
+    let refused = server
+        .exchange("/v1/chat/completions", &failing, None)
+        .await;
+    assert_ne!(refused.status, 200);
+    assert_eq!(refused.headers.get("x-callai-cache"), None);
+    let answer = server
+        .exchange("/v1/chat/completions", &failing, None)
+        .await;
+    assert_eq!(
+        answer.body["choices"][0]["message"]["content"],
+        "After the error."
+    );
+    assert_eq!(fake.received().len(), 6);
+
+    let metrics = server.metrics().await;
+    assert!(
+        metrics.contains("callai_response_cache_total{result=\"hit\"} 2"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("callai_response_cache_total{result=\"miss\"} 4"),
+        "{metrics}"
+    );
+    server.shutdown().await;
+}
+
+#[test]
+fn a_host_with_the_cache_on_and_no_run_log_does_not_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("host.toml");
+    std::fs::write(&config, "[responseCache]\nmode = \"exact\"\n").unwrap();
+    let out = crate::callai_command()
+        .args(["serve", "--listen", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("responseCache.mode"), "{stderr}");
+    assert!(stderr.contains("[runlog] url"), "{stderr}");
+    // A ttl that is not one is refused by name, at start-up too.
+    std::fs::write(
+        &config,
+        "[responseCache]\nmode = \"exact\"\nttl = \"soon\"\n",
+    )
+    .unwrap();
+    let out = crate::callai_command()
+        .args(["config", "check"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("responseCache.ttl"), "{said}");
+}
