@@ -282,8 +282,8 @@ impl TestServer {
     }
 
     /// `POST path` with the JSON `body`, as `token` (`None`: the server's
-    /// own, if it has one): the answer with its `x-callai-*` headers.
-    pub async fn exchange(&self, path: &str, body: &Value, token: Option<&str>) -> Exchange {
+    /// own, if it has one): the response as it came.
+    async fn post_json(&self, path: &str, body: &Value, token: Option<&str>) -> reqwest::Response {
         let mut request = self
             .client
             .post(format!("{}{path}", self.url))
@@ -292,7 +292,13 @@ impl TestServer {
         if let Some(t) = token.or(self.token.as_deref()) {
             request = request.bearer_auth(t);
         }
-        let response = request.send().await.expect("the server answers");
+        request.send().await.expect("the server answers")
+    }
+
+    /// `POST path` with the JSON `body`, as `token` (`None`: the server's
+    /// own, if it has one): the answer with its `x-callai-*` headers.
+    pub async fn exchange(&self, path: &str, body: &Value, token: Option<&str>) -> Exchange {
+        let response = self.post_json(path, body, token).await;
         let status = response.status().as_u16();
         let headers = CallaiHeaders(
             response
@@ -315,15 +321,7 @@ impl TestServer {
     /// (`None`: the server's own, if it has one): the `data:` payloads of
     /// the event stream it answers, each parsed as JSON.
     pub async fn events(&self, path: &str, body: &Value, token: Option<&str>) -> Vec<Value> {
-        let mut request = self
-            .client
-            .post(format!("{}{path}", self.url))
-            .header("content-type", "application/json")
-            .body(body.to_string());
-        if let Some(t) = token.or(self.token.as_deref()) {
-            request = request.bearer_auth(t);
-        }
-        let response = request.send().await.expect("the server answers");
+        let response = self.post_json(path, body, token).await;
         let text = response.text().await.expect("a body");
         text.lines()
             .filter_map(|l| l.strip_prefix("data: "))

@@ -8,13 +8,12 @@
 //! waits for it. Only a `200` is kept. `Cache-Control: no-cache` skips it.
 //! A ledger that fails makes the request run uncached, never fail.
 
-use super::keyed::{Held, Keyed, fingerprint, keep, replay};
-use axum::body::{Body, Bytes};
-use axum::extract::{FromRequest, Request};
+use super::keyed::{Held, Keyed, claim_ttl, fingerprint, keep, read, replay};
+use axum::body::Body;
+use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use callai_engine::budget::{KeyClaim, KeyState};
-use callai_gateway::tenants::Caller;
 use std::convert::Infallible;
 use std::time::Duration;
 use tower::{Service, ServiceExt};
@@ -53,16 +52,11 @@ where
     let Some(ledger) = gateway.runlog.as_ref().and_then(|l| l.ledger()) else {
         return run(request).await;
     };
-    let caller = (request.extensions().get::<Caller>().cloned())
-        .unwrap_or_else(|| Caller(gateway.tenants.admin().clone()));
     let path = request.uri().path().to_owned();
-    let (parts, body) = request.into_parts();
-    let probe = Request::from_parts(parts.clone(), body);
-    let bytes =
-        match crate::body::bytes(Bytes::from_request(probe, &()).await, "server.maxBodyBytes") {
-            Ok(bytes) => bytes,
-            Err(e) => return e.into_response(),
-        };
+    let (caller, parts, bytes) = match read(&gateway, request).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
     let sha = fingerprint(&path, &parts.headers, &bytes);
     let key = format!("cache:{sha}");
     let claim = KeyClaim {
@@ -70,7 +64,7 @@ where
         key: &key,
         request_sha256: &sha,
         owner: &gateway.lease_owner,
-        ttl: Duration::from_millis(gateway.config().limits.wall_ms) + gateway.runlog_config.lease(),
+        ttl: claim_ttl(&gateway),
         keep: gateway.response_cache.ttl(),
     };
     let request = |bytes| Request::from_parts(parts.clone(), Body::from(bytes));

@@ -76,26 +76,17 @@ where
     if log.ledger().is_none() {
         return refuse("this host's run log keeps no keys".into());
     }
-    let caller = request
-        .extensions()
-        .get::<Caller>()
-        .cloned()
-        .unwrap_or_else(|| Caller(state.tenants.admin().clone()));
-    let (parts, body) = request.into_parts();
-    let probe = Request::from_parts(parts.clone(), body);
-    let bytes =
-        match crate::body::bytes(Bytes::from_request(probe, &()).await, "server.maxBodyBytes") {
-            Ok(bytes) => bytes,
-            Err(e) => return e.into_response(),
-        };
+    let (caller, parts, bytes) = match read(&state, request).await {
+        Ok(read) => read,
+        Err(refused) => return refused,
+    };
     let sha = fingerprint(&path, &parts.headers, &bytes);
-    let ttl = Duration::from_millis(state.config().limits.wall_ms) + state.runlog_config.lease();
     let claim = KeyClaim {
         tenant: &caller.0.name,
         key: &key,
         request_sha256: &sha,
         owner: &state.lease_owner,
-        ttl,
+        ttl: claim_ttl(&state),
         keep: state.runlog_config.idempotency_keep(),
     };
     let ledger = log.ledger().expect("checked above");
@@ -110,6 +101,28 @@ where
     };
     let response = run(Request::from_parts(parts, Body::from(bytes))).await;
     keep(response, held).await
+}
+
+/// `request`'s caller (the admin when no token named one), its parts, and
+/// its body read within `[server] maxBodyBytes`; or the refusal to answer.
+pub(super) async fn read(
+    gateway: &Gateway,
+    request: Request,
+) -> Result<(Caller, axum::http::request::Parts, Bytes), Response> {
+    let caller = (request.extensions().get::<Caller>().cloned())
+        .unwrap_or_else(|| Caller(gateway.tenants.admin().clone()));
+    let (parts, body) = request.into_parts();
+    let probe = Request::from_parts(parts.clone(), body);
+    match crate::body::bytes(Bytes::from_request(probe, &()).await, "server.maxBodyBytes") {
+        Ok(bytes) => Ok((caller, parts, bytes)),
+        Err(e) => Err(e.into_response()),
+    }
+}
+
+/// How long a claim holds its key while its request runs: a call's wall
+/// time and a lease (a host that died holding it lets it lapse).
+pub(super) fn claim_ttl(gateway: &Gateway) -> Duration {
+    Duration::from_millis(gateway.config().limits.wall_ms) + gateway.runlog_config.lease()
 }
 
 /// Claims `claim`'s key: `Ok` once this request holds it; the answer to
