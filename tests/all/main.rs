@@ -68,6 +68,7 @@ mod serve_fidelity;
 mod serve_guard;
 mod serve_idempotency;
 mod serve_images;
+mod serve_limits;
 mod serve_load;
 mod serve_log;
 mod serve_names;

@@ -295,7 +295,10 @@ async fn callers_are_known_by_their_tokens_and_held_to_their_providers() {
     assert_eq!(r.status, 403, "{}", r.body);
     assert_eq!(r.body["error"]["code"], "policy_denied");
     let b = send(&server, "GET", "/v1/budget", None, Some("tok-free")).await;
-    assert_eq!(b.body, json!({"tenant": "free", "budget": null}));
+    assert_eq!(
+        b.body,
+        json!({"tenant": "free", "budget": null, "limits": []})
+    );
     // Each caller's model list is what it may reach.
     let ids = |r: Reply| -> Vec<String> {
         r.body["data"]
@@ -379,10 +382,24 @@ fn a_bad_tenant_section_stops_start_up_naming_the_key() {
             "[tenants.a]\ntokenEnv = \"T\"\nallowedProviders = [\"nowhere\"]\n",
             "tenants.a.allowedProviders[0]",
         ),
-        // A budget with nowhere to keep it.
+        // A budget, or a limit, with nowhere to keep it.
         (
             "[tenants.a]\ntokenEnv = \"T\"\n[tenants.a.budget]\nrequests = 3\n",
             "tenants.a.budget",
+        ),
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\n[[tenants.a.limits]]\nrequests = 3\nper = \"1m\"\n",
+            "tenants.a.limits",
+        ),
+        // Limits: a window that is none of the five; two on one account.
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\n[[tenants.a.limits]]\nrequests = 3\nper = \"1s\"\n",
+            "tenants.a.limits[0].per",
+        ),
+        (
+            "[tenants.a]\ntokenEnv = \"T\"\n[[tenants.a.limits]]\nrequests = 3\nper = \"1m\"\n\
+             [[tenants.a.limits]]\nrequests = 9\nper = \"1m\"\n",
+            "tenants.a.limits[1].per",
         ),
     ];
     for (i, (toml, key)) in cases.iter().enumerate() {

@@ -69,13 +69,20 @@ fn notes(config: &Config, prices: &PriceList, env: &dyn Fn(&str) -> Option<Strin
                 .into(),
         );
     }
-    let budgeted = config.tenants.iter().find(|(_, t)| t.budget.is_limited());
-    if let Some((name, _)) = budgeted
+    let budgeted = config.tenants.iter().find_map(|(name, t)| {
+        let key = match (t.budget.is_limited(), t.limits.is_empty()) {
+            (true, _) => "budget",
+            (false, false) => "limits",
+            (false, true) => return None,
+        };
+        Some(format!("tenants.{name}.{key}"))
+    });
+    if let Some(key) = budgeted
         && config.runlog.url.is_empty()
     {
         out.push(format!(
-            "tenants.{name}.budget is kept in the run log, and [runlog] url is not set: \
-             `callai serve` needs --runlog"
+            "{key} is kept in the run log, and [runlog] url is not set: `callai serve` needs \
+             --runlog"
         ));
     }
     out.extend(money_notes(config, prices));

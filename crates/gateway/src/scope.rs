@@ -64,8 +64,8 @@ mod tests {
         Caller(Arc::new(Tenant {
             name: name.into(),
             host,
-            plan: None,
-            allotment: Default::default(),
+            plans: Vec::new(),
+            limited: Default::default(),
         }))
     }
 

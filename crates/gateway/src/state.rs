@@ -103,7 +103,8 @@ impl Gateway {
                 ttl,
                 metrics: metrics.clone(),
             };
-            tenants.allot(log, &holder);
+            let queue = Duration::from_millis(limits.queue_ms);
+            tenants.allot(log, &holder, queue);
         }
         let calls = CallStore::of(
             server.keep_calls as usize,
@@ -217,8 +218,8 @@ impl Gateway {
         if let Err(e) = self.calls.flush().await {
             eprintln!("callai serve: at shutdown, {e}");
         }
-        for allotment in self.tenants.allotments() {
-            allotment.flush().await;
+        for limited in self.tenants.limited() {
+            limited.flush().await;
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Every `x-callai-*` header an answer carries, in one place: the call's
 //! id, its RFC 0248 attempts, what it cost, and what is left of the
-//! caller's budget. The names are made once: a name given as a `&str` is
+//! caller's budget and limits (`x-ratelimit-*`, as OpenAI names them). The names are made once: a name given as a `&str` is
 //! copied into a fresh allocation at each insert, these are not. The log
 //! line reads its figures back by the same names.
 
@@ -31,6 +31,31 @@ const REMAINING: [HeaderName; 4] = [
     HeaderName::from_static("x-callai-budget-remaining-output-tokens"),
     HeaderName::from_static("x-callai-budget-remaining-input-tokens"),
     HeaderName::from_static("x-callai-budget-remaining-cost"),
+];
+
+/// Each key's tightest limit, in OpenAI's shape: its limit, what is left
+/// and when its window resets, in the order of the budget's keys.
+const RATE_LIMITS: [[HeaderName; 3]; 4] = [
+    [
+        HeaderName::from_static("x-ratelimit-limit-requests"),
+        HeaderName::from_static("x-ratelimit-remaining-requests"),
+        HeaderName::from_static("x-ratelimit-reset-requests"),
+    ],
+    [
+        HeaderName::from_static("x-ratelimit-limit-output-tokens"),
+        HeaderName::from_static("x-ratelimit-remaining-output-tokens"),
+        HeaderName::from_static("x-ratelimit-reset-output-tokens"),
+    ],
+    [
+        HeaderName::from_static("x-ratelimit-limit-input-tokens"),
+        HeaderName::from_static("x-ratelimit-remaining-input-tokens"),
+        HeaderName::from_static("x-ratelimit-reset-input-tokens"),
+    ],
+    [
+        HeaderName::from_static("x-ratelimit-limit-cost"),
+        HeaderName::from_static("x-ratelimit-remaining-cost"),
+        HeaderName::from_static("x-ratelimit-reset-cost"),
+    ],
 ];
 
 /// Adds the call's id.
@@ -66,6 +91,7 @@ pub fn attempts(headers: &mut HeaderMap, attempts: &Attempts) {
 pub fn charged(headers: &mut HeaderMap, charged: &Charged) {
     if let Some(budget) = &charged.budget {
         remaining(headers, budget);
+        rate_limits(headers, budget);
     }
     cost(headers, charged.cost.as_ref());
 }
@@ -108,6 +134,48 @@ fn remaining(headers: &mut HeaderMap, budget: &TenantBudget) {
     }
 }
 
+/// Adds the `x-ratelimit-*` headers: for each limited key, its tightest
+/// limit (the one with the least left), what is left of it, and how long
+/// until its window resets (none for a lifetime limit), as OpenAI writes
+/// it (`1m0s`, `59s`, `250ms`).
+fn rate_limits(headers: &mut HeaderMap, budget: &TenantBudget) {
+    let now = callai_engine::events::now_ms();
+    for limit in budget.rate_limits() {
+        let Some(i) = KEYS.iter().position(|k| *k == limit.key) else {
+            continue;
+        };
+        let [limit_name, remaining_name, reset_name] = RATE_LIMITS[i].clone();
+        let amount = |v: u64| match limit.key {
+            "cost" => decimal(v),
+            _ => Some(HeaderValue::from(v)),
+        };
+        if let (Some(l), Some(r)) = (amount(limit.limit), amount(limit.remaining)) {
+            headers.insert(limit_name, l);
+            headers.insert(remaining_name, r);
+        }
+        if let Some(at) = limit.resets_at_ms
+            && let Ok(value) = HeaderValue::from_str(&go_duration(at.saturating_sub(now)))
+        {
+            headers.insert(reset_name, value);
+        }
+    }
+}
+
+/// `ms` as Go writes a duration, which is how OpenAI's headers say a
+/// reset: `250ms`, `59s`, `1m0s`, `2h3m4s` (whole seconds past one).
+fn go_duration(ms: u64) -> String {
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let seconds = ms.div_ceil(1000);
+    let (h, m, s) = (seconds / 3600, seconds / 60 % 60, seconds % 60);
+    match (h, m) {
+        (0, 0) => format!("{s}s"),
+        (0, _) => format!("{m}m{s}s"),
+        _ => format!("{h}h{m}m{s}s"),
+    }
+}
+
 /// `nanos` billionths as a header value: the exact decimal
 /// (`0.0025023`), never an exponent, as the bodies write it. Written on the
 /// stack first: through a `String` it would be two allocations, not the
@@ -130,7 +198,15 @@ fn decimal(nanos: u64) -> Option<HeaderValue> {
 
 #[cfg(test)]
 mod tests {
-    use super::decimal;
+    use super::{decimal, go_duration};
+
+    #[test]
+    fn a_reset_is_written_as_go_writes_a_duration() {
+        assert_eq!(go_duration(250), "250ms");
+        assert_eq!(go_duration(59_000), "59s");
+        assert_eq!(go_duration(59_001), "1m0s");
+        assert_eq!(go_duration(3_723_000), "1h2m3s");
+    }
 
     #[test]
     fn an_amount_is_its_exact_decimal_never_an_exponent() {

@@ -86,8 +86,15 @@ fn callers(
     if let Some(name) = tenants.budgeted().next()
         && !has_runlog
     {
+        let section = &config.tenants[name];
+        let key = if section.budget.is_limited() {
+            "budget"
+        } else {
+            "limits"
+        };
         return Err(setup(format!(
-            "tenants.{name}.budget: budgets are kept in the run log; set [runlog] url (or --runlog)"
+            "tenants.{name}.{key}: budgets and limits are kept in the run log; set [runlog] url \
+             (or --runlog)"
         )));
     }
     Ok(tenants)

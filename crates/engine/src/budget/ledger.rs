@@ -12,6 +12,8 @@ use std::time::Duration;
 /// epoch, and starts again at the next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Window {
+    /// One minute: a rate limit.
+    Minute,
     /// One hour.
     Hour,
     /// One day (UTC).
@@ -24,9 +26,11 @@ pub enum Window {
 }
 
 impl Window {
-    /// The window of a config's `window` (`"1h"`, `"1d"`, `"30d"`, `"none"`).
+    /// The window of a config's `window` or `per` (`"1m"`, `"1h"`, `"1d"`,
+    /// `"30d"`, `"none"`).
     pub fn parse(text: &str) -> Option<Self> {
         match text {
+            "1m" => Some(Self::Minute),
             "1h" => Some(Self::Hour),
             "1d" => Some(Self::Day),
             "30d" => Some(Self::Days30),
@@ -38,6 +42,7 @@ impl Window {
     /// The config's spelling of it.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Minute => "1m",
             Self::Hour => "1h",
             Self::Day => "1d",
             Self::Days30 => "30d",
@@ -49,6 +54,7 @@ impl Window {
     pub fn length(self) -> Option<Duration> {
         const HOUR: u64 = 3600;
         match self {
+            Self::Minute => Some(Duration::from_secs(60)),
             Self::Hour => Some(Duration::from_secs(HOUR)),
             Self::Day => Some(Duration::from_secs(24 * HOUR)),
             Self::Days30 => Some(Duration::from_secs(30 * 24 * HOUR)),
@@ -304,6 +310,11 @@ mod tests {
     fn windows_align_to_the_epoch() {
         let hour = 3_600_000;
         assert_eq!(Window::Hour.start_ms(5 * hour + 7), 5 * hour);
+        assert_eq!(
+            Window::Minute.start_ms(5 * hour + 61_000),
+            5 * hour + 60_000
+        );
+        assert_eq!(Window::parse("1m"), Some(Window::Minute));
         assert_eq!(Window::Day.start_ms(25 * hour), 24 * hour);
         assert_eq!(Window::Lifetime.start_ms(25 * hour), 0);
         assert_eq!(Window::parse("30d"), Some(Window::Days30));

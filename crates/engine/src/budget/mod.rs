@@ -149,6 +149,10 @@ pub struct Refusal {
     /// When the window ends and the budget is whole again (ms since the
     /// Unix epoch); `None` for a lifetime budget.
     pub resets_at_ms: Option<u64>,
+    /// The limit of `key` per window.
+    pub limit: u64,
+    /// The window it counts over.
+    pub per: Window,
 }
 
 /// What a refused call could ask for that would fit now.
@@ -187,7 +191,8 @@ impl Refusal {
         }
         let resets_at = self.resets_at_ms.map(rfc3339);
         if let Some(at) = &resets_at {
-            advice.push_str(&format!("; the budget's window resets at {at}"));
+            let per = self.per.as_str();
+            advice.push_str(&format!("; the budget's window ({per}) resets at {at}"));
         }
         let currency = currency.filter(|_| self.key == "cost");
         let mut e = budget_exceeded(self.key, self.left, self.needed, currency);
@@ -201,7 +206,8 @@ impl Refusal {
         if let Some(at) = resets_at {
             e = e.with_detail("resetsAt", at);
         }
-        e
+        e.with_detail("limit", shown(self.key, self.limit))
+            .with_detail("per", self.per.as_str())
     }
 }
 

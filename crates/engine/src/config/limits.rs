@@ -50,6 +50,10 @@ pub struct Limits {
     /// The most tools one request may offer; refused with
     /// `limit_exceeded` naming `tools`.
     pub max_tools: u32,
+    /// How long a call of `serve` may wait for room in its caller's rate
+    /// limits (`[[tenants.NAME.limits]]`, a key's `limits`) before it is
+    /// refused; 0: refused at once (`429` with `Retry-After`).
+    pub queue_ms: u64,
 }
 
 impl Default for Limits {
@@ -70,13 +74,14 @@ impl Default for Limits {
             max_image_bytes: 5 << 20,
             max_images: 100,
             max_tools: 128,
+            queue_ms: 0,
         }
     }
 }
 
 impl Limits {
     pub(super) fn validate(&self) -> Result<(), ConfigError> {
-        let ranges: [(&str, u64, u64, u64); 15] = [
+        let ranges: [(&str, u64, u64, u64); 16] = [
             ("limits.memoryBytes", self.memory_bytes, 1 << 20, 4 << 30),
             ("limits.wallMs", self.wall_ms, 1, 86_400_000),
             ("limits.fuel", self.fuel, 1, u64::MAX),
@@ -122,6 +127,7 @@ impl Limits {
             ("limits.maxImageBytes", self.max_image_bytes, 1, 1 << 30),
             ("limits.maxImages", self.max_images.into(), 1, 10_000),
             ("limits.maxTools", self.max_tools.into(), 1, 10_000),
+            ("limits.queueMs", self.queue_ms, 0, 600_000),
         ];
         ranges
             .into_iter()

@@ -202,8 +202,8 @@ pub(crate) mod tests {
         Caller(Arc::new(Tenant {
             name: "t".into(),
             host,
-            plan: None,
-            allotment: Default::default(),
+            plans: Vec::new(),
+            limited: Default::default(),
         }))
     }
 

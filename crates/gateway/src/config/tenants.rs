@@ -11,9 +11,13 @@
 //! outputTokens = 2000000
 //! inputTokens = 5000000
 //! cost = 5.00                      # money, in `currency` (USD unless set)
-//! window = "1d"                    # "1h" | "1d" | "30d" | "none"
+//! window = "1d"                    # "1m" | "1h" | "1d" | "30d" | "none"
+//! [[tenants.bookai.limits]]         # more limits, each per its own window
+//! requests = 600
+//! per = "1m"
 //! ```
 
+use super::limits::{LimitConfig, validate_limits};
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
 use callai_engine::cost::{currency_code_problem, to_nanos};
@@ -39,6 +43,8 @@ pub struct TenantConfig {
     pub default_max_tokens: Option<i64>,
     /// `[tenants.NAME.budget]`
     pub budget: BudgetConfig,
+    /// `[[tenants.NAME.limits]]`: more limits, each over its own window.
+    pub limits: Vec<LimitConfig>,
 }
 
 /// `[tenants.NAME.budget]`: limits per window, each unset for unlimited.
@@ -58,7 +64,8 @@ pub struct BudgetConfig {
     pub cost: Option<f64>,
     /// The currency of `cost` (`USD`).
     pub currency: String,
-    /// `"1h"`, `"1d"` (the default), `"30d"` or `"none"` (a lifetime budget).
+    /// `"1m"`, `"1h"`, `"1d"` (the default), `"30d"` or `"none"` (a
+    /// lifetime budget).
     pub window: String,
 }
 
@@ -173,11 +180,13 @@ pub fn validate_tenants(
             return Err(invalid(
                 &key("budget.window"),
                 format!(
-                    "{:?} is not a window: \"1h\", \"1d\", \"30d\" or \"none\"",
+                    "{:?} is not a window: \"1m\", \"1h\", \"1d\", \"30d\" or \"none\"",
                     budget.window
                 ),
             ));
         }
+        let currency = budget.cost.map(|_| budget.currency.as_str());
+        validate_limits(&key("limits"), name, &tenant.limits, currency)?;
     }
     Ok(())
 }

@@ -1,57 +1,80 @@
-//! A tenant's budget as a call sees it (this host's [`Allotment`] of it:
+//! A caller's limits as a call sees them (this host's allotment of each:
 //! what is left of each key, for the answer's headers) and as
-//! `GET /v1/budget` shows it (its current window, from the run log).
+//! `GET /v1/budget` shows them (each in its current window, from the run
+//! log).
 
-use super::allotment::Allotment;
 use super::caller::Caller;
+use super::limited::{Limited, RateLimit};
+use super::plan::Plan;
 use crate::error::GatewayError;
 use callai_engine::RunLog;
-use callai_engine::budget::{KEYS, SharedBudget, shown};
+use callai_engine::budget::{KEYS, Ledger, SharedBudget, Spend, shown};
 use serde_json::{Value, json};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
-/// A caller's hold on its budget: this host's allotment of it.
+/// A caller's hold on its limits: this host's allotment of each.
 #[derive(Debug, Clone)]
-pub struct TenantBudget(Arc<Allotment>);
+pub struct TenantBudget(Arc<Limited>);
 
 impl TenantBudget {
-    /// The budget of `caller`'s calls; `None` for a caller with no budget.
+    /// The limits of `caller`'s calls; `None` for a caller with none.
     pub fn of(caller: &Caller) -> Option<Self> {
-        caller.0.allotment.get().cloned().map(Self)
+        caller.0.limited.get().cloned().map(Self)
     }
 
-    /// The engine's view of it.
+    /// The engine's view of them.
     pub fn shared(&self) -> SharedBudget {
         self.0.clone()
     }
 
-    /// What is left of each key the budget limits (`None` for a key it
-    /// does not), in the order of the budget's keys (`requests`,
-    /// `outputTokens`, `inputTokens`, `cost` in billionths), as this host
-    /// last saw the window; `None` before it has seen it.
+    /// What is left of each limited key (the least over every limit;
+    /// `None` for a key none limits), in the order of the budget's keys
+    /// (`requests`, `outputTokens`, `inputTokens`, `cost` in billionths),
+    /// as this host last saw the windows; `None` before it has seen any.
     pub fn remaining(&self) -> Option<[Option<u64>; 4]> {
         self.0.remaining()
     }
+
+    /// Each limited key's tightest limit, for the `x-ratelimit-*` headers.
+    pub fn rate_limits(&self) -> SmallVec<[RateLimit; 4]> {
+        self.0.rate_limits()
+    }
 }
 
-/// `GET /v1/budget`: the caller's budget in its current window, as `log`
-/// (the server's run log) keeps it.
+/// `GET /v1/budget`: the caller's limits, each in its current window, as
+/// `log` (the server's run log) keeps them. `budget` is its
+/// `[tenants.NAME.budget]` (null without one), `limits` every limit.
 pub async fn budget_answer(
     log: Option<&Arc<dyn RunLog>>,
     caller: &Caller,
 ) -> Result<Value, GatewayError> {
     let tenant = &caller.0;
-    let Some(plan) = &tenant.plan else {
-        return Ok(json!({"tenant": tenant.name, "budget": null}));
-    };
-    let log = log
+    if tenant.plans.is_empty() {
+        return Ok(json!({"tenant": tenant.name, "budget": null, "limits": []}));
+    }
+    let ledger = log
         .and_then(|l| l.ledger())
         .ok_or_else(|| GatewayError::internal("this host's run log keeps no budgets"))?;
-    let window = log
-        .window(&tenant.name, plan.window)
+    let mut budget = Value::Null;
+    let mut limits = Vec::with_capacity(tenant.plans.len());
+    for plan in &tenant.plans {
+        let shown = limit_answer(ledger, plan).await?;
+        if *plan.account == *tenant.name {
+            budget = shown.clone();
+        }
+        limits.push(shown);
+    }
+    Ok(json!({"tenant": tenant.name, "budget": budget, "limits": limits}))
+}
+
+/// One limit in its current window.
+async fn limit_answer(ledger: &dyn Ledger, plan: &Plan) -> Result<Value, GatewayError> {
+    let window = ledger
+        .window(&plan.account, plan.window)
         .await
         .map_err(|e| GatewayError::internal(e.to_string()))?;
-    // Money is shown for a budget in money only: the others count none.
+    // Money is shown for a limit in money only: the others count none.
     let money = plan.limits.cost.is_some();
     let by_key = |values: [Option<u64>; 4]| -> Value {
         KEYS.iter()
@@ -61,12 +84,12 @@ pub async fn budget_answer(
             .collect::<serde_json::Map<_, _>>()
             .into()
     };
-    let every = |s: callai_engine::budget::Spend| s.amounts().map(Some);
+    let every = |s: Spend| s.amounts().map(Some);
     let ends = plan
         .window
         .length()
         .map(|l| window.window_ms + l.as_millis() as u64);
-    let mut budget = json!({
+    let mut shown = json!({
         "window": plan.window.as_str(),
         "windowStartMs": window.window_ms,
         "windowEndMs": ends,
@@ -76,7 +99,7 @@ pub async fn budget_answer(
         "remaining": by_key(plan.limits.left(&window)),
     });
     if money {
-        budget["currency"] = Value::from(&*plan.currency);
+        shown["currency"] = Value::from(&*plan.currency);
     }
-    Ok(json!({"tenant": tenant.name, "budget": budget}))
+    Ok(shown)
 }

@@ -1,8 +1,8 @@
 //! One caller of `serve` and what it is allowed: its name, the host its
 //! calls go through (its `allowedProviders` narrowing the policy), and its
-//! budget with this host's allotment of it.
+//! limits with this host's allotment of each.
 
-use super::allotment::Allotment;
+use super::limited::Limited;
 use super::plan::Plan;
 use callai_engine::Host;
 use std::sync::{Arc, OnceLock};
@@ -19,11 +19,11 @@ pub struct Tenant {
     /// The host its calls go through: the server's, with its
     /// `allowedProviders` narrowing the policy.
     pub host: Host,
-    /// Its budget; `None`: unlimited.
-    pub plan: Option<Plan>,
-    /// This host's allotment of its budget, once the server has a run log
-    /// to keep it in (a tenant with a plan only).
-    pub allotment: OnceLock<Arc<Allotment>>,
+    /// Its limits (its budget first, when it has one); none: unlimited.
+    pub plans: Vec<Plan>,
+    /// This host's allotment of each, once the server has a run log to
+    /// keep them in (a tenant with limits only).
+    pub limited: OnceLock<Arc<Limited>>,
 }
 
 /// Who sent a request: put on every request the token check lets through.

@@ -1,16 +1,50 @@
-//! A tenant's budget as `[tenants.NAME.budget]` sets it: its limits, the
-//! window they count over, and the currency of its money.
+//! One limit of a caller as the ledger keeps it: its amounts, the window
+//! they count over, the currency of its money, and the account its spend
+//! is kept under.
 
+use crate::config::{BudgetConfig, LimitConfig};
 use callai_engine::budget::{Limits, Window};
 use std::sync::Arc;
 
-/// A tenant's budget: its limits per window.
+/// A limit on a caller: its amounts per window.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Plan {
-    /// The limits; unset keys are unlimited.
+    /// The amounts; unset keys are unlimited.
     pub limits: Limits,
     /// The window they count over.
     pub window: Window,
     /// The currency of its `cost` limit.
     pub currency: Arc<str>,
+    /// Where the ledger keeps its spend: the tenant's name for its
+    /// `[tenants.NAME.budget]`, `NAME:keys/per` for one of its `limits`
+    /// (a name no tenant can have).
+    pub account: Arc<str>,
+}
+
+impl Plan {
+    /// `[tenants.NAME.budget]` of tenant `name`, when it limits anything.
+    pub fn of_budget(name: &str, budget: &BudgetConfig) -> Option<Self> {
+        budget.is_limited().then(|| Self {
+            limits: budget.limits(),
+            window: budget.window(),
+            currency: budget.currency.as_str().into(),
+            account: name.into(),
+        })
+    }
+
+    /// One of the `limits` of the caller `owner` (checked).
+    pub fn of_limit(owner: &str, limit: &LimitConfig) -> Self {
+        Self {
+            limits: limit.limits(),
+            window: limit.window(),
+            currency: limit.currency.as_str().into(),
+            account: limit.account(owner).into(),
+        }
+    }
+
+    /// The end of the window `now_ms` falls in; `None` for a lifetime one.
+    pub fn resets_at_ms(&self, now_ms: u64) -> Option<u64> {
+        let length = self.window.length()?.as_millis() as u64;
+        Some(self.window.start_ms(now_ms) + length)
+    }
 }

@@ -2,13 +2,15 @@
 //! admin, no budget), the metrics scraper's, and each `[tenants.NAME]`,
 //! known by its own bearer token, every token compared in constant time.
 
-use super::allotment::{Allotment, Holder};
+use super::allotment::Holder;
 use super::caller::{ADMIN, Tenant};
+use super::limited::Limited;
 use super::plan::Plan;
 use crate::config::TenantsConfig;
 use callai_engine::config::{ConfigError, invalid};
 use callai_engine::{Host, RunLog};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 use subtle::ConstantTimeEq;
 
 /// Every caller the server knows, by token.
@@ -63,8 +65,8 @@ impl Tenants {
         let admin = Arc::new(Tenant {
             name: ADMIN.into(),
             host: host.clone(),
-            plan: None,
-            allotment: OnceLock::new(),
+            plans: Vec::new(),
+            limited: OnceLock::new(),
         });
         let mut tenants: Vec<(Token, Arc<Tenant>)> = Vec::new();
         let known: Vec<&str> = host.providers().names().collect();
@@ -110,16 +112,15 @@ impl Tenants {
                 // Checked to be 1..providerMaxTokens with the config.
                 host = host.with_default_max_tokens(u32::try_from(n).unwrap_or(1));
             }
-            let plan = section.budget.is_limited().then(|| Plan {
-                limits: section.budget.limits(),
-                window: section.budget.window(),
-                currency: section.budget.currency.as_str().into(),
-            });
+            let plans = Plan::of_budget(name, &section.budget)
+                .into_iter()
+                .chain(section.limits.iter().map(|l| Plan::of_limit(name, l)))
+                .collect();
             let tenant = Tenant {
                 name: name.clone(),
                 host,
-                plan,
-                allotment: OnceLock::new(),
+                plans,
+                limited: OnceLock::new(),
             };
             tenants.push((Token(token.into_bytes().into()), Arc::new(tenant)));
         }
@@ -144,29 +145,28 @@ impl Tenants {
         self.admin_token.is_none() && self.tenants.is_empty()
     }
 
-    /// Whether any tenant has a budget (which needs a run log).
+    /// Every tenant with a limit (which needs a run log).
     pub fn budgeted(&self) -> impl Iterator<Item = &str> {
         self.tenants
             .iter()
-            .filter(|(_, t)| t.plan.is_some())
+            .filter(|(_, t)| !t.plans.is_empty())
             .map(|(_, t)| t.name.as_str())
     }
 
-    /// Gives every budgeted tenant its allotment on `log`, held by
-    /// `holder` (once: a tenant that has one keeps it).
-    pub fn allot(&self, log: &Arc<dyn RunLog>, holder: &Holder<'_>) {
+    /// Gives every tenant with limits its allotment of each on `log`, held
+    /// by `holder`, its calls waiting up to `queue` for room (once: a
+    /// tenant that has them keeps them).
+    pub fn allot(&self, log: &Arc<dyn RunLog>, holder: &Holder<'_>, queue: Duration) {
         for (_, tenant) in &self.tenants {
-            if let Some(plan) = &tenant.plan {
-                let allotment =
-                    Allotment::new(log.clone(), &tenant.name, plan.clone(), holder.clone());
-                let _ = tenant.allotment.set(allotment);
+            if let Some(limited) = Limited::new(log, &tenant.name, &tenant.plans, holder, queue) {
+                let _ = tenant.limited.set(limited);
             }
         }
     }
 
-    /// Every allotment this host holds.
-    pub fn allotments(&self) -> impl Iterator<Item = &Arc<Allotment>> {
-        self.tenants.iter().filter_map(|(_, t)| t.allotment.get())
+    /// The limits of every tenant this host holds.
+    pub fn limited(&self) -> impl Iterator<Item = &Arc<Limited>> {
+        self.tenants.iter().filter_map(|(_, t)| t.limited.get())
     }
 
     /// Every tenant, the admin first.

@@ -9,7 +9,8 @@
 //! shape, so nothing upstream matches a path to choose one. Each answer
 //! also says whether a client should send it again (`x-should-retry`,
 //! which the OpenAI and Anthropic SDKs obey): not after the host has spent
-//! its own retries (422, 502), yes when it was full.
+//! its own retries (422, 502), nor for a budget spent; yes when it was
+//! full, or a rate limit resets within the minute.
 
 use super::api::Api;
 use crate::error::{ApiCode, ApiError};
@@ -57,7 +58,7 @@ fn reshape(api: Api, response: Response) -> Response {
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    let retry = if status == StatusCode::SERVICE_UNAVAILABLE {
+    let retry = if status == StatusCode::SERVICE_UNAVAILABLE || resets_soon(&error) {
         "true"
     } else {
         "false"
@@ -75,6 +76,17 @@ fn reshape(api: Api, response: Response) -> Response {
     // Kept for the log line, which says the error's code.
     parts.extensions.insert(error);
     Response::from_parts(parts, body)
+}
+
+/// Whether `error` is a refusal of a limit whose window resets within a
+/// minute (a rate limit) and that the call fits once it does: a client's
+/// own retry, after `retry-after-ms`, then gets in. A budget that resets
+/// later, or a call larger than the whole limit, is not sent again.
+fn resets_soon(error: &ApiError) -> bool {
+    let amount = |key: &str| error.details.as_ref()?.get(key)?.as_f64();
+    error.code == ApiCode::BudgetExceeded
+        && error.retry_after.is_some_and(|s| s <= 60)
+        && matches!((amount("needed"), amount("limit")), (Some(n), Some(l)) if n <= l)
 }
 
 /// The status of `error` on a drop-in: the host's, except that an

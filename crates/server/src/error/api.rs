@@ -7,6 +7,11 @@ use callai_engine::wire::{CallError, ErrorCode};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+/// The header OpenAI's and Anthropic's clients read a wait from before
+/// `Retry-After`.
+const RETRY_AFTER_MS: axum::http::HeaderName =
+    axum::http::HeaderName::from_static("retry-after-ms");
+
 /// What went wrong, as the `code` of an error body says it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ApiCode {
@@ -221,26 +226,33 @@ impl ApiError {
         e.retry_after = match code {
             ApiCode::BudgetUnavailable => Some(1),
             // Until the window resets: the budget is whole again then.
-            ApiCode::BudgetExceeded => e
-                .details
-                .as_ref()
-                .and_then(|d| d.get("resetsAt"))
-                .and_then(Value::as_str)
-                .and_then(|at| at.parse::<jiff::Timestamp>().ok())
-                .map(|at| {
-                    let seconds = at.duration_since(jiff::Timestamp::now()).as_secs();
-                    u64::try_from(seconds).unwrap_or(0).max(1)
-                }),
+            ApiCode::BudgetExceeded => e.resets_in_ms().map(|ms| ms.div_ceil(1000).max(1)),
             _ => None,
         };
         e
     }
 
-    /// Its headers (`Retry-After`), on an answer built around its body.
+    /// Its headers (`Retry-After`; `retry-after-ms` too for a refusal of
+    /// the caller's limits, which OpenAI's and Anthropic's clients read
+    /// first), on an answer built around its body.
     pub fn add_headers(&self, headers: &mut axum::http::HeaderMap) {
         if let Some(seconds) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        if self.code == ApiCode::BudgetExceeded
+            && let Some(ms) = self.resets_in_ms()
+        {
+            headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms.max(1)));
+        }
+    }
+
+    /// How long until the window of a refusing limit resets (its
+    /// `details.resetsAt`).
+    fn resets_in_ms(&self) -> Option<u64> {
+        let at = self.details.as_ref()?.get("resetsAt")?.as_str()?;
+        let at = at.parse::<jiff::Timestamp>().ok()?;
+        let ms = at.duration_since(jiff::Timestamp::now()).as_millis();
+        Some(u64::try_from(ms).unwrap_or(0))
     }
 
     /// The status it answers with.
@@ -320,6 +332,8 @@ mod tests {
                 ..Default::default()
             },
             resets_at_ms: Some(callai_engine::events::now_ms() + 90_500),
+            limit: 10,
+            per: callai_engine::budget::Window::Hour,
         };
         let fits = callai_engine::budget::Fits {
             attempts: Some(1),

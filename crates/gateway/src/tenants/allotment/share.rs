@@ -2,10 +2,10 @@
 //! from one (or a new one reserved), and how room goes back.
 
 use super::chunk::{Chunk, Chunks, MAX_AGE, Rate, Write};
-use crate::metrics::{BudgetCounters, Metrics};
+use crate::metrics::Metrics;
 use crate::tenants::plan::Plan;
 use callai_engine::budget::{
-    Budget, Money, Refusal, Reservation, ReserveError, ReserveRequest, Reserved, Spend, WindowState,
+    Budget, KEYS, Refusal, Reservation, ReserveError, ReserveRequest, Reserved, Spend, WindowState,
 };
 use callai_engine::events::now_ms;
 use callai_engine::wire::{CallError, ErrorCode};
@@ -38,17 +38,19 @@ fn unavailable(tenant: &str, why: String) -> CallError {
     .with_detail("reason", "budget_unavailable")
 }
 
-/// This host's allotment of one tenant's budget.
+/// This host's allotment of one limit of a caller.
 pub struct Allotment {
     pub(super) me: Weak<Allotment>,
     pub(super) log: Arc<dyn RunLog>,
+    /// Whose limit it is, for messages.
     pub(super) tenant: String,
-    plan: Plan,
+    /// Where the ledger keeps it ([`Plan::account`]).
+    pub(super) account: Arc<str>,
+    pub(super) plan: Plan,
     owner: Arc<str>,
     /// How long a chunk outlives a host that died holding it: a call's
     /// wall time and a lease.
     ttl: Duration,
-    counters: BudgetCounters,
     chunks: Mutex<Chunks>,
     /// One database reservation at a time; the calls that wait for it are
     /// its demand.
@@ -57,8 +59,6 @@ pub struct Allotment {
     carved: AtomicU64,
     /// The window as the database last answered for it.
     last: Mutex<Option<WindowState>>,
-    /// What its calls are charged in money, when it limits `cost`.
-    money: Option<Money>,
     /// One writer of the queued chunk writes at a time (see `writes.rs`).
     pub(super) writer: tokio::sync::Mutex<()>,
 }
@@ -79,31 +79,24 @@ pub struct Holder<'a> {
     /// How long a call may run: a chunk outlives a host that died holding
     /// it by this (and a chunk's life).
     pub ttl: Duration,
-    /// Where its budget's counters are.
+    /// Where its callers' budget counters are.
     pub metrics: Arc<Metrics>,
 }
 
 impl Allotment {
     /// The allotment of `tenant`'s `plan` on `log`, held by `holder`.
-    pub fn new(log: Arc<dyn RunLog>, tenant: &str, plan: Plan, holder: Holder<'_>) -> Arc<Self> {
-        let Holder {
-            owner,
-            ttl,
-            metrics,
-        } = holder;
-        let money = plan.limits.cost.map(|_| Money {
-            currency: plan.currency.clone(),
-        });
+    pub fn new(log: Arc<dyn RunLog>, tenant: &str, plan: Plan, holder: &Holder<'_>) -> Arc<Self> {
+        let Holder { owner, ttl, .. } = *holder;
         Arc::new_cyclic(|me| Self {
             me: me.clone(),
             log,
             tenant: tenant.to_owned(),
+            account: plan.account.clone(),
             plan,
             owner: owner.into(),
             // A chunk takes calls for its life before the last of them runs
             // its wall time.
             ttl: ttl + MAX_AGE,
-            counters: metrics.budget_counters(tenant),
             chunks: Mutex::default(),
             refill: tokio::sync::Mutex::new(Rate {
                 since: Instant::now(),
@@ -112,13 +105,17 @@ impl Allotment {
             waiting: AtomicU64::new(0),
             carved: AtomicU64::new(0),
             last: Mutex::default(),
-            money,
             writer: tokio::sync::Mutex::new(()),
         })
     }
 
     pub(super) fn lock(&self) -> std::sync::MutexGuard<'_, Chunks> {
         self.chunks.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The limit it holds room of.
+    pub fn plan(&self) -> &Plan {
+        &self.plan
     }
 
     /// What is left of each limited key as this host sees it: what the
@@ -168,7 +165,7 @@ impl Allotment {
             .ledger()
             .ok_or_else(|| unavailable(&self.tenant, "the run log keeps no budgets".into()))?;
         let request = ReserveRequest {
-            tenant: &self.tenant,
+            tenant: &self.account,
             window: self.plan.window,
             limits: self.plan.limits,
             need,
@@ -180,8 +177,23 @@ impl Allotment {
             .reserve(&request)
             .await
             .map_err(|e| unavailable(&self.tenant, e.to_string()))?;
-        if let Reserved::Admitted { state, .. } = &reserved {
-            self.remember(*state);
+        match &reserved {
+            Reserved::Admitted { state, .. } => self.remember(*state),
+            Reserved::Refused { room, .. } => {
+                // What is left, as the refusal found it: the answer's
+                // headers say so.
+                let limits = self.plan.limits.amounts();
+                let left = room.amounts();
+                let spent = std::array::from_fn(|i| match (limits[i], left[i]) {
+                    (Some(limit), Some(left)) => limit.saturating_sub(left),
+                    _ => 0,
+                });
+                self.remember(WindowState {
+                    window_ms: self.plan.window.start_ms(now_ms()),
+                    spent: Spend::from_amounts(spent),
+                    reserved: Spend::default(),
+                });
+            }
         }
         Ok(reserved)
     }
@@ -342,15 +354,18 @@ impl Budget for Allotment {
                             tokio::time::sleep(POLL).await;
                             continue;
                         }
-                        self.counters.refused();
                         let length = self.plan.window.length();
                         let resets_at_ms = length.map(|l| window_ms + l.as_millis() as u64);
+                        let index = KEYS.iter().position(|k| *k == key).unwrap_or(0);
+                        let limit = self.plan.limits.amounts()[index].unwrap_or(0);
                         return Err(ReserveError::Refused(Refusal {
                             key,
                             left,
                             needed,
                             room,
                             resets_at_ms,
+                            limit,
+                            per: self.plan.window,
                         }));
                     }
                 }
@@ -359,7 +374,6 @@ impl Budget for Allotment {
     }
 
     fn settle(&self, reservation: Reservation, spent: Spend) -> BoxFuture<'static, ()> {
-        self.counters.spent(&spent);
         let done = {
             let mut chunks = self.lock();
             let Some((chunk_id, worst)) = chunks.carves.remove(&reservation.id) else {
@@ -401,19 +415,5 @@ impl Budget for Allotment {
             Some(()) => self.drain(),
             None => Box::pin(async {}),
         }
-    }
-
-    fn overrun(&self, provider: &str, over: Spend) {
-        self.counters.overrun(provider);
-        eprintln!(
-            "callai serve: provider {provider:?} reported more than tenant {:?}'s call asked for \
-             ({} output and {} input tokens over its max_tokens and input bound); charged what it \
-             reported. Raise [providers.{provider}] inputOverheadTokens if its hidden input grew",
-            self.tenant, over.output_tokens, over.input_tokens
-        );
-    }
-
-    fn money(&self) -> Option<&Money> {
-        self.money.as_ref()
     }
 }

@@ -58,8 +58,10 @@ impl Allotment {
         let mut error = None;
         for attempt in 0..SETTLE_TRIES {
             let done = match &write {
-                Write::Trim(r, charge, hold) => ledger.trim(&self.tenant, *r, *charge, *hold).await,
-                Write::Settle(r, spent) => ledger.settle(&self.tenant, *r, *spent).await,
+                Write::Trim(r, charge, hold) => {
+                    ledger.trim(&self.account, *r, *charge, *hold).await
+                }
+                Write::Settle(r, spent) => ledger.settle(&self.account, *r, *spent).await,
             };
             match done {
                 Ok(state) => {
