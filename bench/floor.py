@@ -37,6 +37,11 @@ after 2 s, each contender fresh). Contenders:
 - serve call (no log line): traces kept, no line per request;
 - serve call (run log): traces kept in an SQLite run log too, no line per
   request;
+- serve call (one budget) / (three limits): as "run log", the calls a
+  tenant's, held to one daily budget, or to three limits (requests and
+  output tokens a minute, input tokens a day), none of which they reach;
+- serve call (key, three limits): the same three limits on an API key of
+  the tenant, made over `/v1/keys`, the calls sent with the key;
 - Portkey and LiteLLM, pinned and started as `bench/peers/gateways.py` does
   (Portkey held to 127.0.0.1).
 
@@ -52,6 +57,7 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -198,6 +204,14 @@ def start_serve(name, binary, fake_port, env=None, extra=(), toml=""):
     return proc, port
 
 
+def post_json(url, body, headers):
+    """POSTs `body` as JSON; the JSON answer."""
+    request = urllib.request.Request(url, json.dumps(body).encode(),
+                                     {"content-type": "application/json", **headers})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.loads(answer.read())
+
+
 def openai_body(kind):
     body = {"model": "fake", "max_tokens": 200, "messages": MESSAGES}
     if kind == "structured":
@@ -267,6 +281,46 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
                                  toml=f'[runlog]\nurl = "{runlog}"\n[log]\nformat = "off"\n')
         procs.append(proc)
         out["serve call (run log)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    # A tenant's calls held to one daily budget, and to three limits (two
+    # per minute, one per day; issue 53), in an SQLite run log of their own.
+    huge = 10 ** 15
+    for label, slug, limits in [
+        ("serve call (one budget)", "serve-budget",
+         f'[tenants.t.budget]\nrequests = {huge}\nwindow = "1d"\n'),
+        ("serve call (three limits)", "serve-limits",
+         f'[[tenants.t.limits]]\nrequests = {huge}\nper = "1m"\n'
+         f'[[tenants.t.limits]]\noutputTokens = {huge}\nper = "1m"\n'
+         f'[[tenants.t.limits]]\ninputTokens = {huge}\nper = "1d"\n'),
+    ]:
+        if not wanted(label):
+            continue
+        runlog = WORK / f"{slug}.db"
+        for f in WORK.glob(f"{slug}.db*"):
+            f.unlink()
+        proc, port = start_serve(slug, RELEASE / "callai", fake_port, {"T_TOKEN": "tok-bench"},
+                                 toml=f'[runlog]\nurl = "{runlog}"\n[log]\nformat = "off"\n'
+                                      f'[tenants.t]\ntokenEnv = "T_TOKEN"\n{limits}')
+        procs.append(proc)
+        out[label] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body,
+                      {"authorization": "Bearer tok-bench"})
+    if wanted("serve call (key, three limits)"):
+        # The same three limits on an API key of the tenant (made over the
+        # API), looked up in the host's key table on every call.
+        runlog = WORK / "serve-key.db"
+        for f in WORK.glob("serve-key.db*"):
+            f.unlink()
+        proc, port = start_serve("serve-key", RELEASE / "callai", fake_port,
+                                 {"T_TOKEN": "tok-bench", "ADMIN_TOKEN": "tok-admin"},
+                                 toml=f'[server]\ntokenEnv = "ADMIN_TOKEN"\n[runlog]\nurl = "{runlog}"\n'
+                                      f'[log]\nformat = "off"\n[tenants.t]\ntokenEnv = "T_TOKEN"\n')
+        procs.append(proc)
+        limits = [{"requests": huge, "per": "1m"}, {"outputTokens": huge, "per": "1m"},
+                  {"inputTokens": huge, "per": "1d"}]
+        made = post_json(f"http://127.0.0.1:{port}/v1/keys",
+                                  {"name": "bench", "tenant": "t", "limits": limits},
+                                  {"authorization": "Bearer tok-admin"})
+        out["serve call (key, three limits)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body,
+                                                 {"authorization": f"Bearer {made['key']}"})
     if wanted("serve call, tcache"):
         proc, port = start_serve("serve-tcache", RELEASE / "callai", fake_port,
                                  {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=1024"})

@@ -30,6 +30,12 @@ pub enum Command {
         /// The folder to make (its name names the pack).
         dir: PathBuf,
     },
+    /// Make, list and revoke the API keys of a running `callai serve`
+    /// (through its `/v1/keys`, with the admin's token).
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
     /// Look after a run log.
     Runlog {
         #[command(subcommand)]
@@ -194,5 +200,60 @@ pub enum RunlogCommand {
         /// UTC) or an RFC 3339 time. Default: `[runlog] keepDays` ago.
         #[arg(long)]
         before: Option<String>,
+    },
+}
+
+/// Where a `callai keys` command finds the server.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerArgs {
+    /// The server's address.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    pub url: String,
+    /// The variable holding the admin's token (`[server] tokenEnv`'s).
+    #[arg(long, default_value = "CALLAI_TOKEN")]
+    pub token_env: String,
+}
+
+/// `callai keys`.
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Make a key of a tenant; prints it as JSON, its secret (`key`) once.
+    Create {
+        /// The tenant its calls and runs belong to.
+        #[arg(long)]
+        tenant: String,
+        /// A name for people.
+        #[arg(long)]
+        name: String,
+        /// A limit, `KEY=AMOUNT/PER` (`requests=600/1m`, `cost=5/1d`;
+        /// keys: requests, inputTokens, outputTokens, cost); repeatable.
+        #[arg(long = "limit")]
+        limits: Vec<String>,
+        /// A provider its calls may reach; repeatable (none: its tenant's).
+        #[arg(long = "allowed-provider")]
+        allowed_providers: Vec<String>,
+        /// A model its calls may name; repeatable (none: any).
+        #[arg(long = "allowed-model")]
+        allowed_models: Vec<String>,
+        /// When it stops working (RFC 3339).
+        #[arg(long)]
+        expires_at: Option<String>,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// List every key (no secrets): id, tenant, name, status, last used.
+    List {
+        /// Print the server's JSON.
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        server: ServerArgs,
+    },
+    /// Revoke a key: refused on every host from then on.
+    Revoke {
+        /// The key's id (`key-…`).
+        id: String,
+        #[command(flatten)]
+        server: ServerArgs,
     },
 }

@@ -57,6 +57,10 @@ pub enum CliError {
     /// Anything else the arguments ask for that cannot be done.
     #[error("{0}")]
     Usage(String),
+    /// A `callai serve` could not be reached, or refused what was asked
+    /// (its own error said).
+    #[error("{0}")]
+    Server(String),
 }
 
 /// Writes `text` to stdout. A reader that went away (`callai run ... |
@@ -107,6 +111,7 @@ impl CliError {
             Self::Script(_) => "script",
             Self::RunLog(_) => "runlog",
             Self::Usage(_) => "usage",
+            Self::Server(_) => "server",
         };
         let mut error = serde_json::json!({"kind": kind, "message": message});
         if let Self::Config(e) = self

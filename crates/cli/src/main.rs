@@ -1,10 +1,12 @@
 //! `callai`: run packs on the callAI runtime, list the bundled examples,
-//! print the facet, run the conformance scenario, prune a run log.
+//! print the facet, run the conformance scenario, prune a run log, manage
+//! a server's API keys.
 
 mod args;
 mod compile;
 mod config_check;
 mod error;
+mod keys;
 mod new;
 mod pack_logs;
 mod run;
@@ -43,6 +45,7 @@ fn main() -> ExitCode {
         }
         Command::New { lang, dir } => new::new(lang, &dir).map(|()| ExitCode::SUCCESS),
         Command::Runlog { command } => runlog::runlog(command),
+        Command::Keys { command } => keys::keys(command),
         Command::Config {
             command: ConfigCommand::Check { file, json },
         } => {

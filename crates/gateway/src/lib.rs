@@ -52,6 +52,7 @@ pub mod config;
 pub mod discovery;
 mod error;
 pub mod ids;
+pub mod keys;
 pub mod metrics;
 pub mod outcome;
 pub mod packs;

@@ -66,6 +66,7 @@ mod tests {
             host,
             plans: Vec::new(),
             limited: Default::default(),
+            allowed_models: None,
         }))
     }
 

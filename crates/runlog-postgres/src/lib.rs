@@ -26,6 +26,7 @@
 
 #![warn(missing_docs)]
 
+mod api_keys;
 mod growth;
 mod keys;
 mod ledger;

@@ -6,7 +6,7 @@ use callai_engine::RunLogError;
 use tokio_postgres::Client;
 
 /// `MIGRATIONS[n]` takes the schema from version `n` to `n + 1`.
-pub(crate) const MIGRATIONS: [&str; 9] = [
+pub(crate) const MIGRATIONS: [&str; 10] = [
     "
     CREATE TABLE callai_runs (
         run_id      TEXT PRIMARY KEY,
@@ -211,6 +211,37 @@ pub(crate) const MIGRATIONS: [&str; 9] = [
         PRIMARY KEY (tenant, id)
     );
     CREATE INDEX callai_stored_responses_created ON callai_stored_responses (created_ms);
+",
+    // API keys made while the host runs (`POST /v1/keys`), their audit
+    // list, and the generation every change moves on (its row lock orders
+    // the changes) with the pepper of their hashes.
+    "
+    CREATE TABLE callai_api_keys (
+        id           TEXT PRIMARY KEY,
+        tenant       TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        hash         TEXT NOT NULL UNIQUE,
+        hint         TEXT NOT NULL,
+        settings     TEXT NOT NULL,
+        expires_ms   BIGINT,
+        created_ms   BIGINT NOT NULL,
+        revoked_ms   BIGINT,
+        last_used_ms BIGINT
+    );
+    CREATE TABLE callai_api_key_events (
+        seq    BIGSERIAL PRIMARY KEY,
+        key_id TEXT NOT NULL,
+        at_ms  BIGINT NOT NULL,
+        actor  TEXT NOT NULL,
+        action TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX callai_api_key_events_key ON callai_api_key_events (key_id, seq);
+    CREATE TABLE callai_api_key_state (
+        one        INTEGER PRIMARY KEY CHECK (one = 1),
+        generation BIGINT NOT NULL,
+        pepper     BYTEA NOT NULL
+    );
 ",
 ];
 

@@ -476,6 +476,10 @@ impl RunLog for PostgresRunLog {
     fn responses(&self) -> Option<&dyn callai_engine::runlog::ResponseLog> {
         Some(self)
     }
+
+    fn api_keys(&self) -> Option<&dyn callai_engine::runlog::ApiKeyLog> {
+        Some(self)
+    }
 }
 
 /// What `e` says, with the server's own message when it sent one

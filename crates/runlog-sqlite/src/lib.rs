@@ -284,6 +284,7 @@ fn read_header(path: &Path, shown: &str) -> Result<Header, RunLogError> {
     Ok(Header::RunLog)
 }
 
+mod api_keys;
 mod growth;
 mod ledger;
 mod responses;

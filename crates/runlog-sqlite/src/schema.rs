@@ -2,7 +2,7 @@
 
 /// The migrations, in order: `MIGRATIONS[n]` takes schema version `n` to
 /// `n + 1`. The version a file is at is its `PRAGMA user_version`.
-pub(crate) const MIGRATIONS: [&str; 13] = [
+pub(crate) const MIGRATIONS: [&str; 14] = [
     "CREATE TABLE runs (
         run_id   TEXT PRIMARY KEY,
         node_id  TEXT NOT NULL,
@@ -225,6 +225,35 @@ pub(crate) const MIGRATIONS: [&str; 13] = [
          PRIMARY KEY (tenant, id)
      );
      CREATE INDEX stored_responses_created ON stored_responses (created_ms);",
+    // API keys made while the host runs (`POST /v1/keys`), their audit
+    // list, and the generation every change moves on with the pepper of
+    // their hashes.
+    "CREATE TABLE api_keys (
+         id           TEXT PRIMARY KEY,
+         tenant       TEXT NOT NULL,
+         name         TEXT NOT NULL,
+         hash         TEXT NOT NULL UNIQUE,
+         hint         TEXT NOT NULL,
+         settings     TEXT NOT NULL,
+         expires_ms   INTEGER,
+         created_ms   INTEGER NOT NULL,
+         revoked_ms   INTEGER,
+         last_used_ms INTEGER
+     );
+     CREATE TABLE api_key_events (
+         seq    INTEGER PRIMARY KEY AUTOINCREMENT,
+         key_id TEXT NOT NULL,
+         at_ms  INTEGER NOT NULL,
+         actor  TEXT NOT NULL,
+         action TEXT NOT NULL,
+         detail TEXT NOT NULL
+     );
+     CREATE INDEX api_key_events_key ON api_key_events (key_id, seq);
+     CREATE TABLE api_key_state (
+         one        INTEGER PRIMARY KEY CHECK (one = 1),
+         generation INTEGER NOT NULL,
+         pepper     BLOB NOT NULL
+     );",
 ];
 
 /// The version this build writes.

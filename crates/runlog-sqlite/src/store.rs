@@ -486,4 +486,8 @@ impl RunLog for SqliteRunLog {
     fn responses(&self) -> Option<&dyn callai_engine::runlog::ResponseLog> {
         Some(self)
     }
+
+    fn api_keys(&self) -> Option<&dyn callai_engine::runlog::ApiKeyLog> {
+        Some(self)
+    }
 }

@@ -3,7 +3,7 @@
 //! shape). The handlers are in `handlers/` and `dropin/`.
 
 use crate::dropin::{self, Anthropic, Api, Embeddings, OpenAi, Reshape};
-use crate::handlers::{call, meta, packs, runs, targets, tenants, traces};
+use crate::handlers::{call, keys, meta, packs, runs, targets, tenants, traces};
 use crate::layers::access_log::AccessLog;
 use crate::layers::around::AroundLayer;
 use crate::layers::auth::{Auth, require_metrics_token};
@@ -88,6 +88,12 @@ fn callai(state: &AppState, auth: Auth) -> Router<AppState> {
         .route("/v1/usage", get(traces::usage))
         .route("/v1/budget", get(tenants::budget))
         .route("/v1/tenants", get(tenants::tenants))
+        .route("/v1/keys", get(keys::list).post(keys::create))
+        .route(
+            "/v1/keys/{id}",
+            get(keys::get).patch(keys::patch).delete(keys::revoke),
+        )
+        .route("/v1/keys/{id}/events", get(keys::events))
         .route("/v1/targets", get(targets::targets))
         .fallback(meta::not_found)
         .method_not_allowed_fallback(meta::method_not_allowed)

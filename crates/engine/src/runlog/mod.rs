@@ -6,12 +6,14 @@
 //! one, `callai-runlog-postgres` the one several hosts share, and a host can
 //! put the same records in its own database.
 
+mod api_keys;
 pub mod decode;
 mod records;
 mod responses;
 mod traces;
 mod usage;
 
+pub use api_keys::{ApiKey, ApiKeyEvent, ApiKeyLog};
 pub use records::{
     ADMIN, Entry, Outcome, RecordedCall, RecordedRun, RunKey, RunSeed, RunSpec, RunStatus, fresh_id,
 };
@@ -249,6 +251,11 @@ pub trait RunLog: Send + Sync {
     /// The responses kept in the same database (the Responses API's
     /// `store`), when this log keeps them.
     fn responses(&self) -> Option<&dyn ResponseLog> {
+        None
+    }
+
+    /// The API keys kept in the same database, when this log keeps them.
+    fn api_keys(&self) -> Option<&dyn ApiKeyLog> {
         None
     }
 }

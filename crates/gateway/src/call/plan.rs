@@ -8,7 +8,7 @@ use crate::error::GatewayError;
 use crate::ids::{NODE_ID_RULE, valid_node_id};
 use crate::tenants::Caller;
 use callai_engine::MockScript;
-use callai_engine::wire::ParsedRequest;
+use callai_engine::wire::{CallError, ErrorCode, ParsedRequest};
 
 /// One call, planned.
 #[derive(Debug, Clone)]
@@ -76,6 +76,19 @@ impl CallPlan {
             && !valid_node_id(id)
         {
             return Err(GatewayError::invalid(field, NODE_ID_RULE));
+        }
+        if let Some(allowed) = &caller.0.allowed_models
+            && !route.allowed_by(allowed)
+        {
+            let refused = CallError::new(
+                ErrorCode::PolicyDenied,
+                format!(
+                    "model: {} is not among this key's allowedModels {allowed:?}",
+                    route.shown()
+                ),
+            )
+            .with_detail("field", "model");
+            return Err(GatewayError::Call(refused));
         }
         if let Some((_, field)) = &script
             && let Some(other) = route.real_provider(caller)

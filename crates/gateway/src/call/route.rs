@@ -32,6 +32,31 @@ pub enum Route {
 }
 
 impl Route {
+    /// Whether `allowed` (a key's `allowedModels`) names it: a routed
+    /// model by its name, a provider's model as `PROVIDER/MODEL` or as
+    /// the model alone, a provider's own model by the provider.
+    pub fn allowed_by(&self, allowed: &[String]) -> bool {
+        match self {
+            Self::Model(name) => allowed.iter().any(|a| a == name.as_str()),
+            Self::Provider { provider, model } => allowed.iter().any(|a| match model {
+                Some(m) => *a == format!("{provider}/{m}") || a == m.as_str(),
+                None => a == provider.as_str(),
+            }),
+        }
+    }
+
+    /// How a refusal names it.
+    pub fn shown(&self) -> String {
+        match self {
+            Self::Model(name) => format!("{name:?}"),
+            Self::Provider {
+                provider,
+                model: Some(m),
+            } => format!("{:?}", format!("{provider}/{m}")),
+            Self::Provider { provider, .. } => format!("{provider:?}"),
+        }
+    }
+
     /// Where a drop-in's `model` goes: a routed model name (its own entry
     /// or a family's, `[models."gpt-4o*"]`), else `PROVIDER/MODEL`, or a
     /// provider alone (its configured model); else, a bare name, that model
@@ -204,6 +229,7 @@ pub(crate) mod tests {
             host,
             plans: Vec::new(),
             limited: Default::default(),
+            allowed_models: None,
         }))
     }
 

@@ -69,7 +69,7 @@ pub async fn budget_answer(
 }
 
 /// One limit in its current window.
-async fn limit_answer(ledger: &dyn Ledger, plan: &Plan) -> Result<Value, GatewayError> {
+pub(crate) async fn limit_answer(ledger: &dyn Ledger, plan: &Plan) -> Result<Value, GatewayError> {
     let window = ledger
         .window(&plan.account, plan.window)
         .await

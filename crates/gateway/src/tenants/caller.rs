@@ -24,6 +24,9 @@ pub struct Tenant {
     /// This host's allotment of each, once the server has a run log to
     /// keep them in (a tenant with limits only).
     pub limited: OnceLock<Arc<Limited>>,
+    /// The models its calls may name (an API key's `allowedModels`);
+    /// none: any.
+    pub allowed_models: Option<Vec<String>>,
 }
 
 /// Who sent a request: put on every request the token check lets through.

@@ -80,21 +80,36 @@ impl Limited {
         holder: &Holder<'_>,
         queue: Duration,
     ) -> Option<Arc<Self>> {
-        let mut plans = plans.to_vec();
-        if plans.is_empty() {
+        Self::joined(None, log, tenant, plans, holder, queue)
+    }
+
+    /// [`Limited::new`] on top of `base`'s limits (a key's on its
+    /// tenant's: the same allotments, shared).
+    pub fn joined(
+        base: Option<&Limited>,
+        log: &Arc<dyn RunLog>,
+        tenant: &str,
+        plans: &[Plan],
+        holder: &Holder<'_>,
+        queue: Duration,
+    ) -> Option<Arc<Self>> {
+        let mut parts: Vec<Arc<Allotment>> = base.map(|b| b.parts.clone()).unwrap_or_default();
+        parts.extend(
+            plans
+                .iter()
+                .map(|plan| Allotment::new(log.clone(), tenant, plan.clone(), holder)),
+        );
+        if parts.is_empty() {
             return None;
         }
-        plans.sort_by_key(|p| length(p.window));
-        let money = plans
+        parts.sort_by_key(|p| length(p.plan().window));
+        let money = parts
             .iter()
+            .map(|p| p.plan())
             .find(|p| p.limits.cost.is_some())
             .map(|p| Money {
                 currency: p.currency.clone(),
             });
-        let parts = plans
-            .into_iter()
-            .map(|plan| Allotment::new(log.clone(), tenant, plan, holder))
-            .collect();
         Some(Arc::new_cyclic(|me| Self {
             me: me.clone(),
             tenant: tenant.to_owned(),

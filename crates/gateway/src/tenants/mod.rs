@@ -8,11 +8,14 @@
 mod allotment;
 mod budget;
 mod caller;
+mod key_callers;
+pub mod keys;
 mod limited;
 mod plan;
 mod registry;
 
 pub use allotment::{Allotment, Holder};
+pub(crate) use budget::limit_answer;
 pub use budget::{TenantBudget, budget_answer};
 pub use caller::{ADMIN, Caller, Tenant};
 pub use limited::{Limited, RateLimit};

@@ -4,6 +4,7 @@
 
 use super::allotment::Holder;
 use super::caller::{ADMIN, Tenant};
+use super::keys::{KeySetup, KeyTable};
 use super::limited::Limited;
 use super::plan::Plan;
 use crate::config::TenantsConfig;
@@ -22,6 +23,8 @@ pub struct Tenants {
     /// `[server] metricsTokenEnv`'s token: reads `/metrics`, nothing else.
     metrics_token: Option<Token>,
     tenants: Vec<(Token, Arc<Tenant>)>,
+    /// The API keys of the run log, once it has one.
+    keys: KeyTable,
 }
 
 /// The tokens of the server itself, beside its tenants'.
@@ -67,6 +70,7 @@ impl Tenants {
             host: host.clone(),
             plans: Vec::new(),
             limited: OnceLock::new(),
+            allowed_models: None,
         });
         let mut tenants: Vec<(Token, Arc<Tenant>)> = Vec::new();
         let known: Vec<&str> = host.providers().names().collect();
@@ -121,6 +125,7 @@ impl Tenants {
                 host,
                 plans,
                 limited: OnceLock::new(),
+                allowed_models: None,
             };
             tenants.push((Token(token.into_bytes().into()), Arc::new(tenant)));
         }
@@ -129,6 +134,7 @@ impl Tenants {
             admin_token: admin_token.map(|t| Token(t.as_bytes().into())),
             metrics_token: tokens.metrics.map(|t| Token(t.as_bytes().into())),
             tenants,
+            keys: KeyTable::default(),
         })
     }
 
@@ -162,6 +168,18 @@ impl Tenants {
                 let _ = tenant.limited.set(limited);
             }
         }
+        let _ = self.keys.setup.set(KeySetup {
+            log: log.clone(),
+            owner: holder.owner.to_owned(),
+            ttl: holder.ttl,
+            metrics: holder.metrics.clone(),
+            queue,
+        });
+    }
+
+    /// The API keys this host knows.
+    pub fn keys(&self) -> &KeyTable {
+        &self.keys
     }
 
     /// The limits of every tenant this host holds.
@@ -196,10 +214,14 @@ impl Tenants {
             .map(|(_, t)| t)
     }
 
-    /// The caller whose token `given` is. Every token is compared, in
-    /// constant time, so the time taken tells neither how much of a guess
-    /// was right nor whose token it was near.
-    pub fn resolve(&self, given: &[u8]) -> Option<&Arc<Tenant>> {
+    /// The caller whose token `given` is: an API key's (`ck-…`, by its
+    /// keyed hash), or a configured one's. Every configured token is
+    /// compared, in constant time, so the time taken tells neither how much
+    /// of a guess was right nor whose token it was near.
+    pub fn resolve(&self, given: &[u8]) -> Option<Arc<Tenant>> {
+        if let Some(key) = self.keys.resolve(given) {
+            return Some(key);
+        }
         let mut found = None;
         if let Some(admin) = &self.admin_token
             && bool::from(given.ct_eq(&admin.0))
@@ -211,7 +233,7 @@ impl Tenants {
                 found = Some(tenant);
             }
         }
-        found
+        found.cloned()
     }
 }
 

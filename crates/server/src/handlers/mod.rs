@@ -3,6 +3,7 @@
 //! `?tenant=` of a request and the scope it gives.
 
 pub mod call;
+pub mod keys;
 pub mod meta;
 pub mod packs;
 pub mod runs;

@@ -108,7 +108,7 @@ impl Auth {
     }
 
     /// The caller whose token `header` (the `Authorization` value) carries.
-    fn bearer(&self, header: Option<&[u8]>) -> Option<&Arc<Tenant>> {
+    fn bearer(&self, header: Option<&[u8]>) -> Option<Arc<Tenant>> {
         self.tenants.resolve(bearer_token(header)?)
     }
 }
@@ -221,13 +221,13 @@ impl Auth {
             KeyHeader::None => None,
         };
         let caller = if self.tenants.open() {
-            Some(self.tenants.admin())
+            Some(self.tenants.admin().clone())
         } else {
             self.bearer(header)
                 .or_else(|| api_key.and_then(|k| self.tenants.resolve(k)))
         };
         if let Some(caller) = caller {
-            return Ok(caller.clone());
+            return Ok(caller);
         }
         Err(if header.is_some() || api_key.is_some() {
             "the bearer token is not this server's"
