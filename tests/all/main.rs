@@ -93,3 +93,4 @@ mod telemetry;
 mod ui_browser;
 mod ui_calls_list;
 mod ui_guard;
+mod ui_keys;

@@ -41,3 +41,19 @@ export async function get(path, query = {}) {
   }
   return body;
 }
+
+/** `method path` with `body` as JSON (the admin's changes); the JSON answer. */
+export async function send(method, path, body) {
+  const headers = { accept: "application/json" };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  if (token.get()) headers.authorization = `Bearer ${token.get()}`;
+  let answer;
+  try {
+    answer = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw new ApiError(0, `the server did not answer (${e.message})`);
+  }
+  const json = await answer.json().catch(() => null);
+  if (!answer.ok) throw new ApiError(answer.status, json?.error?.message || `${answer.status} ${answer.statusText}`);
+  return json;
+}

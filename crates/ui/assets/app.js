@@ -7,12 +7,14 @@ import { callsPage, callPage } from "./calls.js";
 import { runsPage, runPage } from "./runs.js";
 import { tenantsPage } from "./tenants.js";
 import { providersPage } from "./providers.js";
+import { keysPage } from "./keys.js";
 
 const pages = {
   calls: (id, params) => (id ? callPage(id) : callsPage(params)),
   runs: (id, params) => (id ? runPage(id, params) : runsPage(params)),
   tenants: () => tenantsPage(),
   providers: (_, params) => providersPage(params),
+  keys: () => keysPage(),
 };
 
 let shown = 0;

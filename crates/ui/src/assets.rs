@@ -36,4 +36,5 @@ pub const ASSETS: &[Asset] = &[
     asset!("runs.js", JS),
     asset!("tenants.js", JS),
     asset!("providers.js", JS),
+    asset!("keys.js", JS),
 ];
