@@ -152,3 +152,15 @@ impl Backend {
         }
     }
 }
+
+/// Both backends as a `serve` config names them: an SQLite file in `dir`,
+/// and (where PostgreSQL is installed) a fresh database of the throwaway
+/// cluster, with the cluster, kept alive while a handle on it is.
+pub fn urls(dir: &std::path::Path) -> Vec<(&'static str, String, Option<Arc<PgCluster>>)> {
+    let file = dir.join("runs.db");
+    let mut all = vec![("sqlite", file.to_str().unwrap().to_owned(), None)];
+    if let Some(cluster) = PgCluster::shared() {
+        all.push(("postgres", cluster.database(), Some(cluster)));
+    }
+    all
+}

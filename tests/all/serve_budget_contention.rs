@@ -18,21 +18,9 @@ use callai_tests::pg::PgCluster;
 use callai_tests::process::{Reply as Answer, Serve};
 use callai_tests::serve::metric_in;
 use serde_json::{Value, json};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ADMIN: &str = "tok-admin";
-
-/// The backends: an SQLite file in `dir`, and a PostgreSQL database (with
-/// the cluster, which lives as long as a handle on it does).
-fn backends(dir: &std::path::Path) -> Vec<(&'static str, String, Option<Arc<PgCluster>>)> {
-    let file = dir.join("runs.db");
-    let mut all = vec![("sqlite", file.to_str().unwrap().to_owned(), None)];
-    if let Some(cluster) = PgCluster::shared() {
-        all.push(("postgres", cluster.database(), Some(cluster)));
-    }
-    all
-}
 
 fn completion(output_tokens: u32) -> Value {
     json!({"model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": output_tokens},
@@ -227,7 +215,7 @@ async fn contend_for(
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn no_call_is_refused_while_there_is_room_on_one_host_or_two() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, _, cluster) in backends(dir.path()) {
+    for (name, _, cluster) in callai_tests::runlog_backends::urls(dir.path()) {
         for hosts in [1, 2] {
             for budget in [20, 1000, 10_000] {
                 // A fresh budget each time: a run log of its own.
@@ -254,7 +242,7 @@ async fn no_call_is_refused_while_there_is_room_on_one_host_or_two() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn money_admits_exactly_what_fits_on_one_host_or_two() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, _, cluster) in backends(dir.path()) {
+    for (name, _, cluster) in callai_tests::runlog_backends::urls(dir.path()) {
         for hosts in [1, 2] {
             let runlog = fresh(dir.path(), cluster.as_deref());
             let tenant = Tenant {
@@ -289,7 +277,7 @@ fn fresh(dir: &std::path::Path, cluster: Option<&PgCluster>) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_killed_with_calls_at_the_provider_never_lets_it_be_paid_past_the_budget() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, runlog, _cluster) in backends(dir.path()) {
+    for (name, runlog, _cluster) in callai_tests::runlog_backends::urls(dir.path()) {
         let gate = Gate::new();
         let held = Reply::Gated(gate.clone(), Box::new(Reply::ok(completion(3))));
         let mut replies = vec![Reply::ok(completion(3)); 18];
@@ -361,7 +349,7 @@ async fn metrics(serve: &Serve) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hidden_input_is_reserved_and_an_overrun_is_charged_and_counted() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, runlog, _cluster) in backends(dir.path()) {
+    for (name, runlog, _cluster) in callai_tests::runlog_backends::urls(dir.path()) {
         // An Anthropic-kind provider adding 5000 tokens unseen, an honest
         // OpenAI-compatible one, and one that bills 500 output tokens for
         // a max_tokens of 10.

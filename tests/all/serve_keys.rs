@@ -8,7 +8,6 @@
 //! naming the field; a tenant's token does not manage keys.
 
 use callai_tests::fake_server::{FakeServer, Reply};
-use callai_tests::pg::PgCluster;
 use callai_tests::process::{Reply as Answer, Serve};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -70,23 +69,10 @@ async fn calls_until(serve: &Serve, token: &str, status: u16) -> (Answer, Durati
     }
 }
 
-/// The backends: an SQLite file in `dir`, and a database of the throwaway
-/// PostgreSQL cluster.
-fn backends(
-    dir: &std::path::Path,
-) -> Vec<(&'static str, String, Option<std::sync::Arc<PgCluster>>)> {
-    let file = dir.join("runs.db");
-    let mut all = vec![("sqlite", file.to_str().unwrap().to_owned(), None)];
-    if let Some(cluster) = PgCluster::shared() {
-        all.push(("postgres", cluster.database(), Some(cluster)));
-    }
-    all
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_key_made_on_one_host_works_on_both_and_once_revoked_on_neither() {
     let dir = tempfile::tempdir().unwrap();
-    for (name, runlog, _cluster) in backends(dir.path()) {
+    for (name, runlog, _cluster) in callai_tests::runlog_backends::urls(dir.path()) {
         let fake = FakeServer::repeating(Reply::ok(completion())).await;
         let (a, b) = (
             host(dir.path(), &runlog, fake.port()),

@@ -12,7 +12,6 @@
 //!   per-minute limit (the window sampled while the load runs).
 
 use callai_tests::fake_server::{FakeServer, Gate, Reply};
-use callai_tests::pg::PgCluster;
 use callai_tests::process::{Reply as Answer, Serve};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -86,17 +85,6 @@ fn number(r: &Answer, name: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {name}: {:?}", r.headers))
         .parse()
         .unwrap()
-}
-
-/// The backends: an SQLite file in `dir`, and a database of the throwaway
-/// PostgreSQL cluster (with the cluster, kept alive by the handle).
-fn backends(dir: &std::path::Path) -> Vec<(&'static str, String, Option<Arc<PgCluster>>)> {
-    let file = dir.join("runs.db");
-    let mut all = vec![("sqlite", file.to_str().unwrap().to_owned(), None)];
-    if let Some(cluster) = PgCluster::shared() {
-        all.push(("postgres", cluster.database(), Some(cluster)));
-    }
-    all
 }
 
 /// Issue 53 #3: three requests a minute, 5,000 output tokens an hour and
@@ -260,7 +248,7 @@ async fn two_hosts_on_one_database_never_pass_a_per_minute_limit() {
     const LIMIT: u64 = 50;
     const CALLS: usize = 200;
     let dir = tempfile::tempdir().unwrap();
-    for (name, runlog, _cluster) in backends(dir.path()) {
+    for (name, runlog, _cluster) in callai_tests::runlog_backends::urls(dir.path()) {
         let fake = FakeServer::repeating(Reply::ok(completion())).await;
         let limits = format!("[[tenants.team.limits]]\nrequests = {LIMIT}\nper = \"1m\"\n");
         let config = config(dir.path(), &runlog, fake.port(), &limits, 0);

@@ -20,8 +20,7 @@ fn random<const N: usize>() -> Result<[u8; N], GatewayError> {
 }
 
 fn time(ms: Option<u64>) -> Value {
-    ms.and_then(|ms| jiff::Timestamp::from_millisecond(ms as i64).ok())
-        .map_or(Value::Null, |t| Value::from(t.to_string()))
+    ms.map_or(Value::Null, |ms| Value::from(crate::ids::rfc3339(ms)))
 }
 
 fn internal(e: impl std::fmt::Display) -> GatewayError {

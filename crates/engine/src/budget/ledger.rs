@@ -62,6 +62,12 @@ impl Window {
         }
     }
 
+    /// The end of the window that starts at `start_ms`; `None` for a
+    /// lifetime budget, which never ends.
+    pub fn end_ms(self, start_ms: u64) -> Option<u64> {
+        self.length().map(|l| start_ms + l.as_millis() as u64)
+    }
+
     /// The start of the window `now_ms` falls in (0 for a lifetime budget).
     pub fn start_ms(self, now_ms: u64) -> u64 {
         match self.length() {
@@ -315,6 +321,8 @@ mod tests {
             5 * hour + 60_000
         );
         assert_eq!(Window::parse("1m"), Some(Window::Minute));
+        assert_eq!(Window::Minute.end_ms(60_000), Some(120_000));
+        assert_eq!(Window::Lifetime.end_ms(0), None);
         assert_eq!(Window::Day.start_ms(25 * hour), 24 * hour);
         assert_eq!(Window::Lifetime.start_ms(25 * hour), 0);
         assert_eq!(Window::parse("30d"), Some(Window::Days30));

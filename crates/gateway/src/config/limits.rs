@@ -51,16 +51,32 @@ fn usd() -> String {
     "USD".into()
 }
 
+/// A config's amounts (signed, checked elsewhere) as the ledger's limits:
+/// what a budget and a limit both are.
+pub(super) fn limits_of(
+    requests: Option<i64>,
+    output_tokens: Option<i64>,
+    input_tokens: Option<i64>,
+    cost: Option<f64>,
+) -> Limits {
+    let n = |v: Option<i64>| v.map(|v| v.max(0) as u64);
+    Limits {
+        requests: n(requests),
+        output_tokens: n(output_tokens),
+        input_tokens: n(input_tokens),
+        cost: cost.map(to_nanos),
+    }
+}
+
 impl LimitConfig {
     /// The amounts, checked (see [`LimitConfig::problem`]).
     pub fn limits(&self) -> Limits {
-        let n = |v: Option<i64>| v.map(|v| v.max(0) as u64);
-        Limits {
-            requests: n(self.requests),
-            output_tokens: n(self.output_tokens),
-            input_tokens: n(self.input_tokens),
-            cost: self.cost.map(to_nanos),
-        }
+        limits_of(
+            self.requests,
+            self.output_tokens,
+            self.input_tokens,
+            self.cost,
+        )
     }
 
     /// The window, checked.

@@ -17,10 +17,10 @@
 //! per = "1m"
 //! ```
 
-use super::limits::{LimitConfig, validate_limits};
+use super::limits::{LimitConfig, limits_of, validate_limits};
 use callai_engine::budget::{Limits, Window};
 use callai_engine::config::{ConfigError, invalid};
-use callai_engine::cost::{currency_code_problem, to_nanos};
+use callai_engine::cost::currency_code_problem;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -85,13 +85,12 @@ impl Default for BudgetConfig {
 impl BudgetConfig {
     /// The limits, checked.
     pub fn limits(&self) -> Limits {
-        let n = |v: Option<i64>| v.map(|v| v.max(0) as u64);
-        Limits {
-            requests: n(self.requests),
-            output_tokens: n(self.output_tokens),
-            input_tokens: n(self.input_tokens),
-            cost: self.cost.map(to_nanos),
-        }
+        limits_of(
+            self.requests,
+            self.output_tokens,
+            self.input_tokens,
+            self.cost,
+        )
     }
 
     /// The window, checked.

@@ -85,10 +85,7 @@ pub(crate) async fn limit_answer(ledger: &dyn Ledger, plan: &Plan) -> Result<Val
             .into()
     };
     let every = |s: Spend| s.amounts().map(Some);
-    let ends = plan
-        .window
-        .length()
-        .map(|l| window.window_ms + l.as_millis() as u64);
+    let ends = plan.window.end_ms(window.window_ms);
     let mut shown = json!({
         "window": plan.window.as_str(),
         "windowStartMs": window.window_ms,

@@ -44,7 +44,6 @@ impl Plan {
 
     /// The end of the window `now_ms` falls in; `None` for a lifetime one.
     pub fn resets_at_ms(&self, now_ms: u64) -> Option<u64> {
-        let length = self.window.length()?.as_millis() as u64;
-        Some(self.window.start_ms(now_ms) + length)
+        self.window.end_ms(self.window.start_ms(now_ms))
     }
 }

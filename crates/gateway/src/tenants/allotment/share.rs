@@ -354,8 +354,7 @@ impl Budget for Allotment {
                             tokio::time::sleep(POLL).await;
                             continue;
                         }
-                        let length = self.plan.window.length();
-                        let resets_at_ms = length.map(|l| window_ms + l.as_millis() as u64);
+                        let resets_at_ms = self.plan.window.end_ms(window_ms);
                         let index = KEYS.iter().position(|k| *k == key).unwrap_or(0);
                         let limit = self.plan.limits.amounts()[index].unwrap_or(0);
                         return Err(ReserveError::Refused(Refusal {
