@@ -77,6 +77,7 @@ mod serve_names;
 mod serve_ownership;
 mod serve_packs;
 mod serve_prompt_cache;
+mod serve_quotas;
 mod serve_response_cache;
 mod serve_responses;
 mod serve_responses_mapping;

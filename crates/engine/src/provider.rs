@@ -176,6 +176,12 @@ pub enum FailureKind {
     /// attempt; retried under the same backoff as a transient failure, at
     /// most the call's attempt cap times.
     Unreached,
+    /// This host held the request back: its provider's quota
+    /// (`[providers.NAME.limits]`, shared by every host on one run log)
+    /// has no room for it now. Not an attempt; the next target of a chain
+    /// takes it at once, else the call ends with the quota's refusal
+    /// ([`ProviderFailure::refusal`]).
+    Throttled,
 }
 
 /// A request that did not produce a reply.
@@ -189,6 +195,10 @@ pub struct ProviderFailure {
     pub message: String,
     /// The provider's `retry-after`, honoured before the next request.
     pub retry_after: Option<Duration>,
+    /// For a [`FailureKind::Throttled`] request: the error the call ends
+    /// with when no other target takes it (the quota, what is left, when
+    /// it resets).
+    pub refusal: Option<Box<callai_wire::CallError>>,
 }
 
 impl ProviderFailure {
@@ -199,7 +209,16 @@ impl ProviderFailure {
             status,
             message: message.into(),
             retry_after: None,
+            refusal: None,
         }
+    }
+
+    /// A request held back under its provider's quota, which refused it
+    /// with `refusal`.
+    pub fn throttled(refusal: callai_wire::CallError) -> Self {
+        let mut f = Self::new(FailureKind::Throttled, None, refusal.message.clone());
+        f.refusal = Some(Box::new(refusal));
+        f
     }
 
     /// Classifies an HTTP status: 408, 429 and 5xx are transient.
@@ -222,7 +241,7 @@ impl ProviderFailure {
     pub fn was_sent(&self) -> bool {
         !matches!(
             self.kind,
-            FailureKind::Unanswerable | FailureKind::Unreached
+            FailureKind::Unanswerable | FailureKind::Unreached | FailureKind::Throttled
         )
     }
 }

@@ -13,7 +13,8 @@
 //!   across hosts; [`traces`] keeps each call's trace and sums usage, a
 //!   failed call's [`outcome`] named as the metrics and the log say it;
 //!   [`tenants`] resolves callers and holds this host's allotment of each
-//!   budget; [`packs`] compiles and keeps components.
+//!   budget; [`quotas`] holds the providers' quotas on the same ledger;
+//!   [`packs`] compiles and keeps components.
 //!
 //! Every refusal and failure is a [`GatewayError`], which names what was
 //! wrong and carries no status code: the HTTP edge (`callai-server`) gives
@@ -56,6 +57,7 @@ pub mod keys;
 pub mod metrics;
 pub mod outcome;
 pub mod packs;
+pub mod quotas;
 pub mod responses;
 pub mod runs;
 pub mod scope;

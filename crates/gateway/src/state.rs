@@ -9,6 +9,7 @@ use crate::config::{ResponseCacheConfig, RunLogConfig, ServerConfig};
 use crate::error::GatewayError;
 use crate::metrics::{Metrics, MetricsObserver};
 use crate::packs::PackStore;
+use crate::quotas::QuotaPlan;
 use crate::runs::table::RunTable;
 use crate::spans::Spans;
 use crate::tenants::{Holder, Tenant, Tenants};
@@ -41,6 +42,9 @@ pub struct Parts {
     pub runlog_config: RunLogConfig,
     /// `[responseCache]`
     pub response_cache: ResponseCacheConfig,
+    /// `[providers.NAME.limits]`: the providers' quotas (kept in the run
+    /// log).
+    pub quotas: Vec<QuotaPlan>,
 }
 
 /// What every endpoint shares.
@@ -90,6 +94,7 @@ impl Gateway {
             server,
             runlog_config,
             response_cache,
+            quotas,
         } = parts;
         let limits = &host.config().limits;
         let metrics = Arc::new(Metrics::new(host.providers().names(), tenants.names()));
@@ -105,6 +110,7 @@ impl Gateway {
             };
             let queue = Duration::from_millis(limits.queue_ms);
             tenants.allot(log, &holder, queue);
+            host.set_quotas(crate::quotas::quotas_of(&quotas, log, &holder, queue));
         }
         let calls = CallStore::of(
             server.keep_calls as usize,

@@ -1,5 +1,6 @@
 //! `[providers.NAME]`: the real providers a host may call, by name.
 
+use crate::quota::ProviderLimits;
 use crate::upstream::{KeyHeader, MaxTokensField};
 use callai_engine::config::{ConfigError, invalid};
 use callai_engine::cost::currency_code_problem;
@@ -140,6 +141,8 @@ pub struct ProviderConfig {
     pub extra_body: Option<Map<String, Value>>,
     /// What its tokens cost, per million (`[providers.NAME.prices]`).
     pub prices: Option<Prices>,
+    /// Its quota a minute, across hosts (`[providers.NAME.limits]`).
+    pub limits: Option<ProviderLimits>,
 }
 
 /// `[providers.NAME.prices]`: what a provider's tokens cost, per million,
@@ -211,6 +214,9 @@ pub struct ProviderSettings {
     /// What its tokens cost, per million.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prices: Option<Prices>,
+    /// Its quota a minute.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ProviderLimits>,
 }
 
 impl ProviderConfig {
@@ -264,6 +270,7 @@ impl ProviderConfig {
             query: self.query.clone().unwrap_or_default(),
             extra_body: self.extra_body.clone().unwrap_or_default(),
             prices: self.prices.clone(),
+            limits: self.limits,
         })
     }
 }
@@ -317,6 +324,9 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
                     problem,
                 ));
             }
+        }
+        if let Some(limits) = &s.limits {
+            limits.check(name)?;
         }
         if s.input_overhead_tokens > 1_000_000 {
             return Err(invalid(

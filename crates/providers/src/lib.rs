@@ -31,6 +31,7 @@ mod embeddings;
 mod events;
 mod http;
 mod openai;
+mod quota;
 mod redact;
 mod upstream;
 mod usage;
@@ -38,6 +39,7 @@ mod usage;
 pub use config::{
     OpenAiApi, Prices, ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate,
 };
+pub use quota::ProviderLimits;
 pub use upstream::{KeyHeader, MaxTokensField};
 
 use adapter::HttpProvider;

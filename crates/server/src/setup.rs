@@ -11,6 +11,7 @@ use callai_config::{Config, OpenLog, PriceList, open_runlog, parse_listen};
 use callai_engine::{Host, MockProvider, MockScript, RunLog};
 use callai_gateway::Parts;
 use callai_gateway::packs::PackStore;
+use callai_gateway::quotas::QuotaPlan;
 use callai_gateway::spans::Spans;
 use callai_gateway::tenants::{ServerTokens, Tenants};
 use callai_host::PackRuntime;
@@ -100,6 +101,24 @@ fn callers(
     Ok(tenants)
 }
 
+/// Each `[providers.NAME.limits]`, for the gateway to keep.
+fn quota_plans(config: &Config) -> Vec<QuotaPlan> {
+    config
+        .providers
+        .iter()
+        .filter_map(|(name, section)| {
+            let limits = section.limits?;
+            Some(QuotaPlan {
+                provider: name.clone(),
+                requests: limits.requests,
+                tokens: limits.tokens,
+                input_tokens: limits.input_tokens,
+                output_tokens: limits.output_tokens,
+            })
+        })
+        .collect()
+}
+
 /// The run log `serve` keeps (`--runlog`, else `[runlog] url`; none when
 /// both are empty), opened (created if missing), with its URL.
 async fn server_runlog(
@@ -138,6 +157,14 @@ pub(crate) async fn setup(config: &Config, options: &ServerOptions) -> Result<Se
     let telemetry =
         Telemetry::from_config(&config.telemetry, |k| env(k)).map_err(|e| setup(e.to_string()))?;
     let (runlog_url, runlog) = server_runlog(config, options).await?;
+    if let Some(name) = quota_plans(config).first().map(|q| &q.provider)
+        && runlog.is_none()
+    {
+        return Err(setup(format!(
+            "providers.{name}.limits: a provider's quota is kept in the run log, across hosts; \
+             set [runlog] url (or --runlog)"
+        )));
+    }
     if config.response_cache.on() && runlog.is_none() {
         return Err(setup(
             "responseCache.mode: the cache keeps its answers in the run log: set [runlog] url \
@@ -174,6 +201,7 @@ pub(crate) async fn setup(config: &Config, options: &ServerOptions) -> Result<Se
             server: config.server.clone(),
             runlog_config: config.runlog.clone(),
             response_cache: config.response_cache.clone(),
+            quotas: quota_plans(config),
         },
         telemetry,
         runlog_url,

@@ -12,14 +12,17 @@
 
 mod ledger;
 mod money;
+mod quota;
 mod room;
 pub(crate) mod worst_case;
 
 pub use ledger::{
     KeyClaim, KeyState, Ledger, Limits, ReserveRequest, Reserved, StoredAnswer, Window, WindowState,
 };
-pub(crate) use money::Charges;
 pub use money::Money;
+pub(crate) use money::{Charges, spend as request_spend};
+pub(crate) use quota::QuotaHeld;
+pub use quota::{ProviderQuota, Quotas, quota_exceeded};
 pub use room::{WindowChange, adjustment, first_misfit, grant, signed, trimmed};
 
 pub(crate) use worst_case::request_bound;

@@ -91,7 +91,7 @@ impl Charges {
 
 /// One request's spend: its tokens (a count not reported at its worst) and,
 /// in a budget in money, its cost in billionths.
-fn spend(usage: Usage, max_tokens: u32, input_bound: u64, cost: Option<u64>) -> Spend {
+pub(crate) fn spend(usage: Usage, max_tokens: u32, input_bound: u64, cost: Option<u64>) -> Spend {
     Spend {
         requests: 1,
         output_tokens: usage.output.map_or(u64::from(max_tokens), u64::from),

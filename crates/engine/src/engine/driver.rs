@@ -7,7 +7,10 @@ use super::machine::{Attempt, CallMachine, Context, Outcome, Step};
 use super::schema::CompiledSchema;
 use super::tools::CompiledTools;
 use crate::breaker::{Answer, Breakers};
-use crate::budget::{Budget, Charges, Spend, Tally, request_bound};
+use crate::budget::{
+    Budget, Charges, QuotaHeld, Quotas, ReserveError, Spend, Tally, quota_exceeded, request_bound,
+    request_spend,
+};
 use crate::cost::{Cost, TargetPrices, Usage};
 use crate::events::EventSink;
 use crate::observe::{CallWatch, RequestStart};
@@ -160,6 +163,8 @@ pub(crate) struct DriveOptions<'a> {
     pub prices: &'a TargetPrices,
     /// The host's circuit breakers, told how each request ended.
     pub breakers: &'a Breakers,
+    /// The providers' quotas, each request held to its own's.
+    pub quotas: Option<&'a Quotas>,
 }
 
 /// How a budgeted call's attempts are charged as they go.
@@ -220,7 +225,9 @@ fn health(breakers: &Breakers, provider: &str, model: &str, outcome: &Outcome, n
             FailureKind::Rejected | FailureKind::NativeUnsupported | FailureKind::TooLarge => {
                 Answer::Answered
             }
-            FailureKind::Unanswerable => return,
+            // Held back by this host, or unanswerable: nothing said of
+            // the provider's health.
+            FailureKind::Unanswerable | FailureKind::Throttled => return,
         },
     };
     breakers.record(provider, model, answer, now.into_std());
@@ -324,69 +331,26 @@ pub(crate) async fn drive(
     options: DriveOptions<'_>,
     mut watch: Option<&mut dyn CallWatch>,
 ) -> Result<CallResult, CallError> {
-    let DriveOptions {
-        deadline,
-        max_response_bytes,
-        deltas,
-        tally,
-        schema_bytes,
-        overhead,
-        prices,
-        breakers,
-    } = options;
     let mut step = machine.start();
     loop {
         step = match step {
             Step::Send(attempt) => {
                 let (name, provider) = providers[attempt.target];
-                // What this request's input may cost at most.
-                let bound = request_bound(&attempt.request, schema_bytes) + overhead;
-                let seen = RequestStart {
-                    input_bound: bound,
-                    provider: name,
-                    number: attempt.number,
-                    reason: attempt.reason,
-                    max_tokens: attempt.request.max_tokens,
-                    model: attempt.request.model.as_deref().unwrap_or_default(),
-                    structured: attempt.request.structured.as_ref().map(|s| s.mode),
-                };
-                if let Some(w) = watch.as_deref_mut() {
-                    w.request_started(&seen);
-                }
-                // A call with tools is judged whole before any of it goes
-                // out: a retry could replace it.
-                let text_call = machine.schema().is_none() && machine.tools().is_none();
-                let max_tokens = attempt.request.max_tokens;
-                let worst = tally.map(|c| c.sent(attempt.target, max_tokens, bound));
-                let outcome = match send(provider, &attempt.request, deltas, text_call).await {
-                    Ok(reply) => {
-                        let usage = Usage::from(&reply);
-                        let cost = prices.cost(attempt.target, usage, bound, max_tokens);
-                        if let (Some(c), Some(worst)) = (tally, &worst) {
-                            c.reported(name, &attempt, usage, worst, bound, cost.as_ref());
-                        }
-                        if let Some(w) = watch.as_deref_mut() {
-                            w.request_finished(&seen, Ok(&reply), cost.as_ref());
-                        }
-                        let schema = machine.schema().cloned();
-                        let tools = machine.tools().cloned();
-                        let (reply, verdict) =
-                            judge(reply, schema, tools, max_response_bytes).await;
-                        Outcome::Reply(reply, verdict)
-                    }
-                    Err(failure) => {
-                        let charge = tally.zip(worst.as_ref());
-                        let cost = failed(&failure, &attempt, name, prices, charge, bound);
-                        if let Some(w) = watch.as_deref_mut() {
-                            w.request_finished(&seen, Err(&failure), cost.as_ref());
-                        }
-                        Outcome::Failed(failure)
-                    }
-                };
+                let outcome = exchange(
+                    &machine,
+                    &attempt,
+                    (name, provider),
+                    &options,
+                    watch.as_deref_mut().map(|w| w as &mut dyn CallWatch),
+                )
+                .await;
                 let model = attempt.request.model.as_deref().unwrap_or_default();
-                health(breakers, name, model, &outcome, effects.clock.now());
-                let remaining =
-                    || deadline.map(|d| d.saturating_duration_since(effects.clock.now()));
+                health(options.breakers, name, model, &outcome, effects.clock.now());
+                let remaining = || {
+                    options
+                        .deadline
+                        .map(|d| d.saturating_duration_since(effects.clock.now()))
+                };
                 let cx = Context {
                     jitter: effects.jitter.draw(),
                     remaining: &remaining,
@@ -403,5 +367,109 @@ pub(crate) async fn drive(
             }
         };
         machine.drain_events().for_each(|e| sink.emit(e));
+    }
+}
+
+/// Sends `attempt` to `provider` (named `name`) and says what came of it:
+/// the request held back when its provider's quota has no room for it, its
+/// reply judged, or its failure; what it spent charged to its call's budget
+/// and to its provider's quota, and told to `watch`.
+async fn exchange(
+    machine: &CallMachine<'_>,
+    attempt: &Attempt,
+    (name, provider): (&str, &dyn Provider),
+    options: &DriveOptions<'_>,
+    watch: Option<&mut dyn CallWatch>,
+) -> Outcome {
+    let DriveOptions {
+        max_response_bytes,
+        deltas,
+        tally,
+        schema_bytes,
+        overhead,
+        prices,
+        quotas,
+        ..
+    } = *options;
+    // What this request's input may cost at most.
+    let bound = request_bound(&attempt.request, schema_bytes) + overhead;
+    let max_tokens = attempt.request.max_tokens;
+    // Its room in its provider's quota, before anything is sent; at the
+    // chain's end it may wait for room.
+    let worst_request = request_spend(Usage::default(), max_tokens, bound, None);
+    let quota = match quotas.and_then(|q| q.get(name)) {
+        None => None,
+        Some(q) => match QuotaHeld::take(q, worst_request, !machine.has_next_target()).await {
+            Ok(held) => Some(held),
+            Err(ReserveError::Refused(r)) => {
+                return Outcome::Failed(ProviderFailure::throttled(quota_exceeded(name, &r)));
+            }
+            Err(ReserveError::Failed(e)) => return Outcome::Failed(ProviderFailure::throttled(e)),
+        },
+    };
+    let seen = RequestStart {
+        input_bound: bound,
+        provider: name,
+        number: attempt.number,
+        reason: attempt.reason,
+        max_tokens,
+        model: attempt.request.model.as_deref().unwrap_or_default(),
+        structured: attempt.request.structured.as_ref().map(|s| s.mode),
+    };
+    let mut watch = watch;
+    if let Some(w) = watch.as_deref_mut() {
+        w.request_started(&seen);
+    }
+    // A call with tools is judged whole before any of it goes out: a retry
+    // could replace it.
+    let text_call = machine.schema().is_none() && machine.tools().is_none();
+    let worst = tally.map(|c| c.sent(attempt.target, max_tokens, bound));
+    match send(provider, &attempt.request, deltas, text_call).await {
+        Ok(reply) => {
+            let usage = Usage::from(&reply);
+            if let Some(q) = quota {
+                q.settle(request_spend(usage, max_tokens, bound, None));
+            }
+            let cost = prices.cost(attempt.target, usage, bound, max_tokens);
+            if let (Some(c), Some(worst)) = (tally, &worst) {
+                c.reported(name, attempt, usage, worst, bound, cost.as_ref());
+            }
+            if let Some(w) = watch {
+                w.request_finished(&seen, Ok(&reply), cost.as_ref());
+            }
+            let schema = machine.schema().cloned();
+            let tools = machine.tools().cloned();
+            let (reply, verdict) = judge(reply, schema, tools, max_response_bytes).await;
+            Outcome::Reply(reply, verdict)
+        }
+        Err(failure) => {
+            if let Some(q) = quota {
+                q.settle(quota_spent(&failure, worst_request));
+            }
+            let charge = tally.zip(worst.as_ref());
+            let cost = failed(&failure, attempt, name, prices, charge, bound);
+            if let Some(w) = watch {
+                w.request_finished(&seen, Err(&failure), cost.as_ref());
+            }
+            Outcome::Failed(failure)
+        }
+    }
+}
+
+/// What a failed request spent of its provider's quota: nothing when it
+/// never reached the provider; what the provider billed for it (a refusal
+/// with an error status: the request, no tokens); else, cut off or
+/// unanswered, its worst case `worst`.
+fn quota_spent(failure: &ProviderFailure, worst: Spend) -> Spend {
+    if !failure.was_sent() {
+        return Spend::default();
+    }
+    match Usage::billed_for_failure(failure) {
+        Some(usage) => Spend {
+            output_tokens: usage.output.map_or(worst.output_tokens, u64::from),
+            input_tokens: usage.input.map_or(worst.input_tokens, u64::from),
+            ..worst
+        },
+        None => worst,
     }
 }

@@ -252,6 +252,7 @@ impl<'a> CallMachine<'a> {
     pub(crate) fn on_outcome(&mut self, outcome: Outcome, cx: Context<'_>) -> Step {
         let failure = match outcome {
             Outcome::Failed(f) if f.kind == FailureKind::Unreached => return self.unreached(f, cx),
+            Outcome::Failed(f) if f.kind == FailureKind::Throttled => return self.throttled(f),
             Outcome::Failed(f) if !f.was_sent() => {
                 // The request never reached a provider: not an attempt, and
                 // the retry that would have announced it is not announced.

@@ -2,7 +2,7 @@
 //! the routing and policy decided before any request is sent.
 
 use crate::breaker::{Breakers, TargetHealth};
-use crate::budget::{self, Bounds, Charges, Held, ReserveError, SharedBudget};
+use crate::budget::{self, Bounds, Charges, Held, Quotas, ReserveError, SharedBudget};
 use crate::config::UnknownFields;
 use crate::config::{ConfigError, HostConfig, invalid};
 use crate::cost::{PriceBook, TargetPrices};
@@ -58,6 +58,8 @@ pub struct Host {
     prices: Option<Arc<dyn PriceBook>>,
     /// Each target's circuit breaker, shared by every view of this host.
     breakers: Arc<Breakers>,
+    /// The providers' quotas ([`Host::set_quotas`]), shared by every view.
+    quotas: Arc<std::sync::OnceLock<Quotas>>,
 }
 
 /// How one call is made, beyond its request.
@@ -130,6 +132,7 @@ impl Host {
                 config.retry.circuit_breaker_failures,
                 std::time::Duration::from_millis(config.retry.circuit_breaker_cool_down_ms),
             )),
+            quotas: Arc::default(),
             config,
         })
     }
@@ -138,6 +141,13 @@ impl Host {
     /// its unavailable answers in a row, its requests and failures.
     pub fn target_health(&self) -> Vec<TargetHealth> {
         self.breakers.health(self.effects.clock.now().into_std())
+    }
+
+    /// Holds each provider's requests to its quota in `quotas`, on this
+    /// host and every view of it (made before or after), once: false when
+    /// it already had them. A host without a run log's quotas has none.
+    pub fn set_quotas(&self, quotas: Quotas) -> bool {
+        self.quotas.set(quotas).is_ok()
     }
 
     pub(crate) fn breakers(&self) -> &Breakers {
@@ -335,6 +345,7 @@ impl Host {
             overhead,
             prices: &prices,
             breakers: &self.breakers,
+            quotas: self.quotas.get().filter(|q| !q.is_empty()),
         };
         let result = drive(
             machine,

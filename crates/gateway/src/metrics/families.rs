@@ -347,6 +347,11 @@ impl Metrics {
         }
     }
 
+    /// The counter of `provider`'s requests its quota held back.
+    pub fn quota_refusals(&self, provider: &str) -> Counter {
+        self.upstream.held_back(provider)
+    }
+
     /// The counters of `tenant`'s budget, to count its calls without a
     /// lookup each time.
     pub fn budget_counters(&self, tenant: &str) -> BudgetCounters {

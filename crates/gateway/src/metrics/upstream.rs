@@ -38,6 +38,7 @@ pub(super) struct Upstream {
     errors: Family<ErrorLabels, Counter>,
     input_tokens: Family<InputLabel, Counter>,
     breakers: Family<BreakerLabels, Gauge>,
+    held_back: Family<InputLabel, Counter>,
 }
 
 impl Upstream {
@@ -60,6 +61,20 @@ impl Upstream {
              its chain's other targets, half_open: the next call tries it first), 0 for the others",
             self.breakers.clone(),
         );
+        registry.register(
+            "callai_provider_quota_refused",
+            "Requests this host held back because their provider's quota \
+             ([providers.NAME.limits]) had no room: each went to its chain's next target, or \
+             ended its call",
+            self.held_back.clone(),
+        );
+    }
+
+    /// The counter of `provider`'s requests its quota held back.
+    pub(super) fn held_back(&self, provider: &str) -> Counter {
+        self.held_back.get_or_create_owned(&InputLabel {
+            provider: provider.to_owned(),
+        })
     }
 
     /// Each provider's input tokens, at zero.
@@ -121,6 +136,7 @@ mod tests {
         upstream.failed("p", Some(503));
         upstream.failed("p", None);
         upstream.input("p", 12);
+        upstream.held_back("p").inc();
         upstream.set_health(&[TargetHealth {
             provider: "p".into(),
             model: "m".into(),
@@ -138,6 +154,7 @@ mod tests {
             "callai_provider_errors_total{provider=\"p\",status=\"503\"} 1",
             "callai_provider_errors_total{provider=\"p\",status=\"transport\"} 1",
             "callai_input_tokens_total{provider=\"p\"} 12",
+            "callai_provider_quota_refused_total{provider=\"p\"} 1",
             "callai_circuit_breaker_state{provider=\"p\",model=\"m\",state=\"open\"} 1",
             "callai_circuit_breaker_state{provider=\"p\",model=\"m\",state=\"closed\"} 0",
         ] {

@@ -33,7 +33,9 @@ pub struct Limited {
     parts: Vec<Arc<Allotment>>,
     /// How long a call may wait for room.
     queue: Duration,
-    counters: BudgetCounters,
+    /// A tenant's budget counters; none for a provider's quota, which
+    /// counts its own.
+    counters: Option<BudgetCounters>,
     /// What its calls are charged in money, when a limit counts `cost`.
     money: Option<Money>,
     /// Each call's reservations, by the id the engine holds (with more
@@ -83,6 +85,20 @@ impl Limited {
         Self::joined(None, log, tenant, plans, holder, queue)
     }
 
+    /// A provider's quota: its limits `plans` on `log`, held by `holder`;
+    /// a request waits up to `queue` for room (when it may wait at all).
+    /// `owner` names it in messages. `None` when it limits nothing.
+    pub fn quota(
+        log: &Arc<dyn RunLog>,
+        owner: &str,
+        plans: &[Plan],
+        holder: &Holder<'_>,
+        queue: Duration,
+    ) -> Option<Arc<Self>> {
+        let parts = Self::parts_of(None, log, owner, plans, holder)?;
+        Some(Self::of(parts, owner, queue, None))
+    }
+
     /// [`Limited::new`] on top of `base`'s limits (a key's on its
     /// tenant's: the same allotments, shared).
     pub fn joined(
@@ -93,16 +109,39 @@ impl Limited {
         holder: &Holder<'_>,
         queue: Duration,
     ) -> Option<Arc<Self>> {
+        let parts = Self::parts_of(base, log, tenant, plans, holder)?;
+        let counters = holder.metrics.budget_counters(tenant);
+        Some(Self::of(parts, tenant, queue, Some(counters)))
+    }
+
+    /// `base`'s allotments and one for each of `plans`, the shortest
+    /// window first; `None` for none.
+    fn parts_of(
+        base: Option<&Limited>,
+        log: &Arc<dyn RunLog>,
+        owner: &str,
+        plans: &[Plan],
+        holder: &Holder<'_>,
+    ) -> Option<Vec<Arc<Allotment>>> {
         let mut parts: Vec<Arc<Allotment>> = base.map(|b| b.parts.clone()).unwrap_or_default();
         parts.extend(
             plans
                 .iter()
-                .map(|plan| Allotment::new(log.clone(), tenant, plan.clone(), holder)),
+                .map(|plan| Allotment::new(log.clone(), owner, plan.clone(), holder)),
         );
         if parts.is_empty() {
             return None;
         }
         parts.sort_by_key(|p| length(p.plan().window));
+        Some(parts)
+    }
+
+    fn of(
+        parts: Vec<Arc<Allotment>>,
+        owner: &str,
+        queue: Duration,
+        counters: Option<BudgetCounters>,
+    ) -> Arc<Self> {
         let money = parts
             .iter()
             .map(|p| p.plan())
@@ -110,17 +149,22 @@ impl Limited {
             .map(|p| Money {
                 currency: p.currency.clone(),
             });
-        Some(Arc::new_cyclic(|me| Self {
+        Arc::new_cyclic(|me| Self {
             me: me.clone(),
-            tenant: tenant.to_owned(),
+            tenant: owner.to_owned(),
             parts,
             queue,
-            counters: holder.metrics.budget_counters(tenant),
+            counters,
             money,
             held: Mutex::default(),
             next: AtomicI64::new(0),
             settled: tokio::sync::Notify::new(),
-        }))
+        })
+    }
+
+    /// How long a call may wait for room.
+    pub fn queue(&self) -> Duration {
+        self.queue
     }
 
     /// Each limit's allotment, the shortest window first.
@@ -246,31 +290,45 @@ impl Drop for Taken<'_> {
     }
 }
 
+impl Limited {
+    /// Reserves `worst` on every limit, waiting up to `queue` for room; a
+    /// call larger than a whole limit is refused at once.
+    pub async fn reserve_within(
+        &self,
+        worst: Spend,
+        queue: Duration,
+    ) -> Result<Reservation, ReserveError> {
+        let deadline = Instant::now() + queue;
+        loop {
+            match self.reserve_each(worst).await {
+                Err(ReserveError::Refused(refusal)) => {
+                    let now = Instant::now();
+                    // A call bigger than the whole limit never fits.
+                    if refusal.needed <= refusal.limit && now < deadline {
+                        let wait = POLL.min(deadline - now);
+                        let _ = tokio::time::timeout(wait, self.settled.notified()).await;
+                        continue;
+                    }
+                    if let Some(c) = &self.counters {
+                        c.refused();
+                    }
+                    return Err(ReserveError::Refused(refusal));
+                }
+                done => return done,
+            }
+        }
+    }
+}
+
 impl Budget for Limited {
     fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, ReserveError>> {
-        Box::pin(async move {
-            let deadline = Instant::now() + self.queue;
-            loop {
-                match self.reserve_each(worst).await {
-                    Err(ReserveError::Refused(refusal)) => {
-                        let now = Instant::now();
-                        // A call bigger than the whole limit never fits.
-                        if refusal.needed <= refusal.limit && now < deadline {
-                            let wait = POLL.min(deadline - now);
-                            let _ = tokio::time::timeout(wait, self.settled.notified()).await;
-                            continue;
-                        }
-                        self.counters.refused();
-                        return Err(ReserveError::Refused(refusal));
-                    }
-                    done => return done,
-                }
-            }
-        })
+        Box::pin(self.reserve_within(worst, self.queue))
     }
 
     fn settle(&self, reservation: Reservation, spent: Spend) -> BoxFuture<'static, ()> {
-        self.counters.spent(&spent);
+        if let Some(c) = &self.counters {
+            c.spent(&spent);
+        }
         if let [one] = &self.parts[..] {
             let write = one.settle(reservation, spent);
             return self.then_tell(write);
@@ -292,7 +350,9 @@ impl Budget for Limited {
     }
 
     fn overrun(&self, provider: &str, over: Spend) {
-        self.counters.overrun(provider);
+        if let Some(c) = &self.counters {
+            c.overrun(provider);
+        }
         eprintln!(
             "callai serve: provider {provider:?} reported more than tenant {:?}'s call asked for \
              ({} output and {} input tokens over its max_tokens and input bound); charged what it \

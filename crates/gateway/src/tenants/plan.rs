@@ -3,7 +3,7 @@
 //! is kept under.
 
 use crate::config::{BudgetConfig, LimitConfig};
-use callai_engine::budget::{Limits, Window};
+use callai_engine::budget::{Limits, Spend, Window};
 use std::sync::Arc;
 
 /// A limit on a caller: its amounts per window.
@@ -19,6 +19,10 @@ pub struct Plan {
     /// `[tenants.NAME.budget]`, `NAME:keys/per` for one of its `limits`
     /// (a name no tenant can have).
     pub account: Arc<str>,
+    /// Whether its `outputTokens` counts input and output tokens together
+    /// (a provider's `tokens` a minute): what is reserved and charged is
+    /// [`Plan::counted`].
+    pub tokens_together: bool,
 }
 
 impl Plan {
@@ -29,6 +33,7 @@ impl Plan {
             window: budget.window(),
             currency: budget.currency.as_str().into(),
             account: name.into(),
+            tokens_together: false,
         })
     }
 
@@ -39,6 +44,30 @@ impl Plan {
             window: limit.window(),
             currency: limit.currency.as_str().into(),
             account: limit.account(owner).into(),
+            tokens_together: false,
+        }
+    }
+
+    /// `spend` as this limit counts it: as it is, or with input and output
+    /// tokens together in `outputTokens`' place.
+    pub fn counted(&self, spend: Spend) -> Spend {
+        if !self.tokens_together {
+            return spend;
+        }
+        Spend {
+            output_tokens: spend.output_tokens.saturating_add(spend.input_tokens),
+            input_tokens: 0,
+            ..spend
+        }
+    }
+
+    /// The key a refusal of `key` names: `tokens` for the output tokens of
+    /// a limit that counts them together.
+    pub fn key_said(&self, key: &'static str) -> &'static str {
+        if self.tokens_together && key == "outputTokens" {
+            "tokens"
+        } else {
+            key
         }
     }
 

@@ -1,7 +1,8 @@
 //! The drop-in endpoints' errors, in each API's own shape and with the
 //! status codes their SDKs map to typed errors: `validation_error` 400,
 //! unauthorised 401, `policy_denied` 403, a budget 429, every `envelope_*`
-//! 422, `provider_unavailable` (and a provider's own refusal) 502, the host
+//! 422, `provider_unavailable` (and a provider's own refusal) 502, a
+//! provider's quota 429, the host
 //! full or stopping 503 with `Retry-After`.
 //!
 //! Every handler and middleware answers an [`ApiError`] the one way; the
@@ -84,7 +85,7 @@ fn reshape(api: Api, response: Response) -> Response {
 /// later, or a call larger than the whole limit, is not sent again.
 fn resets_soon(error: &ApiError) -> bool {
     let amount = |key: &str| error.details.as_ref()?.get(key)?.as_f64();
-    error.code == ApiCode::BudgetExceeded
+    error.is_rate_limit()
         && error.retry_after.is_some_and(|s| s <= 60)
         && matches!((amount("needed"), amount("limit")), (Some(n), Some(l)) if n <= l)
 }

@@ -45,6 +45,9 @@ pub enum ApiCode {
     /// The call's worst case does not fit what is left of the caller's
     /// budget: refused before any request.
     BudgetExceeded,
+    /// The provider's quota (`[providers.NAME.limits]`) had no room for
+    /// the call's request, and no other target took it.
+    ProviderQuotaExceeded,
     /// The caller's budget could not be checked (its database failed):
     /// refused before any request, try again.
     BudgetUnavailable,
@@ -73,6 +76,7 @@ impl ApiCode {
             Self::ShuttingDown => "shutting_down",
             Self::TooManyPacks => "too_many_packs",
             Self::BudgetExceeded => "budget_exceeded",
+            Self::ProviderQuotaExceeded => "provider_quota_exceeded",
             Self::BudgetUnavailable => "budget_unavailable",
             Self::IdempotencyMismatch => "idempotency_mismatch",
             Self::UnsupportedMediaType => "unsupported_media_type",
@@ -96,7 +100,7 @@ impl ApiCode {
             Self::Forbidden => StatusCode::FORBIDDEN,
             Self::Overloaded | Self::ShuttingDown => StatusCode::SERVICE_UNAVAILABLE,
             Self::TooManyPacks => StatusCode::INSUFFICIENT_STORAGE,
-            Self::BudgetExceeded => StatusCode::TOO_MANY_REQUESTS,
+            Self::BudgetExceeded | Self::ProviderQuotaExceeded => StatusCode::TOO_MANY_REQUESTS,
             Self::BudgetUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::IdempotencyMismatch => StatusCode::UNPROCESSABLE_ENTITY,
             Self::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -215,6 +219,9 @@ impl ApiError {
         let code = match (error.code, reason) {
             (ErrorCode::PolicyDenied, Some("budget_exceeded")) => ApiCode::BudgetExceeded,
             (ErrorCode::PolicyDenied, Some("budget_unavailable")) => ApiCode::BudgetUnavailable,
+            (ErrorCode::ProviderUnavailable, Some("provider_quota")) => {
+                ApiCode::ProviderQuotaExceeded
+            }
             // A part of the request over its bound (an image over
             // `maxImageBytes`) is the client's to change: 413, not a
             // provider's fault. A reply over its bound names no field.
@@ -226,7 +233,9 @@ impl ApiError {
         e.retry_after = match code {
             ApiCode::BudgetUnavailable => Some(1),
             // Until the window resets: the budget is whole again then.
-            ApiCode::BudgetExceeded => e.resets_in_ms().map(|ms| ms.div_ceil(1000).max(1)),
+            ApiCode::BudgetExceeded | ApiCode::ProviderQuotaExceeded => {
+                e.resets_in_ms().map(|ms| ms.div_ceil(1000).max(1))
+            }
             _ => None,
         };
         e
@@ -239,11 +248,20 @@ impl ApiError {
         if let Some(seconds) = self.retry_after {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
-        if self.code == ApiCode::BudgetExceeded
+        if self.is_rate_limit()
             && let Some(ms) = self.resets_in_ms()
         {
             headers.insert(RETRY_AFTER_MS, HeaderValue::from(ms.max(1)));
         }
+    }
+
+    /// Whether it is a limit's refusal, a caller's or a provider's quota:
+    /// 429, with when to come back.
+    pub fn is_rate_limit(&self) -> bool {
+        matches!(
+            self.code,
+            ApiCode::BudgetExceeded | ApiCode::ProviderQuotaExceeded
+        )
     }
 
     /// How long until the window of a refusing limit resets (its

@@ -1,8 +1,10 @@
 //! A call's chain of targets: where the next request goes when the one it
-//! was sent to is unavailable. A chain of one target (a call that names its
-//! provider) never moves.
+//! was sent to is unavailable, or its quota has no room. A chain of one
+//! target (a call that names its provider) never moves.
 
-use super::{CallMachine, RequestReason};
+use super::{CallMachine, Failure, RequestReason, Step};
+use crate::provider::ProviderFailure;
+use callai_wire::ErrorCode;
 use callai_wire::StructuredOutput;
 
 impl CallMachine<'_> {
@@ -19,6 +21,41 @@ impl CallMachine<'_> {
             self.switch_to(0);
             false
         }
+    }
+
+    /// Whether a target follows the current one in the chain (a request
+    /// its provider's quota holds back goes there instead of waiting).
+    pub(crate) fn has_next_target(&self) -> bool {
+        self.at + 1 < self.targets.len()
+    }
+
+    /// A request its provider's quota held back: not an attempt. The next
+    /// target of the chain takes it at once; at the chain's end the call
+    /// ends with the quota's refusal.
+    pub(super) fn throttled(&mut self, f: ProviderFailure) -> Step {
+        if self.fall_over() {
+            if self.ledger.count() > 0 {
+                self.announce.clear();
+                self.announce_retry(RequestReason::ProviderFallback, f.to_string());
+            }
+            return self.send();
+        }
+        self.announce.clear();
+        let refusal = f.refusal.map(|e| *e);
+        let failure = Failure::terminal(
+            ErrorCode::ProviderUnavailable,
+            "x-host-callai-provider-quota",
+            f.message,
+        );
+        let mut error = self.give_up(failure);
+        if let Some(refusal) = refusal {
+            error.code = refusal.code;
+            let details = error.details.get_or_insert_with(Default::default);
+            for (k, v) in refusal.details.into_iter().flatten() {
+                details.entry(k).or_insert(v);
+            }
+        }
+        Step::Done(Err(error))
     }
 
     /// Points the next request at target `index`: its provider, its model,

@@ -218,3 +218,72 @@ fn a_retry_whose_target_is_unreached_is_announced_as_the_fall_over_it_became() {
         ]
     );
 }
+
+/// A quota's refusal of `needed` requests of `provider`, with `left`.
+fn over_quota(provider: &str) -> ProviderFailure {
+    let refusal = crate::budget::Refusal {
+        key: "requests",
+        left: 0,
+        needed: 1,
+        room: crate::budget::Limits::default(),
+        resets_at_ms: Some(60_000),
+        limit: 10,
+        per: crate::budget::Window::Minute,
+    };
+    ProviderFailure::throttled(crate::budget::quota_exceeded(provider, &refusal))
+}
+
+#[test]
+fn a_request_its_quota_holds_back_goes_to_the_next_target_and_is_no_attempt() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    assert!(m.has_next_target());
+    let first = m.start();
+    assert_eq!(sent(&first).target, 0);
+    let next = failed(&mut m, over_quota("a"));
+    let b = sent(&next);
+    assert_eq!((b.target, b.number), (1, 1), "the first attempt, to b");
+    assert!(!m.has_next_target());
+    let done = answer(
+        &mut m,
+        reply(r#"{"scene": "ok"}"#, StopReason::Stop, Some(5)),
+    );
+    let Step::Done(Ok(result)) = done else {
+        panic!("{done:?}")
+    };
+    assert_eq!(result.attempts.unwrap().count, 1);
+}
+
+#[test]
+fn at_the_chains_end_a_held_back_request_ends_the_call_naming_the_quota() {
+    let config = HostConfig::default();
+    let r = request(json!({}));
+    let targets = chain();
+    let mut m = chained(&config, &r, &targets);
+    m.start();
+    // a is down: b takes the call, and its quota has no room.
+    let next = failed(&mut m, ProviderFailure::from_status(503, "down"));
+    assert_eq!(sent(&next).target, 1);
+    let done = failed(&mut m, over_quota("b"));
+    let Step::Done(Err(e)) = done else {
+        panic!("{done:?}")
+    };
+    assert_eq!(e.code, ErrorCode::ProviderUnavailable);
+    let d = e.details.unwrap();
+    assert_eq!(d["reason"], "provider_quota");
+    assert_eq!(d["provider"], "b");
+    assert_eq!(
+        (&d["quota"], &d["limit"], &d["per"]),
+        (&json!("requests"), &json!(10), &json!("1m"))
+    );
+    assert_eq!(d["resetsAt"], "1970-01-01T00:01:00Z");
+    assert_eq!(d["totalAttempts"], 1, "a's 503 was an attempt; b's was not");
+    assert!(
+        e.message
+            .contains("[providers.b.limits] requests = 10 per 1m"),
+        "{}",
+        e.message
+    );
+}

@@ -316,6 +316,7 @@ impl Allotment {
 
 impl Budget for Allotment {
     fn reserve(&self, worst: Spend) -> BoxFuture<'_, Result<Reservation, ReserveError>> {
+        let worst = self.plan.counted(worst);
         Box::pin(async move {
             let deadline = Instant::now() + RECLAIM;
             loop {
@@ -358,7 +359,7 @@ impl Budget for Allotment {
                         let index = KEYS.iter().position(|k| *k == key).unwrap_or(0);
                         let limit = self.plan.limits.amounts()[index].unwrap_or(0);
                         return Err(ReserveError::Refused(Refusal {
-                            key,
+                            key: self.plan.key_said(key),
                             left,
                             needed,
                             room,
@@ -373,6 +374,7 @@ impl Budget for Allotment {
     }
 
     fn settle(&self, reservation: Reservation, spent: Spend) -> BoxFuture<'static, ()> {
+        let spent = self.plan.counted(spent);
         let done = {
             let mut chunks = self.lock();
             let Some((chunk_id, worst)) = chunks.carves.remove(&reservation.id) else {
