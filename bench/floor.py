@@ -40,6 +40,9 @@ after 2 s, each contender fresh). Contenders:
 - serve call (one budget) / (three limits): as "run log", the calls a
   tenant's, held to one daily budget, or to three limits (requests and
   output tokens a minute, input tokens a day), none of which they reach;
+- serve call (provider quota): as "run log", every request also held to
+  its provider's quota (`[providers.fake.limits]`, requests and tokens a
+  minute) on the run log's ledger.
 - serve call (key, three limits): the same three limits on an API key of
   the tenant, made over `/v1/keys`, the calls sent with the key;
 - Portkey and LiteLLM, pinned and started as `bench/peers/gateways.py` does
@@ -291,6 +294,10 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
          f'[[tenants.t.limits]]\nrequests = {huge}\nper = "1m"\n'
          f'[[tenants.t.limits]]\noutputTokens = {huge}\nper = "1m"\n'
          f'[[tenants.t.limits]]\ninputTokens = {huge}\nper = "1d"\n'),
+        # Every request held to its provider's quota (requests, and tokens
+        # together, a minute) on the same ledger.
+        ("serve call (provider quota)", "serve-quota",
+         f'[providers.fake.limits]\nrequests = {huge}\ntokens = {huge}\n'),
     ]:
         if not wanted(label):
             continue

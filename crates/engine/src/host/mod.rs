@@ -62,6 +62,14 @@ pub struct Host {
     quotas: Arc<std::sync::OnceLock<Quotas>>,
 }
 
+/// `e`, the call's end before any request, told to its `watch`.
+fn ended(watch: Option<Box<dyn CallWatch>>, e: CallError) -> CallError {
+    if let Some(w) = watch {
+        w.call_finished(Err(&e));
+    }
+    e
+}
+
 /// How one call is made, beyond its request.
 #[derive(Debug, Clone, Default)]
 pub struct CallOptions {
@@ -286,12 +294,7 @@ impl Host {
             .map(|o| o.call_started(&self.call_start(node_id, request, &chain)));
         let (schema, tools) = match self.compile(request) {
             Ok(compiled) => compiled,
-            Err(e) => {
-                if let Some(w) = watch {
-                    w.call_finished(Err(&e));
-                }
-                return Err(e);
-            }
+            Err(e) => return Err(ended(watch, e)),
         };
         let schema_bytes = carried_bytes(schema.as_ref(), tools.as_ref());
         // A reservation covers the whole chain: every attempt at the
@@ -311,12 +314,7 @@ impl Host {
                 .await
             {
                 Ok(held) => Some(held),
-                Err(e) => {
-                    if let Some(w) = watch {
-                        w.call_finished(Err(&e));
-                    }
-                    return Err(e);
-                }
+                Err(e) => return Err(ended(watch, e)),
             },
             None => None,
         };
