@@ -3,7 +3,9 @@
 //! an identical request within the ttl is answered from the log byte for
 //! byte with its recorded attempts, no provider request, `x-callai-cache:
 //! hit`; a stream too; `Cache-Control: no-cache`, another body and a run
-//! are not; an error is not kept; hits and misses are counted. A host with
+//! are not; an error is not kept; hits and misses are counted, and each is
+//! in the traces (a miss on its call's, a hit in a trace of its own naming
+//! the call it was given). A host with
 //! the cache on and no run log does not start; a ttl that is not one is
 //! refused by name.
 
@@ -107,6 +109,38 @@ async fn an_identical_request_is_answered_from_the_cache_without_a_provider_requ
         metrics.contains("callai_response_cache_total{result=\"miss\"} 4"),
         "{metrics}"
     );
+
+    // Hits and misses in the traces: the first call's says `miss`; each
+    // hit has a trace of its own, no request in it, naming the call whose
+    // answer it gave and carrying that call's attempts (a stream's too,
+    // whose answer carries no attempts headers).
+    let first_id = first.headers.get("x-callai-call-id").unwrap().to_owned();
+    let trace = server.get(&format!("/v1/calls/{first_id}")).await.body;
+    assert_eq!(trace["cache"], "miss", "{trace}");
+    let listed = server.get("/v1/calls?limit=50").await.body;
+    let hits: Vec<&serde_json::Value> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["cache"] == "hit")
+        .collect();
+    assert_eq!(hits.len(), 2, "{listed}");
+    let of_first = hits
+        .iter()
+        .find(|t| t["cachedFrom"] == first_id.as_str())
+        .unwrap_or_else(|| panic!("a hit of {first_id}: {listed}"));
+    assert_eq!(of_first["endpoint"], "chat_completions");
+    assert_eq!(of_first["attempts"]["count"], 1);
+    assert_eq!(of_first["requests"], json!([]));
+    assert!(of_first.get("cost").is_none(), "no charge: {of_first}");
+    let of_stream = hits
+        .iter()
+        .find(|t| t["cachedFrom"] != first_id.as_str())
+        .unwrap();
+    assert_eq!(of_stream["attempts"]["count"], 1, "{of_stream}");
+    let stream_id = of_stream["cachedFrom"].as_str().unwrap();
+    let stream_trace = server.get(&format!("/v1/calls/{stream_id}")).await.body;
+    assert_eq!(stream_trace["cache"], "miss", "{stream_trace}");
     server.shutdown().await;
 }
 

@@ -85,6 +85,23 @@ pub fn attempts(headers: &mut HeaderMap, attempts: &Attempts) {
     headers.insert(STRUCTURED_OUTPUT, HeaderValue::from_static(mode));
 }
 
+/// The RFC 0248 `attempts` an answer's headers carry ([`attempts`]), when
+/// they carry them (a streamed answer's go out before they are known).
+pub fn attempts_of(headers: &HeaderMap) -> Option<Attempts> {
+    let text = |name: &HeaderName| headers.get(name)?.to_str().ok();
+    let count = text(&ATTEMPTS_COUNT)?.parse().ok()?;
+    Some(Attempts {
+        count,
+        output_tokens: text(&ATTEMPTS_OUTPUT_TOKENS).and_then(|t| t.parse().ok()),
+        usage_complete: text(&USAGE_COMPLETE) != Some("false"),
+        structured_output: match text(&STRUCTURED_OUTPUT) {
+            Some("native") => Some(StructuredOutput::Native),
+            Some("prompt") => Some(StructuredOutput::Prompt),
+            _ => None,
+        },
+    })
+}
+
 /// Adds what a call charged: what is left of the caller's budget (when it
 /// has one) and what the call cost (when a price is known), into the
 /// answer's own map (no map of their own merged in).
@@ -198,7 +215,32 @@ fn decimal(nanos: u64) -> Option<HeaderValue> {
 
 #[cfg(test)]
 mod tests {
-    use super::{decimal, go_duration};
+    use super::{
+        Attempts, HeaderMap, StructuredOutput, attempts, attempts_of, decimal, go_duration,
+    };
+
+    #[test]
+    fn the_attempts_headers_read_back_as_they_were_written() {
+        for sent in [
+            Attempts {
+                count: 3,
+                output_tokens: Some(41),
+                usage_complete: false,
+                structured_output: Some(StructuredOutput::Prompt),
+            },
+            Attempts {
+                count: 1,
+                output_tokens: None,
+                usage_complete: true,
+                structured_output: None,
+            },
+        ] {
+            let mut headers = HeaderMap::new();
+            attempts(&mut headers, &sent);
+            assert_eq!(attempts_of(&headers), Some(sent));
+        }
+        assert_eq!(attempts_of(&HeaderMap::new()), None);
+    }
 
     #[test]
     fn a_reset_is_written_as_go_writes_a_duration() {

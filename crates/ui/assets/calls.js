@@ -140,6 +140,12 @@ export async function callPage(id) {
       : null,
     ["Node", call.nodeId],
     call.route ? ["Model name", call.route] : null,
+    call.cache === "miss" ? ["Response cache", "miss: the call ran, and its answer is kept for repeats"] : null,
+    call.cache === "hit"
+      ? ["Response cache", call.cachedFrom
+        ? h("span", {}, "hit: the answer of ", link(`calls/${encodeURIComponent(call.cachedFrom)}`, call.cachedFrom), ", no request, no charge")
+        : "hit: no request, no charge"]
+      : null,
     ["Started", time(call.createdAt)],
     ["Duration", ms(call.durationMs)],
     ["Attempts", `${a.count} request${a.count === 1 ? "" : "s"}, ${num(a.outputTokens)} output tokens` +

@@ -31,6 +31,9 @@ pub struct CallPlan {
     pub events: bool,
     /// The W3C `traceparent` the caller sent: its spans go under it.
     pub trace_parent: Option<String>,
+    /// `miss` when the response cache looked it up and did not find it
+    /// (its trace says so); `None` when the cache took no part.
+    pub cache: Option<&'static str>,
 }
 
 /// What a plan is made of, as its endpoint read it.
@@ -107,6 +110,7 @@ impl CallPlan {
             node_id: node_id.map(|(n, _)| n),
             events,
             trace_parent,
+            cache: None,
         })
     }
 }

@@ -55,6 +55,7 @@ fn observer(
             tenant: caller.name().into(),
             endpoint: plan.endpoint,
             run_id: None,
+            cache: plan.cache,
         },
         gateway.metrics.clone(),
         Some(plan.id.clone()),

@@ -74,6 +74,7 @@ impl Work {
                 tenant: entry.tenant.as_str().into(),
                 endpoint: "run",
                 run_id: Some(entry.run_id.clone()),
+                cache: None,
             },
             state.metrics.clone(),
             None,

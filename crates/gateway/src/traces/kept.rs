@@ -118,6 +118,8 @@ impl CallTrace {
             cost: None,
             requests: smallvec::SmallVec::new(),
             duration_ms: 0,
+            cache: None,
+            cached_from: None,
         }
     }
 }

@@ -14,7 +14,7 @@ mod tracer;
 mod usage;
 
 pub use listing::{CallPage, PageQuery, TraceJson};
-pub use record::{CallTrace, RequestTrace};
+pub use record::{CacheHit, CallTrace, RequestTrace};
 pub use store::{CallFilter, CallStore, Found, Listed};
 pub use text::{MAX_KEPT_BYTES, TraceText, TracedText};
 pub use tracer::{CallTracer, Origin};

@@ -64,6 +64,33 @@ pub struct CallTrace {
     pub requests: SmallVec<[RequestTrace; 1]>,
     /// From its start to its end.
     pub duration_ms: u64,
+    /// The response cache's part in it (`[responseCache]`): `miss` (it was
+    /// looked up, not found, and the call ran; a `200` answer is kept for
+    /// repeats) or `hit` (answered from the cache: no request, no charge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cache: Option<&'static str>,
+    /// For a hit: the call whose answer it was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached_from: Option<SmolStr>,
+}
+
+/// A request the response cache answered, as its trace says it.
+#[derive(Debug, Clone)]
+pub struct CacheHit<'a> {
+    /// The trace's own id.
+    pub id: &'a str,
+    /// The tenant that asked.
+    pub tenant: &'a str,
+    /// Where it came in (`call`, `chat_completions`, ...).
+    pub endpoint: &'static str,
+    /// The call whose answer it was given, when the answer names it.
+    pub from: Option<&'a str>,
+    /// That call's `attempts`, as recorded (RFC 0248 §A.5).
+    pub attempts: Attempts,
+    /// When it was asked (ms since the Unix epoch).
+    pub started_ms: u64,
+    /// How long the answer took to find.
+    pub duration_ms: u64,
 }
 
 /// One provider request of a call.
@@ -115,6 +142,30 @@ fn as_rfc3339<S: serde::Serializer>(ms: &u64, s: S) -> Result<S::Ok, S::Error> {
 }
 
 impl CallTrace {
+    /// The trace of a request the response cache answered: no request
+    /// sent, nothing charged, the first call's `attempts`, and which call
+    /// that was.
+    pub fn cache_hit(hit: CacheHit<'_>) -> Self {
+        Self {
+            id: hit.id.into(),
+            tenant: hit.tenant.into(),
+            endpoint: hit.endpoint,
+            run_id: None,
+            node_id: SmolStr::default(),
+            prompt: None,
+            started_ms: hit.started_ms,
+            route: None,
+            outcome: "ok",
+            error: None,
+            attempts: hit.attempts,
+            cost: None,
+            requests: SmallVec::new(),
+            duration_ms: hit.duration_ms,
+            cache: Some("hit"),
+            cached_from: hit.from.map(SmolStr::from),
+        }
+    }
+
     /// The bytes of text it keeps (none without `[runlog] keepText`): its
     /// prompt's and each answer's.
     pub fn text_bytes(&self) -> u64 {

@@ -48,6 +48,9 @@ pub struct Origin {
     pub endpoint: &'static str,
     /// The run, for a pack's calls.
     pub run_id: Option<String>,
+    /// The response cache's part: `miss` for a call it looked up and did
+    /// not find.
+    pub cache: Option<&'static str>,
 }
 
 /// Traces the calls it observes into a [`CallStore`]: one call whose id
@@ -116,6 +119,8 @@ impl CallTracer {
                 cost: None,
                 requests: SmallVec::new(),
                 duration_ms: 0,
+                cache: self.origin.cache,
+                cached_from: None,
             },
             started: Instant::now(),
             sent: None,

@@ -187,6 +187,8 @@ mod tests {
             }),
             requests: requests.into(),
             duration_ms: 5,
+            cache: None,
+            cached_from: None,
         }
     }
 

@@ -10,6 +10,7 @@ use super::{sse, streaming};
 use crate::body::{self, Naming};
 use crate::error::ApiError;
 use crate::headers;
+use crate::layers::idempotency::{CacheMiss, cache_word};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -27,17 +28,20 @@ use std::sync::Arc;
 pub async fn handle<A: DropinApi>(
     State(gateway): State<Arc<Gateway>>,
     axum::Extension(caller): axum::Extension<Caller>,
+    miss: Option<axum::Extension<CacheMiss>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, CallFailure> {
     let bytes = body::bytes(body, "server.maxBodyBytes")?;
     let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
     let (mapped, echo) = A::map(request)?;
-    serve::<A>(&gateway, caller, &headers, mapped, echo, None).await
+    let cache = cache_word(miss);
+    serve::<A>(&gateway, caller, &headers, mapped, echo, None, cache).await
 }
 
 /// Runs a mapped call of API `A` and answers it, `keep` given its result
-/// first when there is one.
+/// first when there is one; `cache` is the response cache's part, for its
+/// trace.
 pub(super) async fn serve<A: DropinApi>(
     gateway: &Arc<Gateway>,
     caller: Caller,
@@ -45,6 +49,7 @@ pub(super) async fn serve<A: DropinApi>(
     mapped: Mapped,
     echo: A::Echo,
     keep: Option<Keep>,
+    cache: Option<&'static str>,
 ) -> Result<Response, CallFailure> {
     let streaming = mapped.streaming;
     // A structured call, a call with tools, and one that thinks (its
@@ -52,7 +57,8 @@ pub(super) async fn serve<A: DropinApi>(
     // whole before any of it goes out (a retry could replace it).
     let thinks = (mapped.request.thinking.as_deref()).is_some_and(|t| t.required());
     let judged_whole = mapped.request.is_structured() || mapped.request.offers_tools() || thinks;
-    let plan = prepare::<A>(gateway, &caller, headers, mapped)?;
+    let mut plan = prepare::<A>(gateway, &caller, headers, mapped)?;
+    plan.cache = cache;
     let id = plan.id.clone();
     // Every answer of the call names it, its failures too.
     let how = How {

@@ -5,6 +5,7 @@
 use crate::body::{ApiJson, CallBodyJson};
 use crate::error::ApiError;
 use crate::headers;
+use crate::layers::idempotency::{CacheMiss, cache_word};
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
@@ -34,6 +35,7 @@ struct CallAnswer {
 pub async fn post_call(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
+    miss: Option<Extension<CacheMiss>>,
     sent: HeaderMap,
     ApiJson(body): ApiJson<CallBodyJson>,
 ) -> Result<Response, ApiError> {
@@ -41,7 +43,10 @@ pub async fn post_call(
     planned.trace_parent = headers::trace_parent(&sent);
     let id = planned.id.clone();
     let settled = match CallPlan::new(&caller, planned) {
-        Ok(plan) => gateway.call(&caller, plan, None).await,
+        Ok(mut plan) => {
+            plan.cache = cache_word(miss);
+            gateway.call(&caller, plan, None).await
+        }
         Err(e) => Err(e),
     };
     let settled = match settled {

@@ -13,6 +13,7 @@ use crate::dropin::api::{AnswerExtension, DropinApi, Keep, answer_text};
 use crate::dropin::handler;
 use crate::dropin::outcome::CallFailure;
 use crate::error::ApiError;
+use crate::layers::idempotency::{CacheMiss, cache_word};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -30,6 +31,7 @@ use std::sync::Arc;
 pub async fn create(
     State(gateway): State<Arc<Gateway>>,
     axum::Extension(caller): axum::Extension<Caller>,
+    miss: Option<axum::Extension<CacheMiss>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, CallFailure> {
@@ -61,7 +63,8 @@ pub async fn create(
             echo.clone(),
         )
     });
-    handler::serve::<Responses>(&gateway, caller, &headers, mapped, echo, keep).await
+    let cache = cache_word(miss);
+    handler::serve::<Responses>(&gateway, caller, &headers, mapped, echo, keep, cache).await
 }
 
 /// The conversation a kept response ended.

@@ -14,12 +14,54 @@ use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use callai_engine::budget::{KeyClaim, KeyState};
+use callai_engine::wire::Attempts;
+use callai_gateway::traces::{CacheHit, CallTrace};
 use std::convert::Infallible;
 use std::time::Duration;
 use tower::{Service, ServiceExt};
 
 /// The header that says a cached answer.
 const CACHE: &str = "x-callai-cache";
+
+/// On a request the cache looked up and did not find, for its handler:
+/// the call's trace says `cache: "miss"`.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheMiss;
+
+/// The `cache` word of a call whose request carries `miss` (see
+/// [`CacheMiss`]).
+pub fn cache_word(miss: Option<axum::Extension<CacheMiss>>) -> Option<&'static str> {
+    miss.map(|_| "miss")
+}
+
+/// Records the trace of a request of `tenant` answered from the cache at
+/// `asked` with an answer of `headers`: the call it was first given by
+/// (its `x-callai-call-id`), with that call's `attempts` (from the answer's
+/// headers, else the call's own trace).
+fn trace_hit(keyed: &Keyed, tenant: &str, headers: &HeaderMap, asked: (u64, std::time::Instant)) {
+    let gateway = &keyed.gateway;
+    let from = headers
+        .get(crate::headers::CALL_ID)
+        .and_then(|v| v.to_str().ok());
+    let attempts = crate::headers::attempts_of(headers)
+        .or_else(|| Some(gateway.calls.get(Some(tenant), from?)?.attempts))
+        .unwrap_or(Attempts {
+            count: 0,
+            output_tokens: None,
+            usage_complete: true,
+            structured_output: None,
+        });
+    let id = callai_gateway::ids::fresh_id("call_");
+    gateway.calls.record(CallTrace::cache_hit(CacheHit {
+        id: &id,
+        tenant,
+        endpoint: keyed.client_retries.unwrap_or("call"),
+        from,
+        attempts,
+        started_ms: asked.0,
+        duration_ms: u64::try_from(asked.1.elapsed().as_millis()).unwrap_or(u64::MAX),
+    }));
+}
 
 /// Whether `request`, which carries no key, goes through the response
 /// cache on a route of `keyed`.
@@ -67,6 +109,7 @@ where
         ttl: claim_ttl(&gateway),
         keep: gateway.response_cache.ttl(),
     };
+    let asked = (callai_engine::events::now_ms(), std::time::Instant::now());
     let request = |bytes| Request::from_parts(parts.clone(), Body::from(bytes));
     let mut wait = Duration::from_millis(10);
     loop {
@@ -78,6 +121,7 @@ where
                 let headers = response.headers_mut();
                 headers.remove(super::keyed::REPLAYED);
                 headers.insert(CACHE, HeaderValue::from_static("hit"));
+                trace_hit(&keyed, &caller.0.name, headers, asked);
                 return response;
             }
             Ok(KeyState::Running) => {
@@ -94,7 +138,10 @@ where
         }
     }
     let held = Held::new(gateway.clone(), caller.0.name.clone(), key);
-    let mut response = run(request(bytes)).await;
+    // Looked up and not found: its trace says `miss`.
+    let mut looked_up = request(bytes);
+    looked_up.extensions_mut().insert(CacheMiss);
+    let mut response = run(looked_up).await;
     if response.status() != StatusCode::OK {
         // An error is not an answer to give again: the key is released.
         drop(held);
