@@ -368,3 +368,41 @@ async fn the_openai_client_waits_out_a_rate_limit_by_its_headers() {
         "it got in in the next minute"
     );
 }
+
+/// Issue 53 #3: on `/v1/messages` the limits are also said as Anthropic's
+/// API says them (`anthropic-ratelimit-*`, the reset an RFC 3339 time at
+/// the minute's end), on an answer and on the refusal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_messages_drop_in_says_the_limits_as_anthropic_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = FakeServer::repeating(Reply::ok(completion())).await;
+    let runlog = dir.path().join("runs.db");
+    // A call reserves its three attempts and spends one: the second does
+    // not fit in the two left.
+    let limits = "[[tenants.team.limits]]\nrequests = 3\nper = \"1m\"\n";
+    let config = config(dir.path(), runlog.to_str().unwrap(), fake.port(), limits, 0);
+    let serve = host(&config);
+    minute_with(Duration::from_secs(10)).await;
+    let body = json!({"model": "fake/m", "max_tokens": 10,
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let minute_end = (jiff::Timestamp::now().as_second() / 60 + 1) * 60;
+    for (status, remaining) in [(200, "2"), (429, "2")] {
+        let r = serve
+            .send("POST", "/v1/messages", Some(&body), Some(TOKEN))
+            .await;
+        assert_eq!(r.status, status, "{}", r.body);
+        assert_eq!(
+            header(&r, "anthropic-ratelimit-requests-limit").as_deref(),
+            Some("3")
+        );
+        assert_eq!(
+            header(&r, "anthropic-ratelimit-requests-remaining").as_deref(),
+            Some(remaining)
+        );
+        let reset: jiff::Timestamp = header(&r, "anthropic-ratelimit-requests-reset")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((reset.as_second() - minute_end).abs() <= 1, "{reset}");
+    }
+}

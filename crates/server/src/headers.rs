@@ -178,6 +178,77 @@ fn rate_limits(headers: &mut HeaderMap, budget: &TenantBudget) {
     }
 }
 
+/// Anthropic's names of the `requests`, `output-tokens` and `input-tokens`
+/// rows of [`RATE_LIMITS`] (a limit in money has none).
+const ANTHROPIC_RATE_LIMITS: [[HeaderName; 3]; 3] = [
+    [
+        HeaderName::from_static("anthropic-ratelimit-requests-limit"),
+        HeaderName::from_static("anthropic-ratelimit-requests-remaining"),
+        HeaderName::from_static("anthropic-ratelimit-requests-reset"),
+    ],
+    [
+        HeaderName::from_static("anthropic-ratelimit-output-tokens-limit"),
+        HeaderName::from_static("anthropic-ratelimit-output-tokens-remaining"),
+        HeaderName::from_static("anthropic-ratelimit-output-tokens-reset"),
+    ],
+    [
+        HeaderName::from_static("anthropic-ratelimit-input-tokens-limit"),
+        HeaderName::from_static("anthropic-ratelimit-input-tokens-remaining"),
+        HeaderName::from_static("anthropic-ratelimit-input-tokens-reset"),
+    ],
+];
+
+/// Beside an answer's `x-ratelimit-*` headers ([`rate_limits`]), the same
+/// as Anthropic's API writes them on `/v1/messages`:
+/// `anthropic-ratelimit-{requests,input-tokens,output-tokens}-{limit,remaining,reset}`,
+/// the reset an RFC 3339 time (to the second, rounded up).
+pub fn anthropic_rate_limits(headers: &mut HeaderMap) {
+    let now = callai_engine::events::now_ms();
+    for (ours, theirs) in RATE_LIMITS.iter().zip(ANTHROPIC_RATE_LIMITS) {
+        for (i, name) in theirs.into_iter().enumerate() {
+            let Some(value) = headers.get(&ours[i]) else {
+                continue;
+            };
+            let value = if i < 2 {
+                value.clone()
+            } else {
+                let Some(ms) = value.to_str().ok().and_then(go_duration_ms) else {
+                    continue;
+                };
+                let at = (now + ms).div_ceil(1000);
+                let at = jiff::Timestamp::from_second(i64::try_from(at).unwrap_or(i64::MAX));
+                let Some(value) = at
+                    .ok()
+                    .and_then(|t| HeaderValue::from_str(&t.to_string()).ok())
+                else {
+                    continue;
+                };
+                value
+            };
+            headers.insert(name, value);
+        }
+    }
+}
+
+/// A duration as [`go_duration`] writes it, in milliseconds.
+fn go_duration_ms(text: &str) -> Option<u64> {
+    if let Some(ms) = text.strip_suffix("ms") {
+        return ms.parse().ok();
+    }
+    let mut seconds = 0u64;
+    let mut number = 0u64;
+    for c in text.chars() {
+        match c {
+            '0'..='9' => number = number * 10 + u64::from(c.to_digit(10)?),
+            'h' => (seconds, number) = (seconds + number * 3600, 0),
+            'm' => (seconds, number) = (seconds + number * 60, 0),
+            's' => (seconds, number) = (seconds + number, 0),
+            _ => return None,
+        }
+    }
+    (number == 0).then_some(seconds * 1000)
+}
+
 /// `ms` as Go writes a duration, which is how OpenAI's headers say a
 /// reset: `250ms`, `59s`, `1m0s`, `2h3m4s` (whole seconds past one).
 fn go_duration(ms: u64) -> String {
@@ -216,8 +287,44 @@ fn decimal(nanos: u64) -> Option<HeaderValue> {
 #[cfg(test)]
 mod tests {
     use super::{
-        Attempts, HeaderMap, StructuredOutput, attempts, attempts_of, decimal, go_duration,
+        Attempts, HeaderMap, HeaderValue, StructuredOutput, anthropic_rate_limits, attempts,
+        attempts_of, decimal, go_duration, go_duration_ms,
     };
+
+    #[test]
+    fn a_go_duration_reads_back_and_anthropic_names_its_reset_a_time() {
+        for ms in [250, 59_000, 60_000, 3_723_000] {
+            assert_eq!(go_duration_ms(&go_duration(ms)), Some(ms));
+        }
+        assert_eq!(go_duration_ms("5x"), None);
+        let mut headers = HeaderMap::new();
+        headers.insert("x-ratelimit-limit-requests", HeaderValue::from(3));
+        headers.insert("x-ratelimit-remaining-requests", HeaderValue::from(1));
+        headers.insert(
+            "x-ratelimit-reset-requests",
+            HeaderValue::from_static("1m0s"),
+        );
+        headers.insert("x-ratelimit-limit-cost", HeaderValue::from(9));
+        anthropic_rate_limits(&mut headers);
+        assert_eq!(headers["anthropic-ratelimit-requests-limit"], "3");
+        assert_eq!(headers["anthropic-ratelimit-requests-remaining"], "1");
+        let reset: jiff::Timestamp = headers["anthropic-ratelimit-requests-reset"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        let ahead = reset.as_second() - jiff::Timestamp::now().as_second();
+        assert!((59..=61).contains(&ahead), "{ahead}");
+        assert!(
+            headers
+                .get("anthropic-ratelimit-input-tokens-limit")
+                .is_none()
+        );
+        let theirs = headers
+            .keys()
+            .filter(|k| k.as_str().starts_with("anthropic-"));
+        assert_eq!(theirs.count(), 3);
+    }
 
     #[test]
     fn the_attempts_headers_read_back_as_they_were_written() {

@@ -37,7 +37,11 @@ impl Around for Reshape {
     }
 
     fn after(api: Api, response: Response) -> Response {
-        reshape(api, response)
+        let mut response = reshape(api, response);
+        if api == Api::Anthropic {
+            crate::headers::anthropic_rate_limits(response.headers_mut());
+        }
+        response
     }
 }
 
