@@ -66,6 +66,7 @@ mod serve_durable;
 mod serve_embeddings;
 mod serve_errors;
 mod serve_fidelity;
+mod serve_gemini;
 mod serve_guard;
 mod serve_idempotency;
 mod serve_images;

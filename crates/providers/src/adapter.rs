@@ -27,6 +27,13 @@ pub trait WireFormat: Send + Sync + 'static {
     /// Where it serves embeddings under the base URL, if it does (OpenAI's
     /// `/embeddings`).
     const EMBEDDINGS_PATH: Option<&'static str> = None;
+    /// The endpoint under the base URL for `model` and `delivery`, when it
+    /// names the model (Gemini's `/models/M:generateContent`), with the
+    /// query parameters it adds, or why `model` can name none; `None` (the
+    /// default): [`WireFormat::PATH`] for both.
+    fn path_for(_model: &str, _delivery: Delivery) -> Option<Result<ModelPath, String>> {
+        None
+    }
     /// Whether `model` takes a reasoning effort. None does by default.
     fn takes_reasoning(_model: &str) -> bool {
         false
@@ -62,6 +69,10 @@ pub trait WireFormat: Send + Sync + 'static {
     fn settle(_reply: &mut ProviderReply, _request: &ProviderRequest) {}
 }
 
+/// An endpoint that names its model: the path under the base URL, and the
+/// query parameters it adds.
+pub type ModelPath = (String, &'static [(&'static str, &'static str)]);
+
 /// Whether an attempt asks for its answer whole or as server-sent events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
@@ -88,6 +99,10 @@ pub struct Endpoint<'a> {
 /// A provider speaking wire format `W`.
 pub struct HttpProvider<W> {
     http: HttpClient,
+    /// The API root, for a wire format whose endpoint names the model.
+    base: String,
+    /// The query parameters the config adds to every request.
+    query: Vec<(String, String)>,
     /// The endpoint, parsed once: the URL every attempt goes to.
     endpoint: reqwest::Url,
     /// Where its embedding requests go, when it serves them.
@@ -136,6 +151,12 @@ impl<W: WireFormat> HttpProvider<W> {
             headers.insert(name, value);
         }
         Ok(Self {
+            base: base_url.to_owned(),
+            query: endpoint
+                .query
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             headers,
             http,
             endpoint: url,
@@ -167,6 +188,33 @@ impl<W: WireFormat> HttpProvider<W> {
     pub fn with_vision(mut self, vision: bool) -> Self {
         self.vision = vision;
         self
+    }
+}
+
+impl<W: WireFormat> HttpProvider<W> {
+    /// Where an attempt of `request` delivered as `delivery` goes: the
+    /// endpoint, or the one its wire format names for its model.
+    fn url(
+        &self,
+        request: &ProviderRequest,
+        delivery: Delivery,
+    ) -> Result<std::borrow::Cow<'_, reqwest::Url>, ProviderFailure> {
+        let model = request.model.as_deref().unwrap_or(&self.model);
+        let Some(path) = W::path_for(model, delivery) else {
+            return Ok(std::borrow::Cow::Borrowed(&self.endpoint));
+        };
+        let (path, extra) =
+            path.map_err(|why| ProviderFailure::new(FailureKind::Unanswerable, None, why))?;
+        let mut url = reqwest::Url::parse(&format!("{}{path}", self.base)).map_err(|e| {
+            let why = format!("the model {model:?} makes no URL: {e}");
+            ProviderFailure::new(FailureKind::Unanswerable, None, why)
+        })?;
+        if !self.query.is_empty() || !extra.is_empty() {
+            let mut pairs = url.query_pairs_mut();
+            pairs.extend_pairs(&self.query);
+            pairs.extend_pairs(extra);
+        }
+        Ok(std::borrow::Cow::Owned(url))
     }
 }
 
@@ -241,9 +289,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
             let body = W::body(&self.model, request, Delivery::Whole, &self.upstream);
+            let url = self.url(request, Delivery::Whole)?;
             self.http
                 .attempt(
-                    &self.endpoint,
+                    &url,
                     &self.headers,
                     body,
                     request,
@@ -265,9 +314,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
             let body = W::body(&self.model, request, Delivery::Streamed, &self.upstream);
+            let url = self.url(request, Delivery::Streamed)?;
             let streamed = self
                 .http
-                .post_events::<W::Answer>(&self.endpoint, &self.headers, body)
+                .post_events::<W::Answer>(&url, &self.headers, body)
                 .await?;
             let (status, mut reply) = match streamed {
                 // The server did not stream: its whole answer is one piece.

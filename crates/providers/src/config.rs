@@ -16,6 +16,8 @@ pub enum ProviderKind {
     Openai,
     /// The Anthropic Messages API.
     Anthropic,
+    /// Google's Gemini API (`generateContent`).
+    Gemini,
 }
 
 impl ProviderKind {
@@ -24,6 +26,7 @@ impl ProviderKind {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
+            Self::Gemini => "gemini",
         }
     }
 
@@ -32,6 +35,7 @@ impl ProviderKind {
         match name {
             "openai" => Some(Self::Openai),
             "anthropic" => Some(Self::Anthropic),
+            "gemini" => Some(Self::Gemini),
             _ => None,
         }
     }
@@ -41,6 +45,7 @@ impl ProviderKind {
         match self {
             Self::Openai => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com/v1",
+            Self::Gemini => "https://generativelanguage.googleapis.com/v1beta",
         }
     }
 
@@ -49,6 +54,7 @@ impl ProviderKind {
         match self {
             Self::Openai => "OPENAI_API_KEY",
             Self::Anthropic => "ANTHROPIC_API_KEY",
+            Self::Gemini => "GEMINI_API_KEY",
         }
     }
 
@@ -57,6 +63,7 @@ impl ProviderKind {
         match self {
             Self::Openai => KeyHeader::Authorization,
             Self::Anthropic => KeyHeader::XApiKey,
+            Self::Gemini => KeyHeader::XGoogApiKey,
         }
     }
 
@@ -68,7 +75,7 @@ impl ProviderKind {
     /// own per-message and per-request margins do not cover.
     pub fn default_input_overhead(self) -> u64 {
         match self {
-            Self::Openai => 0,
+            Self::Openai | Self::Gemini => 0,
             Self::Anthropic => 400,
         }
     }
@@ -78,6 +85,7 @@ impl ProviderKind {
         match self {
             Self::Openai => "gpt-4o-mini",
             Self::Anthropic => "claude-sonnet-4-5",
+            Self::Gemini => "gemini-2.5-flash",
         }
     }
 }
@@ -234,7 +242,7 @@ impl ProviderConfig {
             (Some(kind), _) | (None, Some(kind)) => Ok(kind),
             (None, None) => Err(invalid(
                 &format!("providers.{name}.kind"),
-                "is required for a provider not named openai or anthropic (\"openai\" or \"anthropic\")".into(),
+                "is required for a provider not named openai, anthropic or gemini (\"openai\", \"anthropic\" or \"gemini\")".into(),
             )),
         }
     }
@@ -332,6 +340,13 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
             return Err(invalid(
                 &format!("providers.{name}.inputOverheadTokens"),
                 format!("must be 0..1000000, got {}", s.input_overhead_tokens),
+            ));
+        }
+        if s.kind == ProviderKind::Gemini && s.api == OpenAiApi::Responses {
+            return Err(invalid(
+                &format!("providers.{name}.api"),
+                "a Gemini-kind provider speaks generateContent; api = \"responses\" is OpenAI's"
+                    .into(),
             ));
         }
         if s.kind == ProviderKind::Anthropic && s.api == OpenAiApi::Responses {

@@ -1,5 +1,5 @@
 //! The real providers: OpenAI-compatible chat completions (OpenAI, vLLM,
-//! Ollama, llama.cpp) and the Anthropic Messages API, over one reqwest client
+//! Ollama, llama.cpp), the Anthropic Messages API and Google's Gemini API, over one reqwest client
 //! (rustls), started from the `[providers.NAME]` sections of the host config
 //! and registered with a [`callai_engine::Host`] like any other
 //! [`Provider`].
@@ -29,6 +29,7 @@ mod anthropic;
 mod config;
 mod embeddings;
 mod events;
+mod gemini;
 mod http;
 mod openai;
 mod quota;
@@ -56,6 +57,8 @@ use std::time::Duration;
 type OpenAi = HttpProvider<OpenAiWire>;
 /// An Anthropic Messages API provider.
 type Anthropic = HttpProvider<AnthropicWire>;
+/// A Gemini API provider.
+type Gemini = HttpProvider<gemini::GeminiWire>;
 /// An OpenAI provider spoken to over the Responses API.
 type OpenAiResponses = HttpProvider<openai::ResponsesWire>;
 
@@ -146,6 +149,13 @@ fn start_one(
         ),
         ProviderKind::Anthropic => Arc::new(
             Anthropic::new(http, endpoint, &s.model, s.native)
+                .map_err(url)?
+                .with_input_overhead(overhead)
+                .with_vision(s.vision)
+                .with_upstream(extras),
+        ),
+        ProviderKind::Gemini => Arc::new(
+            Gemini::new(http, endpoint, &s.model, s.native)
                 .map_err(url)?
                 .with_input_overhead(overhead)
                 .with_vision(s.vision)

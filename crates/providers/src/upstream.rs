@@ -54,6 +54,9 @@ pub enum KeyHeader {
     /// `x-api-key: KEY` (Anthropic).
     #[serde(rename = "x-api-key")]
     XApiKey,
+    /// `x-goog-api-key: KEY` (Google's Gemini API).
+    #[serde(rename = "x-goog-api-key")]
+    XGoogApiKey,
 }
 
 impl KeyHeader {
@@ -63,6 +66,7 @@ impl KeyHeader {
             Self::Authorization => ("authorization", format!("Bearer {key}")),
             Self::ApiKey => ("api-key", key.to_owned()),
             Self::XApiKey => ("x-api-key", key.to_owned()),
+            Self::XGoogApiKey => ("x-goog-api-key", key.to_owned()),
         }
     }
 }
