@@ -110,37 +110,8 @@ async fn an_identical_request_is_answered_from_the_cache_without_a_provider_requ
         "{metrics}"
     );
 
-    // Hits and misses in the traces: the first call's says `miss`; each
-    // hit has a trace of its own, no request in it, naming the call whose
-    // answer it gave and carrying that call's attempts (a stream's too,
-    // whose answer carries no attempts headers).
     let first_id = first.headers.get("x-callai-call-id").unwrap().to_owned();
-    let trace = server.get(&format!("/v1/calls/{first_id}")).await.body;
-    assert_eq!(trace["cache"], "miss", "{trace}");
-    let listed = server.get("/v1/calls?limit=50").await.body;
-    let hits: Vec<&serde_json::Value> = listed["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|t| t["cache"] == "hit")
-        .collect();
-    assert_eq!(hits.len(), 2, "{listed}");
-    let of_first = hits
-        .iter()
-        .find(|t| t["cachedFrom"] == first_id.as_str())
-        .unwrap_or_else(|| panic!("a hit of {first_id}: {listed}"));
-    assert_eq!(of_first["endpoint"], "chat_completions");
-    assert_eq!(of_first["attempts"]["count"], 1);
-    assert_eq!(of_first["requests"], json!([]));
-    assert!(of_first.get("cost").is_none(), "no charge: {of_first}");
-    let of_stream = hits
-        .iter()
-        .find(|t| t["cachedFrom"] != first_id.as_str())
-        .unwrap();
-    assert_eq!(of_stream["attempts"]["count"], 1, "{of_stream}");
-    let stream_id = of_stream["cachedFrom"].as_str().unwrap();
-    let stream_trace = server.get(&format!("/v1/calls/{stream_id}")).await.body;
-    assert_eq!(stream_trace["cache"], "miss", "{stream_trace}");
+    traces_say_hits_and_misses(&server, &first_id).await;
     server.shutdown().await;
 }
 
@@ -172,4 +143,34 @@ fn a_host_with_the_cache_on_and_no_run_log_does_not_start() {
     assert!(!out.status.success());
     let said = String::from_utf8_lossy(&out.stderr) + String::from_utf8_lossy(&out.stdout);
     assert!(said.contains("responseCache.ttl"), "{said}");
+}
+
+/// Hits and misses in the traces: the first call's says `miss`; each hit
+/// has a trace of its own, no request in it, naming the call whose answer
+/// it gave and carrying that call's attempts (a stream's too, whose answer
+/// carries no attempts headers).
+async fn traces_say_hits_and_misses(server: &TestServer, first_id: &str) {
+    let trace = server.get(&format!("/v1/calls/{first_id}")).await.body;
+    assert_eq!(trace["cache"], "miss", "{trace}");
+    let listed = server.get("/v1/calls?limit=50").await.body;
+    let hits: Vec<&serde_json::Value> = listed["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["cache"] == "hit")
+        .collect();
+    assert_eq!(hits.len(), 2, "{listed}");
+    let of_first = hits
+        .iter()
+        .find(|t| t["cachedFrom"] == first_id)
+        .unwrap_or_else(|| panic!("a hit of {first_id}: {listed}"));
+    assert_eq!(of_first["endpoint"], "chat_completions");
+    assert_eq!(of_first["attempts"]["count"], 1);
+    assert_eq!(of_first["requests"], json!([]));
+    assert!(of_first.get("cost").is_none(), "no charge: {of_first}");
+    let of_stream = hits.iter().find(|t| t["cachedFrom"] != first_id).unwrap();
+    assert_eq!(of_stream["attempts"]["count"], 1, "{of_stream}");
+    let stream_id = of_stream["cachedFrom"].as_str().unwrap();
+    let stream_trace = server.get(&format!("/v1/calls/{stream_id}")).await.body;
+    assert_eq!(stream_trace["cache"], "miss", "{stream_trace}");
 }

@@ -113,8 +113,8 @@ fn unknown_keys_are_errors_naming_the_key() {
         ("[bogus]\nx = 1", "bogus"),
         ("[callAccounting]\nattempt = true", "attempt"),
         ("[providers.openai]\nmodels = \"x\"", "models"),
-        ("[providers.gemini]\nmodel = \"x\"", "gemini"),
-        ("[providers.local]\nkind = \"gemini\"", "gemini"),
+        ("[providers.cohere]\nmodel = \"x\"", "cohere"),
+        ("[providers.local]\nkind = \"cohere\"", "cohere"),
     ] {
         let err = Config::from_toml(text).unwrap_err();
         assert!(err.to_string().contains(key), "{err} should name {key}");
@@ -153,7 +153,7 @@ fn out_of_range_values_are_errors_naming_the_key() {
             "[providers.openai]\nbaseUrl = \"ftp://x\"",
             "providers.openai.baseUrl",
         ),
-        ("[providers.gemini]\nmodel = \"x\"", "providers.gemini.kind"),
+        ("[providers.cohere]\nmodel = \"x\"", "providers.cohere.kind"),
         (
             "[providers.openai]\nkind = \"anthropic\"",
             "providers.openai.kind",

@@ -35,6 +35,7 @@
 
 mod banner;
 mod body;
+mod cache_mark;
 mod check;
 mod dropin;
 mod error;

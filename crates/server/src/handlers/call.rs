@@ -3,9 +3,9 @@
 //! the same engine, limits, events, metrics and traces as a pack's call.
 
 use crate::body::{ApiJson, CallBodyJson};
+use crate::cache_mark::{CacheMiss, cache_word};
 use crate::error::ApiError;
 use crate::headers;
-use crate::layers::idempotency::{CacheMiss, cache_word};
 use axum::extract::{Extension, State};
 use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};

@@ -9,11 +9,11 @@
 use super::api::Responses;
 use super::request::{Echo, ResponsesRequest};
 use crate::body::{self, Naming};
+use crate::cache_mark::{CacheMiss, cache_word};
 use crate::dropin::api::{AnswerExtension, DropinApi, Keep, answer_text};
 use crate::dropin::handler;
 use crate::dropin::outcome::CallFailure;
 use crate::error::ApiError;
-use crate::layers::idempotency::{CacheMiss, cache_word};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};

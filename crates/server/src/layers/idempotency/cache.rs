@@ -9,6 +9,7 @@
 //! A ledger that fails makes the request run uncached, never fail.
 
 use super::keyed::{Held, Keyed, claim_ttl, fingerprint, keep, read, replay};
+use crate::cache_mark::CacheMiss;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -22,17 +23,6 @@ use tower::{Service, ServiceExt};
 
 /// The header that says a cached answer.
 const CACHE: &str = "x-callai-cache";
-
-/// On a request the cache looked up and did not find, for its handler:
-/// the call's trace says `cache: "miss"`.
-#[derive(Debug, Clone, Copy)]
-pub struct CacheMiss;
-
-/// The `cache` word of a call whose request carries `miss` (see
-/// [`CacheMiss`]).
-pub fn cache_word(miss: Option<axum::Extension<CacheMiss>>) -> Option<&'static str> {
-    miss.map(|_| "miss")
-}
 
 /// Records the trace of a request of `tenant` answered from the cache at
 /// `asked` with an answer of `headers`: the call it was first given by

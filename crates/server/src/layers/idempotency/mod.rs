@@ -13,6 +13,5 @@ mod cache;
 mod keyed;
 mod layer;
 
-pub use cache::{CacheMiss, cache_word};
 pub use keyed::Keyed;
 pub use layer::KeyedLayer;
