@@ -21,7 +21,7 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
-    /// `openai` or `anthropic`.
+    /// `openai`, `anthropic` or `gemini`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
@@ -117,7 +117,7 @@ pub type ProvidersConfig = BTreeMap<String, ProviderConfig>;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderConfig {
-    /// The wire format; implied by a section named `openai` or `anthropic`.
+    /// The wire format; implied by a section named `openai`, `anthropic` or `gemini`.
     pub kind: Option<ProviderKind>,
     /// API root, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
