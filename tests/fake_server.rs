@@ -96,6 +96,13 @@ impl Gate {
     }
 }
 
+/// A short Chat Completions answer: `ok`, 5 input and 3 output tokens.
+pub fn short_completion() -> Value {
+    serde_json::json!({"model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": 3},
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
+                                    "finish_reason": "stop"}]})
+}
+
 /// The Book AI pack's truncation-and-violation script (three calls), as an
 /// OpenAI-compatible server answers it.
 pub fn bookai_replies() -> Vec<Reply> {
@@ -186,6 +193,20 @@ impl FakeServer {
     /// How many requests it has received.
     pub fn count(&self) -> usize {
         self.received.lock().unwrap().len()
+    }
+
+    /// Waits until it has received `n` requests, failing the test after
+    /// 10 s: a call the test started has reached the provider.
+    pub async fn reached(&self, n: usize) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.count() < n {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{n} requests never reached the provider ({} did)",
+                self.count()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Body bytes the fake has written so far, over every response.

@@ -47,3 +47,17 @@ where
 pub fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
+
+/// Waits, when less than `room` of the current minute is left, until the
+/// next one begins: so that a test of a per-minute limit runs within one
+/// window.
+pub async fn minute_with(room: Duration) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after the epoch")
+        .as_millis() as u64;
+    let left = 60_000 - now % 60_000;
+    if Duration::from_millis(left) < room {
+        tokio::time::sleep(Duration::from_millis(left + 50)).await;
+    }
+}

@@ -11,7 +11,8 @@
 //! - two hosts on one database under 200 concurrent calls never pass a
 //!   per-minute limit (the window sampled while the load runs).
 
-use callai_tests::fake_server::{FakeServer, Gate, Reply};
+use callai_tests::fake_server::{FakeServer, Gate, Reply, short_completion};
+use callai_tests::paced::minute_with;
 use callai_tests::process::{Reply as Answer, Serve};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -19,12 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 const TOKEN: &str = "tok-team";
-
-fn completion() -> Value {
-    json!({"model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": 3},
-           "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                        "finish_reason": "stop"}]})
-}
 
 /// A host config: the fake provider at `port`, the run log at `runlog`, a
 /// tenant `team` with `limits` (TOML), and `[limits] queueMs`.
@@ -66,16 +61,6 @@ fn call(max_attempts: u32) -> Value {
                        "maxTokens": 10, "retry": {"maxAttempts": max_attempts}}})
 }
 
-/// Waits until at least `room` of the current minute is left, so that no
-/// scenario's minute ends while it runs.
-async fn minute_with(room: Duration) {
-    let now = callai_engine::events::now_ms();
-    let left = 60_000 - now % 60_000;
-    if Duration::from_millis(left) < room {
-        tokio::time::sleep(Duration::from_millis(left + 50)).await;
-    }
-}
-
 fn header(r: &Answer, name: &str) -> Option<String> {
     r.headers.get(name).map(|v| v.to_str().unwrap().to_owned())
 }
@@ -94,7 +79,7 @@ fn number(r: &Answer, name: &str) -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn several_limits_hold_at_once_and_a_refusal_says_when_to_come_back() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeServer::repeating(Reply::ok(completion())).await;
+    let fake = FakeServer::repeating(Reply::ok(short_completion())).await;
     let runlog = dir.path().join("runs.db");
     let limits = "[tenants.team.budget]\noutputTokens = 100000\nwindow = \"1d\"\n\
                   [[tenants.team.limits]]\nrequests = 3\nper = \"1m\"\n\
@@ -176,8 +161,8 @@ async fn several_limits_hold_at_once_and_a_refusal_says_when_to_come_back() {
 async fn a_call_waits_within_queue_ms_for_room_a_settling_call_gives_back() {
     let dir = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let held = Reply::Gated(gate.clone(), Box::new(Reply::ok(completion())));
-    let fake = FakeServer::start(vec![held, Reply::ok(completion())]).await;
+    let held = Reply::Gated(gate.clone(), Box::new(Reply::ok(short_completion())));
+    let fake = FakeServer::start(vec![held, Reply::ok(short_completion())]).await;
     let runlog = dir.path().join("runs.db");
     let limits = "[[tenants.team.limits]]\nrequests = 3\nper = \"1m\"\n\
                   [[tenants.team.limits]]\noutputTokens = 1000\nper = \"1m\"\n";
@@ -198,14 +183,7 @@ async fn a_call_waits_within_queue_ms_for_room_a_settling_call_gives_back() {
                 .await
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while fake.count() < 1 {
-        assert!(
-            Instant::now() < deadline,
-            "the first call never reached the provider"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    fake.reached(1).await;
     let second = {
         let serve = serve.clone();
         tokio::spawn(async move {
@@ -249,7 +227,7 @@ async fn two_hosts_on_one_database_never_pass_a_per_minute_limit() {
     const CALLS: usize = 200;
     let dir = tempfile::tempdir().unwrap();
     for (name, runlog, _cluster) in callai_tests::runlog_backends::urls(dir.path()) {
-        let fake = FakeServer::repeating(Reply::ok(completion())).await;
+        let fake = FakeServer::repeating(Reply::ok(short_completion())).await;
         let limits = format!("[[tenants.team.limits]]\nrequests = {LIMIT}\nper = \"1m\"\n");
         let config = config(dir.path(), &runlog, fake.port(), &limits, 0);
         let hosts = [Arc::new(host(&config)), Arc::new(host(&config))];
@@ -319,7 +297,7 @@ async fn the_openai_client_waits_out_a_rate_limit_by_its_headers() {
     let Some(clients) = callai_tests::clients::Clients::installed() else {
         return;
     };
-    let fake = FakeServer::repeating(Reply::ok(completion())).await;
+    let fake = FakeServer::repeating(Reply::ok(short_completion())).await;
     let dir = tempfile::tempdir().unwrap();
     let toml = format!(
         "[server]\ntokenEnv = \"ADMIN_TOKEN\"\n[retry]\nmaxRetryAttempts = 1\n\
@@ -375,7 +353,7 @@ async fn the_openai_client_waits_out_a_rate_limit_by_its_headers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_messages_drop_in_says_the_limits_as_anthropic_does() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeServer::repeating(Reply::ok(completion())).await;
+    let fake = FakeServer::repeating(Reply::ok(short_completion())).await;
     let runlog = dir.path().join("runs.db");
     // A call reserves its three attempts and spends one: the second does
     // not fit in the two left.

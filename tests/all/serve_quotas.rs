@@ -15,7 +15,8 @@
 //!   in OpenAI's shape, without asking its client to retry;
 //! - a quota without a run log is refused at start-up, naming its key.
 
-use callai_tests::fake_server::{FakeServer, Gate, Reply};
+use callai_tests::fake_server::{FakeServer, Gate, Reply, short_completion};
+use callai_tests::paced::minute_with;
 use callai_tests::process::Serve;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -23,12 +24,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 const TOKEN: &str = "tok-quota";
-
-fn completion() -> Value {
-    json!({"model": "m", "usage": {"prompt_tokens": 5, "completion_tokens": 3},
-           "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"},
-                        "finish_reason": "stop"}]})
-}
 
 /// A config of `providers` (TOML), the run log at `runlog` and the admin's
 /// token.
@@ -76,15 +71,6 @@ fn call(provider: Option<&str>, model: Option<&str>) -> Value {
     json!({ "request": request })
 }
 
-/// Waits until at least `room` of the current minute is left.
-async fn minute_with(room: Duration) {
-    let now = callai_engine::events::now_ms();
-    let left = 60_000 - now % 60_000;
-    if Duration::from_millis(left) < room {
-        tokio::time::sleep(Duration::from_millis(left + 50)).await;
-    }
-}
-
 /// Issue 53 tests: a provider quota holds across two hosts on one
 /// database: 60 calls at once against 20 requests a minute.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -93,7 +79,7 @@ async fn two_hosts_never_send_a_provider_past_its_quota() {
     const CALLS: usize = 60;
     let dir = tempfile::tempdir().unwrap();
     for (name, runlog, _cluster) in callai_tests::runlog_backends::urls(dir.path()) {
-        let fake = FakeServer::repeating(Reply::ok(completion())).await;
+        let fake = FakeServer::repeating(Reply::ok(short_completion())).await;
         let limits = format!("[providers.fake.limits]\nrequests = {QUOTA}\n");
         let config = config(dir.path(), &runlog, &provider("fake", fake.port(), &limits));
         let hosts = [Arc::new(host(&config)), Arc::new(host(&config))];
@@ -156,8 +142,8 @@ async fn two_hosts_never_send_a_provider_past_its_quota() {
 async fn a_chain_moves_on_when_a_targets_quota_is_full() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (
-        FakeServer::repeating(Reply::ok(completion())).await,
-        FakeServer::repeating(Reply::ok(completion())).await,
+        FakeServer::repeating(Reply::ok(short_completion())).await,
+        FakeServer::repeating(Reply::ok(short_completion())).await,
     );
     let providers = format!(
         "{}{}[models.fast]\ntargets = [\"a\", \"b\"]\n",
@@ -194,8 +180,8 @@ async fn a_chain_moves_on_when_a_targets_quota_is_full() {
 async fn a_request_waits_within_queue_ms_for_its_providers_room() {
     let dir = tempfile::tempdir().unwrap();
     let gate = Gate::new();
-    let held = Reply::Gated(gate.clone(), Box::new(Reply::ok(completion())));
-    let fake = FakeServer::start(vec![held, Reply::ok(completion())]).await;
+    let held = Reply::Gated(gate.clone(), Box::new(Reply::ok(short_completion())));
+    let fake = FakeServer::start(vec![held, Reply::ok(short_completion())]).await;
     let limits = "[providers.fake.limits]\noutputTokens = 15\n";
     let runlog = dir.path().join("runs.db");
     let providers = provider("fake", fake.port(), limits);
@@ -215,14 +201,7 @@ async fn a_request_waits_within_queue_ms_for_its_providers_room() {
         })
     };
     let first = send(serve.clone());
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while fake.count() < 1 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the first call never reached the provider"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    fake.reached(1).await;
     let second = send(serve.clone());
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert!(!second.is_finished(), "the second call waits for room");
@@ -241,7 +220,7 @@ async fn a_request_waits_within_queue_ms_for_its_providers_room() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tokens_quota_refuses_a_request_larger_than_itself() {
     let dir = tempfile::tempdir().unwrap();
-    let fake = FakeServer::repeating(Reply::ok(completion())).await;
+    let fake = FakeServer::repeating(Reply::ok(short_completion())).await;
     let limits = "[providers.fake.limits]\ntokens = 200\n";
     let runlog = dir.path().join("runs.db");
     let serve = host(&config(
