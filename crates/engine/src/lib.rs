@@ -64,8 +64,8 @@ pub use events::{Event, EventLog, EventSink};
 pub use host::{CallOptions, Host, HostBuilder};
 pub use mock::{MockLogEntry, MockProvider, MockScript};
 pub use provider::{
-    BoxFuture, DeltaSink, DeltaTarget, FailureKind, Provider, ProviderFailure, ProviderReply,
-    ProviderRequest, Providers, StopReason, StructuredRequest, ToolsRequest,
+    BoxFuture, Connections, DeltaSink, DeltaTarget, FailureKind, Provider, ProviderFailure,
+    ProviderReply, ProviderRequest, Providers, StopReason, StructuredRequest, ToolsRequest,
 };
 pub use runlog::{RunKey, RunLog, RunLogError};
 pub use session::{CallInput, Journal, Recording, RunError, RunSession};

@@ -255,6 +255,17 @@ impl fmt::Display for ProviderFailure {
     }
 }
 
+/// The connections a provider holds open to its server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Connections {
+    /// HTTP/1.1 connections, idle or carrying a request.
+    pub http1: usize,
+    /// HTTP/2 connections.
+    pub http2: usize,
+    /// Requests in flight on the HTTP/2 ones, a stream each.
+    pub streams: usize,
+}
+
 /// A model provider. Implement it to plug in your own model client, and
 /// register it in [`Providers`] under the name requests use.
 pub trait Provider: Send + Sync {
@@ -294,6 +305,12 @@ pub trait Provider: Send + Sync {
     /// Whether it serves embeddings ([`Provider::embed`]).
     fn takes_embeddings(&self) -> bool {
         false
+    }
+
+    /// The connections it holds open to its server now (`/metrics` shows
+    /// them); `None` for a provider that holds none.
+    fn connections(&self) -> Option<Connections> {
+        None
     }
 
     /// Sends one embedding request: the reply's `content` is the provider's

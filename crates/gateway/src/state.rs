@@ -181,6 +181,7 @@ impl Gateway {
     pub fn metrics_text(&self) -> String {
         self.report_load();
         self.metrics.set_health(&self.host.target_health());
+        self.metrics.set_connections(self.host.providers());
         self.metrics.render()
     }
 

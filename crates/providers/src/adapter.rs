@@ -261,6 +261,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         self.embeddings.is_some()
     }
 
+    fn connections(&self) -> Option<callai_engine::Connections> {
+        Some(self.http.connections())
+    }
+
     fn embed<'a>(
         &'a self,
         request: &'a ProviderRequest,

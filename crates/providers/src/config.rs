@@ -1,12 +1,14 @@
 //! `[providers.NAME]`: the real providers a host may call, by name.
 
 use crate::quota::ProviderLimits;
+use crate::transport::settings::{Http2, TransportSettings};
 use crate::upstream::{KeyHeader, MaxTokensField};
 use callai_engine::config::{ConfigError, invalid};
 use callai_engine::cost::currency_code_problem;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -151,6 +153,24 @@ pub struct ProviderConfig {
     pub prices: Option<Prices>,
     /// Its quota a minute, across hosts (`[providers.NAME.limits]`).
     pub limits: Option<ProviderLimits>,
+    /// PEM certificates trusted for this provider only.
+    pub ca_file: Option<PathBuf>,
+    /// This host's certificate chain for mutual TLS (PEM).
+    pub client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    pub client_key: Option<PathBuf>,
+    /// A CONNECT proxy for its requests.
+    pub proxy: Option<String>,
+    /// The variable holding the proxy's `user:password`.
+    pub proxy_auth_env: Option<String>,
+    /// The HTTP version (`auto` by default).
+    pub http2: Option<Http2>,
+    /// The most connections open to it at once.
+    pub max_connections: Option<usize>,
+    /// The most streams on one HTTP/2 connection.
+    pub max_streams_per_connection: Option<usize>,
+    /// How long an unused connection stays open.
+    pub idle_ms: Option<u64>,
 }
 
 /// `[providers.NAME.prices]`: what a provider's tokens cost, per million,
@@ -225,6 +245,9 @@ pub struct ProviderSettings {
     /// Its quota a minute.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub limits: Option<ProviderLimits>,
+    /// How its server is reached.
+    #[serde(flatten)]
+    pub transport: TransportSettings,
 }
 
 impl ProviderConfig {
@@ -279,6 +302,7 @@ impl ProviderConfig {
             extra_body: self.extra_body.clone().unwrap_or_default(),
             prices: self.prices.clone(),
             limits: self.limits,
+            transport: self.transport(),
         })
     }
 }
@@ -336,6 +360,7 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
         if let Some(limits) = &s.limits {
             limits.check(name)?;
         }
+        crate::transport::settings::check(name, &s.transport)?;
         if s.input_overhead_tokens > 1_000_000 {
             return Err(invalid(
                 &format!("providers.{name}.inputOverheadTokens"),

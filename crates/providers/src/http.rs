@@ -1,9 +1,10 @@
-//! What both HTTP adapters share: one reqwest client (rustls, no
-//! redirects), bodies read up to a cap, the API key kept out of every text
+//! What both HTTP adapters share: one provider's [`Transport`] (its
+//! connection pool: rustls, no redirects), bodies read up to a cap, the API key kept out of every text
 //! that comes back, and the mapping of transport outcomes onto
 //! [`ProviderFailure`].
 
 use super::redact::Redactor;
+use super::transport::{SendFailed, Transport};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::StructuredOutput;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -63,7 +64,7 @@ const MAX_ERROR_BODY: u64 = 64 << 10;
 /// of every text that comes back.
 #[derive(Debug, Clone)]
 pub struct HttpClient {
-    client: reqwest::Client,
+    transport: Transport,
     key: Option<ApiKey>,
     redactor: Redactor,
     timeout: Duration,
@@ -79,24 +80,27 @@ enum Read {
 }
 
 impl HttpClient {
-    /// A client whose every request times out after `timeout`, and that
-    /// reads no success body over `max_body` bytes.
-    pub fn new(key: Option<ApiKey>, timeout: Duration, max_body: u64) -> Result<Self, String> {
-        // reqwest is built without a bundled crypto provider; use ring's.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let client = reqwest::Client::builder()
-            .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
-        Ok(Self {
+    /// A client whose every request goes over `transport` and times out
+    /// after `timeout`, and that reads no success body over `max_body`
+    /// bytes.
+    pub(crate) fn new(
+        transport: Transport,
+        key: Option<ApiKey>,
+        timeout: Duration,
+        max_body: u64,
+    ) -> Self {
+        Self {
             redactor: Redactor::new(key.as_ref().map(ApiKey::expose)),
-            client,
+            transport,
             key,
             timeout,
             max_body,
-        })
+        }
+    }
+
+    /// The connections open to the provider now.
+    pub(crate) fn connections(&self) -> callai_engine::Connections {
+        self.transport.counts()
     }
 
     /// The key, for the adapter's auth header.
@@ -146,12 +150,11 @@ impl HttpClient {
         headers: &HeaderMap,
         body: Vec<u8>,
     ) -> Result<reqwest::Response, ProviderFailure> {
-        let request = self
-            .client
-            .post(url.clone())
-            .headers(headers.clone())
-            .body(body);
-        let response = request.send().await.map_err(|e| self.transport(&e))?;
+        let response = self
+            .transport
+            .post(url, headers, body.into())
+            .await
+            .map_err(|e| self.unsent(e))?;
         let status = response.status().as_u16();
         if (300..400).contains(&status) {
             return Err(ProviderFailure::new(
@@ -284,6 +287,24 @@ impl HttpClient {
         }
     }
 
+    /// The failure of a request that got no response.
+    fn unsent(&self, e: SendFailed) -> ProviderFailure {
+        let (kind, what) = match e {
+            // Nothing was sent before the connection failed: no attempt.
+            SendFailed::Unreached(why) => {
+                (FailureKind::Unreached, format!("could not connect: {why}"))
+            }
+            SendFailed::TimedOut => (
+                FailureKind::Transient,
+                format!("timed out after {} ms", self.timeout.as_millis()),
+            ),
+            SendFailed::Failed(why) => {
+                (FailureKind::Transient, format!("the request failed: {why}"))
+            }
+        };
+        ProviderFailure::new(kind, None, self.error_message(what.as_bytes()))
+    }
+
     pub(crate) fn transport(&self, e: &reqwest::Error) -> ProviderFailure {
         let what = if e.is_connect() {
             "could not connect".to_owned()
@@ -368,7 +389,11 @@ mod tests {
     fn keys_never_show() {
         let key = ApiKey::new("sk-test-SECRET".into());
         assert_eq!(format!("{key:?}"), "ApiKey([redacted])");
-        let c = HttpClient::new(Some(key), Duration::from_secs(1), 1 << 20).unwrap();
+        let base = url::Url::parse("http://127.0.0.1:1/v1").unwrap();
+        let settings = crate::transport::settings::TransportSettings::default();
+        let second = Duration::from_secs(1);
+        let transport = Transport::new("p", &settings, &base, &|_| None, second).unwrap();
+        let c = HttpClient::new(transport, Some(key), second, 1 << 20);
         assert_eq!(
             c.error_message(br#"{"error": {"message": "bad key sk-test-SECRET given"}}"#),
             "bad key [redacted] given"

@@ -1,6 +1,7 @@
 //! The real providers: OpenAI-compatible chat completions (OpenAI, vLLM,
-//! Ollama, llama.cpp), the Anthropic Messages API and Google's Gemini API, over one reqwest client
-//! (rustls), started from the `[providers.NAME]` sections of the host config
+//! Ollama, llama.cpp), the Anthropic Messages API and Google's Gemini API,
+//! each over its own pool of HTTP/1.1 and HTTP/2 connections (hyper,
+//! rustls) that grows with the calls in flight, started from the `[providers.NAME]` sections of the host config
 //! and registered with a [`callai_engine::Host`] like any other
 //! [`Provider`].
 //!
@@ -34,6 +35,7 @@ mod http;
 mod openai;
 mod quota;
 mod redact;
+mod transport;
 mod upstream;
 mod usage;
 
@@ -41,12 +43,14 @@ pub use config::{
     OpenAiApi, Prices, ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate,
 };
 pub use quota::ProviderLimits;
+pub use transport::settings::{Http2, TransportSettings};
 pub use upstream::{KeyHeader, MaxTokensField};
 
 use adapter::HttpProvider;
 use anthropic::AnthropicWire;
 use http::{ApiKey, HttpClient};
 use openai::OpenAiWire;
+use transport::Transport;
 
 use callai_engine::config::{ConfigError, Limits, invalid};
 use callai_engine::{Provider, Providers};
@@ -118,9 +122,10 @@ fn start_one(
         &s.extra_body,
         key.as_ref().map(ApiKey::expose),
     )?;
-    let http = HttpClient::new(key, timeout, max_body)
-        .map_err(|message| invalid(&format!("providers.{}", s.name), message))?;
     let url = |message| invalid(&format!("providers.{}.baseUrl", s.name), message);
+    let base = url::Url::parse(&s.base_url).map_err(|e| url(e.to_string()))?;
+    let transport = Transport::new(&s.name, &s.transport, &base, env, timeout)?;
+    let http = HttpClient::new(transport, key, timeout, max_body);
     let overhead = s.input_overhead_tokens;
     let extras = upstream::Upstream {
         max_tokens_field: s.max_tokens_field,

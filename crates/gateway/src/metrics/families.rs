@@ -291,6 +291,17 @@ impl Metrics {
         self.http.answered(endpoint, method, status, seconds);
     }
 
+    /// The connections each provider holds open now
+    /// (`callai_upstream_connections`, `callai_upstream_streams_in_flight`).
+    pub fn set_connections(&self, providers: &callai_engine::Providers) {
+        for name in providers.names() {
+            let held = providers.get(name).and_then(|(_, p)| p.connections());
+            if let Some(now) = held {
+                self.upstream.set_connections(name, now);
+            }
+        }
+    }
+
     /// Each target's circuit breaker as `health` says
     /// (`callai_circuit_breaker_state`).
     pub fn set_health(&self, health: &[callai_engine::breaker::TargetHealth]) {

@@ -29,6 +29,12 @@ struct BreakerLabels {
     state: &'static str,
 }
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ConnectionLabels {
+    provider: String,
+    protocol: &'static str,
+}
+
 /// The states a breaker's series name.
 const STATES: [&str; 3] = ["closed", "open", "half_open"];
 
@@ -39,6 +45,8 @@ pub(super) struct Upstream {
     input_tokens: Family<InputLabel, Counter>,
     breakers: Family<BreakerLabels, Gauge>,
     held_back: Family<InputLabel, Counter>,
+    connections: Family<ConnectionLabels, Gauge>,
+    streams: Family<InputLabel, Gauge>,
 }
 
 impl Upstream {
@@ -68,6 +76,34 @@ impl Upstream {
              ended its call",
             self.held_back.clone(),
         );
+        registry.register(
+            "callai_upstream_connections",
+            "Connections open to each provider's server, by protocol (http1, http2): HTTP/2 \
+             ones are added as the streams in flight fill them, up to maxConnections",
+            self.connections.clone(),
+        );
+        registry.register(
+            "callai_upstream_streams_in_flight",
+            "Requests in flight on each provider's HTTP/2 connections, a stream each",
+            self.streams.clone(),
+        );
+    }
+
+    /// The connections open to `provider` now.
+    pub(super) fn set_connections(&self, provider: &str, now: callai_engine::Connections) {
+        for (protocol, n) in [("http1", now.http1), ("http2", now.http2)] {
+            self.connections
+                .get_or_create(&ConnectionLabels {
+                    provider: provider.to_owned(),
+                    protocol,
+                })
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        }
+        self.streams
+            .get_or_create(&InputLabel {
+                provider: provider.to_owned(),
+            })
+            .set(i64::try_from(now.streams).unwrap_or(i64::MAX));
     }
 
     /// The counter of `provider`'s requests its quota held back.
@@ -137,6 +173,12 @@ mod tests {
         upstream.failed("p", None);
         upstream.input("p", 12);
         upstream.held_back("p").inc();
+        let now = callai_engine::Connections {
+            http1: 0,
+            http2: 3,
+            streams: 25,
+        };
+        upstream.set_connections("p", now);
         upstream.set_health(&[TargetHealth {
             provider: "p".into(),
             model: "m".into(),
@@ -155,6 +197,9 @@ mod tests {
             "callai_provider_errors_total{provider=\"p\",status=\"transport\"} 1",
             "callai_input_tokens_total{provider=\"p\"} 12",
             "callai_provider_quota_refused_total{provider=\"p\"} 1",
+            "callai_upstream_connections{provider=\"p\",protocol=\"http2\"} 3",
+            "callai_upstream_connections{provider=\"p\",protocol=\"http1\"} 0",
+            "callai_upstream_streams_in_flight{provider=\"p\"} 25",
             "callai_circuit_breaker_state{provider=\"p\",model=\"m\",state=\"open\"} 1",
             "callai_circuit_breaker_state{provider=\"p\",model=\"m\",state=\"closed\"} 0",
         ] {
