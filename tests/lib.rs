@@ -13,6 +13,7 @@ pub mod process;
 pub mod runlog_backends;
 pub mod schemas;
 pub mod serve;
+pub mod tls_fake;
 pub mod wire;
 
 use callai_engine::{

@@ -96,3 +96,4 @@ mod ui_browser;
 mod ui_calls_list;
 mod ui_guard;
 mod ui_keys;
+mod upstream_pool;
