@@ -261,22 +261,44 @@ pub struct ConnectProxy {
 }
 
 impl ConnectProxy {
+    /// A proxy spoken to in plain HTTP.
     pub async fn start(auth: Option<String>) -> Self {
+        Self::start_with(auth, None).await
+    }
+
+    /// A proxy spoken to over TLS with `tls`'s certificate when given.
+    pub async fn start_with(auth: Option<String>, tls: Option<&Leaf>) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let tunnels = Arc::new(AtomicUsize::new(0));
         let counted = tunnels.clone();
+        let acceptor =
+            tls.map(|leaf| tokio_rustls::TlsAcceptor::from(Arc::new(server_config(leaf, None))));
         tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 let (counted, auth) = (counted.clone(), auth.clone());
-                tokio::spawn(tunnel(client, counted, auth));
+                match acceptor.clone() {
+                    Some(acceptor) => {
+                        tokio::spawn(async move {
+                            if let Ok(client) = acceptor.accept(client).await {
+                                tunnel(client, counted, auth).await;
+                            }
+                        });
+                    }
+                    None => {
+                        tokio::spawn(tunnel(client, counted, auth));
+                    }
+                }
             }
         });
         Self { port, tunnels }
     }
 }
 
-async fn tunnel(mut client: TcpStream, counted: Arc<AtomicUsize>, auth: Option<String>) {
+async fn tunnel<S>(mut client: S, counted: Arc<AtomicUsize>, auth: Option<String>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin,
+{
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     while !head.ends_with(b"\r\n\r\n") && head.len() < 8192 {

@@ -390,3 +390,33 @@ async fn https_proxy_and_no_proxy_from_the_environment_are_honoured() {
     }
     assert_eq!(fake.count(|s| &s.requests), 2);
 }
+
+/// Issue 54 tests: an `https://` proxy is reached over TLS (its
+/// certificate checked like the provider's, here through `caFile`), and
+/// the provider's own TLS runs inside the tunnel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_proxy_is_reached_over_tls() {
+    let pki = Pki::new("callai test CA");
+    let fake = TlsFake::start(
+        &pki.server(),
+        Options {
+            max_streams: 100,
+            delay: Duration::ZERO,
+            client_ca: None,
+        },
+    )
+    .await;
+    let proxy = ConnectProxy::start_with(None, Some(&pki.server())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let keys = format!(
+        "{}\nproxy = \"https://127.0.0.1:{}\"",
+        ca_key(&ca),
+        proxy.port
+    );
+    let server = TestServer::start(&(provider("tls", &fake, &keys) + RETRY)).await;
+    let ok = server.post("/v1/call", &call("tls")).await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(proxy.tunnels.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(fake.count(|s| &s.requests), 1);
+}
