@@ -221,3 +221,37 @@ async fn a_streamed_reply_comes_chunk_by_chunk() {
         "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
     );
 }
+
+/// Issue 55 tests: the thinking a client asks for reaches Gemini as
+/// `thinkingConfig`: Anthropic's `thinking` through `/v1/messages`, its
+/// budget as `thinkingBudget`, and OpenAI's `reasoning_effort` through
+/// `/v1/chat/completions`; the thoughts are counted as output.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_thinking_reaches_gemini_as_thinking_config() {
+    let thought = json!({"promptTokenCount": 10, "candidatesTokenCount": 4,
+                         "thoughtsTokenCount": 30, "totalTokenCount": 44});
+    let reply = answer(
+        json!([{"text": "Planning…", "thought": true}, {"text": "Six."}]),
+        "STOP",
+        thought,
+    );
+    let fake = FakeServer::start(vec![reply.clone(), reply]).await;
+    let server = server(&fake, "").await;
+    let messages = json!({"model": "gemini", "max_tokens": 4096,
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": [{"role": "user", "content": "When is high tide?"}]});
+    let r = server.exchange("/v1/messages", &messages, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["usage"]["output_tokens"], 34, "{}", r.body);
+    let chat = json!({"model": "gemini", "reasoning_effort": "medium",
+        "messages": [{"role": "user", "content": "When is high tide?"}]});
+    let r = server.exchange("/v1/chat/completions", &chat, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["choices"][0]["message"]["content"], "Six.");
+    let sent = fake.received();
+    let budgets: Vec<_> = sent
+        .iter()
+        .map(|s| s.body["generationConfig"]["thinkingConfig"]["thinkingBudget"].clone())
+        .collect();
+    assert_eq!(budgets, [json!(2048), json!(2048)]);
+}

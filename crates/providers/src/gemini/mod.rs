@@ -4,12 +4,13 @@
 //! `model` turns made of parts (text, `inlineData` images, `functionCall`,
 //! `functionResponse`), native structured output as `responseMimeType:
 //! application/json` with `responseJsonSchema`, the call's tools as
-//! `functionDeclarations` with a `toolConfig` mode, and the attempt's
-//! budget as `maxOutputTokens`.
+//! `functionDeclarations` with a `toolConfig` mode, the attempt's budget
+//! as `maxOutputTokens`, and the call's thinking as `thinkingConfig`.
 
 mod answer;
 #[cfg(test)]
 mod tests;
+mod thinking;
 
 use super::adapter::{Delivery, ModelPath, WireFormat};
 use super::http::ApiKey;
@@ -37,10 +38,13 @@ struct Body<'a> {
     tools: Vec<Tools<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     tool_config: Option<ToolConfig<'a>>,
-    generation_config: GenerationConfig<'a>,
-    /// The config's `extraBody` (`safetySettings`, `cachedContent`, …).
+    /// The host's [`GenerationConfig`], with the fields of the config's
+    /// `extraBody.generationConfig` it does not set.
+    generation_config: Value,
+    /// The rest of the config's `extraBody` (`safetySettings`,
+    /// `cachedContent`, …).
     #[serde(flatten)]
-    extra: &'a Map<String, Value>,
+    extra: Cow<'a, Map<String, Value>>,
 }
 
 /// One turn, or the system instruction (which has no role).
@@ -121,6 +125,8 @@ struct GenerationConfig<'a> {
     response_mime_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     response_json_schema: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking_config: Option<thinking::ThinkingConfig>,
 }
 
 /// A tool call's arguments as the object `args` needs (`{}` for none, or
@@ -251,6 +257,9 @@ fn plain(model: &str) -> bool {
 impl WireFormat for GeminiWire {
     /// Unused: every endpoint names its model ([`WireFormat::path_for`]).
     const PATH: &'static str = "/models";
+    /// A call's `thinking` becomes `thinkingConfig`; earlier turns'
+    /// thinking blocks (another provider's signatures) are not sent.
+    const THINKING: bool = true;
     const NATIVE_TERMS: &'static [&'static str] = &[
         "responseJsonSchema",
         "response_json_schema",
@@ -258,6 +267,10 @@ impl WireFormat for GeminiWire {
         "response_mime_type",
         "JSON mode",
     ];
+
+    fn takes_reasoning(model: &str) -> bool {
+        thinking::thinks(model)
+    }
 
     fn path_for(model: &str, delivery: Delivery) -> Option<Result<ModelPath, String>> {
         // `models/gemini-2.5-flash`, as Google's own listings name it, too.
@@ -315,19 +328,23 @@ impl WireFormat for GeminiWire {
             .as_ref()
             .filter(|s| s.mode == StructuredOutput::Native);
         let (tools, tool_config) = tools(r);
+        let own = GenerationConfig {
+            max_output_tokens: r.max_tokens,
+            temperature: r.temperature,
+            stop_sequences: &r.stop_sequences,
+            response_mime_type: native.map(|_| "application/json"),
+            response_json_schema: native.map(|s| &*s.schema),
+            thinking_config: thinking::config(r),
+        };
+        let own = serde_json::to_value(own).expect("a generationConfig serializes");
+        let (generation_config, extra) = thinking::merged(own, &upstream.extra_body);
         let body = Body {
             contents,
             system_instruction,
             tools,
             tool_config,
-            generation_config: GenerationConfig {
-                max_output_tokens: r.max_tokens,
-                temperature: r.temperature,
-                stop_sequences: &r.stop_sequences,
-                response_mime_type: native.map(|_| "application/json"),
-                response_json_schema: native.map(|s| &*s.schema),
-            },
-            extra: &upstream.extra_body,
+            generation_config,
+            extra,
         };
         serde_json::to_vec(&body).expect("a generateContent body serializes")
     }

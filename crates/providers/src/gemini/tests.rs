@@ -219,3 +219,74 @@ fn a_stream_folds_chunk_by_chunk_and_a_cut_one_fails() {
     let e = GeminiWire::fold(&mut failed, serde_json::from_value(error).unwrap()).unwrap_err();
     assert_eq!(e.kind, callai_engine::FailureKind::Transient);
 }
+
+#[test]
+fn thinking_and_reasoning_effort_become_thinking_config() {
+    use callai_wire::{Thinking, ThinkingConfig, ThinkingKind};
+    let thinking = |kind, budget_tokens| {
+        Some(Arc::new(Thinking {
+            config: Some(ThinkingConfig {
+                kind,
+                budget_tokens,
+                display: None,
+            }),
+            history: Vec::new(),
+        }))
+    };
+    let mut r = request(vec![Message::user("hi")]);
+    assert_eq!(body(&r)["generationConfig"].get("thinkingConfig"), None);
+    for (kind, budget, expected) in [
+        (ThinkingKind::Enabled, Some(2000), 2000),
+        (ThinkingKind::Adaptive, None, -1),
+        (ThinkingKind::Disabled, None, 0),
+    ] {
+        r.thinking = thinking(kind, budget);
+        let config = &body(&r)["generationConfig"];
+        assert_eq!(
+            config["thinkingConfig"],
+            json!({"thinkingBudget": expected})
+        );
+        assert_eq!(config["maxOutputTokens"], 64, "the host's own fields stay");
+    }
+    r.thinking = None;
+    r.reasoning_effort = Some("low".into());
+    assert_eq!(
+        body(&r)["generationConfig"]["thinkingConfig"],
+        json!({"thinkingBudget": 1024})
+    );
+    assert!(GeminiWire::takes_reasoning("gemini-2.5-flash"));
+    assert!(GeminiWire::takes_reasoning("models/gemini-3-pro-preview"));
+    assert!(!GeminiWire::takes_reasoning("gemini-2.0-flash"));
+}
+
+#[test]
+fn extra_generation_config_fills_in_under_the_hosts_own_fields() {
+    let extra: Map<String, Value> = serde_json::from_value(json!({
+        "generationConfig": {"topK": 5, "maxOutputTokens": 9999,
+                             "thinkingConfig": {"thinkingBudget": 0}},
+        "safetySettings": [{"category": "HARM_CATEGORY_HATE_SPEECH", "threshold": "BLOCK_NONE"}]
+    }))
+    .unwrap();
+    let upstream = Upstream {
+        extra_body: extra,
+        ..Upstream::default()
+    };
+    let mut r = request(vec![Message::user("hi")]);
+    let read = |r: &ProviderRequest| -> Value {
+        let bytes = GeminiWire::body("gemini-2.5-flash", r, Delivery::Whole, &upstream);
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text.matches("generationConfig").count(), 1, "{text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    let b = read(&r);
+    assert_eq!(b["generationConfig"]["maxOutputTokens"], 64);
+    assert_eq!(b["generationConfig"]["topK"], 5);
+    assert_eq!(b["generationConfig"]["thinkingConfig"]["thinkingBudget"], 0);
+    assert_eq!(b["safetySettings"][0]["threshold"], "BLOCK_NONE");
+    r.reasoning_effort = Some("high".into());
+    assert_eq!(
+        read(&r)["generationConfig"]["thinkingConfig"]["thinkingBudget"],
+        4096,
+        "the call's own wins"
+    );
+}
