@@ -146,7 +146,9 @@ impl Transport {
                         Ok(response) => Ok((response, slot)),
                         Err(mut e) => {
                             let unsent = e.take_message().is_some() || refused_unseen(e.error());
-                            if unsent {
+                            // A failure of the connection, not of this
+                            // stream alone: no new stream goes on it.
+                            if unsent || !stream_reset(e.error()) {
                                 conn.retire();
                             }
                             Err((unsent, e.into_error()))
@@ -229,6 +231,18 @@ fn refused_unseen(error: &hyper::Error) -> bool {
         if let Some(h2) = e.downcast_ref::<h2::Error>() {
             return (h2.is_go_away() && h2.is_remote())
                 || h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+        }
+        source = e.source();
+    }
+    false
+}
+
+/// Whether the server reset this one stream (its connection lives on).
+fn stream_reset(error: &hyper::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if let Some(h2) = e.downcast_ref::<h2::Error>() {
+            return h2.is_reset() && h2.is_remote();
         }
         source = e.source();
     }
