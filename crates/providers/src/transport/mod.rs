@@ -223,30 +223,29 @@ fn origin(url: &url::Url) -> (String, String, Option<u16>) {
     )
 }
 
-/// Whether the server refused a request without processing it: its stream
-/// was past the last one a `GOAWAY` kept, or reset with `REFUSED_STREAM`.
-fn refused_unseen(error: &hyper::Error) -> bool {
+/// The HTTP/2 error under a hyper error, if there is one.
+fn h2_error(error: &hyper::Error) -> Option<&h2::Error> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
     while let Some(e) = source {
         if let Some(h2) = e.downcast_ref::<h2::Error>() {
-            return (h2.is_go_away() && h2.is_remote())
-                || h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+            return Some(h2);
         }
         source = e.source();
     }
-    false
+    None
+}
+
+/// Whether the server refused a request without processing it: its stream
+/// was past the last one a `GOAWAY` kept, or reset with `REFUSED_STREAM`.
+fn refused_unseen(error: &hyper::Error) -> bool {
+    h2_error(error).is_some_and(|h2| {
+        (h2.is_go_away() && h2.is_remote()) || h2.reason() == Some(h2::Reason::REFUSED_STREAM)
+    })
 }
 
 /// Whether the server reset this one stream (its connection lives on).
 fn stream_reset(error: &hyper::Error) -> bool {
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
-    while let Some(e) = source {
-        if let Some(h2) = e.downcast_ref::<h2::Error>() {
-            return h2.is_reset() && h2.is_remote();
-        }
-        source = e.source();
-    }
-    false
+    h2_error(error).is_some_and(|h2| h2.is_reset() && h2.is_remote())
 }
 
 /// A failure and what caused it, on one line.
