@@ -124,6 +124,11 @@ impl Clients {
 }
 
 impl Clients {
+    /// The venv's Python, which has `cryptography` and `pyjwt`.
+    pub fn python(&self) -> &Path {
+        &self.python
+    }
+
     /// Runs a Responses API scenario of `tests/clients/responses_client.py`
     /// against the server at `base`; what the client parsed.
     pub fn responses(&self, scenario: &str, base: &str) -> Value {

@@ -14,6 +14,7 @@ pub mod runlog_backends;
 pub mod schemas;
 pub mod serve;
 pub mod tls_fake;
+pub mod vertex_fake;
 pub mod wire;
 
 use callai_engine::{

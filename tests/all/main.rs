@@ -91,6 +91,7 @@ mod serve_thinking;
 mod serve_tools;
 mod serve_upstream;
 mod serve_upstream_responses;
+mod serve_vertex;
 mod telemetry;
 mod ui_browser;
 mod ui_calls_list;

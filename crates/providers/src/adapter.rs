@@ -5,10 +5,13 @@ use super::events::{Sse, Streamed};
 use super::http::{ApiKey, HttpClient};
 use super::redact::StreamRedaction;
 use super::upstream::{KeyHeader, Upstream};
+use super::vertex::Tokens;
 use callai_engine::{
     BoxFuture, DeltaSink, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
 };
+use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::marker::PhantomData;
@@ -108,7 +111,7 @@ pub struct HttpProvider<W> {
     /// Where its embedding requests go, when it serves them.
     embeddings: Option<reqwest::Url>,
     /// The auth (and version) headers every attempt carries.
-    headers: reqwest::header::HeaderMap,
+    headers: HeaderMap,
     model: String,
     native: bool,
     /// Input tokens it adds to each request unseen.
@@ -117,6 +120,9 @@ pub struct HttpProvider<W> {
     vision: bool,
     /// What its config adds to each body.
     upstream: Upstream,
+    /// Its bearer tokens, when they are made rather than configured
+    /// (Vertex AI).
+    tokens: Option<Tokens>,
     wire: PhantomData<W>,
 }
 
@@ -166,6 +172,7 @@ impl<W: WireFormat> HttpProvider<W> {
             overhead: 0,
             vision: true,
             upstream: Upstream::default(),
+            tokens: None,
             wire: PhantomData,
         })
     }
@@ -189,6 +196,13 @@ impl<W: WireFormat> HttpProvider<W> {
         self.vision = vision;
         self
     }
+
+    /// With bearer tokens made as it goes (Vertex AI's), sent in
+    /// `authorization`.
+    pub(crate) fn with_tokens(mut self, tokens: Option<Tokens>) -> Self {
+        self.tokens = tokens;
+        self
+    }
 }
 
 impl<W: WireFormat> HttpProvider<W> {
@@ -198,10 +212,10 @@ impl<W: WireFormat> HttpProvider<W> {
         &self,
         request: &ProviderRequest,
         delivery: Delivery,
-    ) -> Result<std::borrow::Cow<'_, reqwest::Url>, ProviderFailure> {
+    ) -> Result<Cow<'_, reqwest::Url>, ProviderFailure> {
         let model = request.model.as_deref().unwrap_or(&self.model);
         let Some(path) = W::path_for(model, delivery) else {
-            return Ok(std::borrow::Cow::Borrowed(&self.endpoint));
+            return Ok(Cow::Borrowed(&self.endpoint));
         };
         let (path, extra) =
             path.map_err(|why| ProviderFailure::new(FailureKind::Unanswerable, None, why))?;
@@ -214,7 +228,31 @@ impl<W: WireFormat> HttpProvider<W> {
             pairs.extend_pairs(&self.query);
             pairs.extend_pairs(extra);
         }
-        Ok(std::borrow::Cow::Owned(url))
+        Ok(Cow::Owned(url))
+    }
+}
+
+impl<W> HttpProvider<W> {
+    /// The headers of a request now: the provider's own, with a bearer
+    /// token when it makes them.
+    async fn headers(&self) -> Result<Cow<'_, HeaderMap>, ProviderFailure> {
+        let Some(tokens) = &self.tokens else {
+            return Ok(Cow::Borrowed(&self.headers));
+        };
+        let mut headers = self.headers.clone();
+        headers.insert(reqwest::header::AUTHORIZATION, tokens.header().await?);
+        Ok(Cow::Owned(headers))
+    }
+
+    /// Passes `result` on; a 401 drops the token it was sent with, so the
+    /// next request makes a new one.
+    fn after<T>(&self, result: Result<T, ProviderFailure>) -> Result<T, ProviderFailure> {
+        if let (Some(tokens), Err(f)) = (&self.tokens, &result)
+            && f.status == Some(401)
+        {
+            tokens.forget();
+        }
+        result
     }
 }
 
@@ -279,11 +317,14 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
                 embedding,
             };
             let body = serde_json::to_vec(&body).expect("an embedding body always serialises");
-            self.http
-                .attempt(url, &self.headers, body, request, &[], |answer| {
+            let headers = self.headers().await?;
+            let result = self
+                .http
+                .attempt(url, &headers, body, request, &[], |answer| {
                     Ok(crate::embeddings::reply(answer))
                 })
-                .await
+                .await;
+            self.after(result)
         })
     }
 
@@ -294,20 +335,16 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         Box::pin(async move {
             let body = W::body(&self.model, request, Delivery::Whole, &self.upstream);
             let url = self.url(request, Delivery::Whole)?;
-            self.http
-                .attempt(
-                    &url,
-                    &self.headers,
-                    body,
-                    request,
-                    W::NATIVE_TERMS,
-                    |answer| {
-                        let mut reply = W::reply(answer)?;
-                        W::settle(&mut reply, request);
-                        Ok(reply)
-                    },
-                )
-                .await
+            let headers = self.headers().await?;
+            let result = self
+                .http
+                .attempt(&url, &headers, body, request, W::NATIVE_TERMS, |answer| {
+                    let mut reply = W::reply(answer)?;
+                    W::settle(&mut reply, request);
+                    Ok(reply)
+                })
+                .await;
+            self.after(result)
         })
     }
 
@@ -319,10 +356,12 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         Box::pin(async move {
             let body = W::body(&self.model, request, Delivery::Streamed, &self.upstream);
             let url = self.url(request, Delivery::Streamed)?;
-            let streamed = self
-                .http
-                .post_events::<W::Answer>(&url, &self.headers, body)
-                .await?;
+            let headers = self.headers().await?;
+            let streamed = self.after(
+                self.http
+                    .post_events::<W::Answer>(&url, &headers, body)
+                    .await,
+            )?;
             let (status, mut reply) = match streamed {
                 // The server did not stream: its whole answer is one piece.
                 Streamed::Whole(status, whole) => {

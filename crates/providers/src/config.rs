@@ -3,6 +3,7 @@
 use crate::quota::ProviderLimits;
 use crate::transport::settings::{Http2, TransportSettings};
 use crate::upstream::{KeyHeader, MaxTokensField};
+use crate::vertex::VertexConfig;
 use callai_engine::config::{ConfigError, invalid};
 use callai_engine::cost::currency_code_problem;
 use serde::{Deserialize, Serialize};
@@ -171,6 +172,8 @@ pub struct ProviderConfig {
     pub max_streams_per_connection: Option<usize>,
     /// How long an unused connection stays open.
     pub idle_ms: Option<u64>,
+    /// Vertex AI's project, location and token (a Gemini-kind provider).
+    pub vertex: Option<VertexConfig>,
 }
 
 /// `[providers.NAME.prices]`: what a provider's tokens cost, per million,
@@ -248,6 +251,9 @@ pub struct ProviderSettings {
     /// How its server is reached.
     #[serde(flatten)]
     pub transport: TransportSettings,
+    /// Vertex AI's project, location and token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vertex: Option<VertexConfig>,
 }
 
 impl ProviderConfig {
@@ -276,14 +282,20 @@ impl ProviderConfig {
         Ok(ProviderSettings {
             name: name.to_owned(),
             kind,
-            base_url: self
-                .base_url
-                .clone()
-                .unwrap_or_else(|| kind.default_base_url().into()),
+            base_url: self.base_url.clone().unwrap_or_else(|| {
+                self.vertex.as_ref().map_or_else(
+                    || kind.default_base_url().into(),
+                    VertexConfig::default_base_url,
+                )
+            }),
+            // Vertex AI takes a bearer token, not a key.
             api_key_env: self
                 .api_key_env
                 .clone()
-                .unwrap_or_else(|| kind.default_key_env().into()),
+                .unwrap_or_else(|| match self.vertex {
+                    Some(_) => String::new(),
+                    None => kind.default_key_env().into(),
+                }),
             model: self
                 .model
                 .clone()
@@ -303,6 +315,7 @@ impl ProviderConfig {
             prices: self.prices.clone(),
             limits: self.limits,
             transport: self.transport(),
+            vertex: self.vertex.clone(),
         })
     }
 }
@@ -367,6 +380,9 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
                 format!("must be 0..1000000, got {}", s.input_overhead_tokens),
             ));
         }
+        if let Some(vertex) = &s.vertex {
+            check_vertex(name, section, &s, vertex)?;
+        }
         if s.kind == ProviderKind::Gemini && s.api == OpenAiApi::Responses {
             return Err(invalid(
                 &format!("providers.{name}.api"),
@@ -401,4 +417,31 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+/// Checks a section's `vertex`: on a Gemini-kind provider, without a key.
+fn check_vertex(
+    name: &str,
+    section: &ProviderConfig,
+    s: &ProviderSettings,
+    vertex: &VertexConfig,
+) -> Result<(), ConfigError> {
+    if s.kind != ProviderKind::Gemini {
+        return Err(invalid(
+            &format!("providers.{name}.vertex"),
+            format!(
+                "is for a Gemini-kind provider; this one is {}",
+                s.kind.as_str()
+            ),
+        ));
+    }
+    if section.api_key_env.as_ref().is_some_and(|k| !k.is_empty()) {
+        return Err(invalid(
+            &format!("providers.{name}.apiKeyEnv"),
+            "Vertex AI takes a bearer token from vertex.credentialsFile or \
+             vertex.tokenCommand, not an API key"
+                .into(),
+        ));
+    }
+    vertex.check(name)
 }

@@ -38,6 +38,7 @@ mod redact;
 mod transport;
 mod upstream;
 mod usage;
+mod vertex;
 
 pub use config::{
     OpenAiApi, Prices, ProviderConfig, ProviderKind, ProviderSettings, ProvidersConfig, validate,
@@ -45,6 +46,7 @@ pub use config::{
 pub use quota::ProviderLimits;
 pub use transport::settings::{Http2, TransportSettings};
 pub use upstream::{KeyHeader, MaxTokensField};
+pub use vertex::VertexConfig;
 
 use adapter::HttpProvider;
 use anthropic::AnthropicWire;
@@ -131,8 +133,17 @@ fn start_one(
         max_tokens_field: s.max_tokens_field,
         extra_body: s.extra_body.clone(),
     };
+    // Vertex AI serves Gemini's paths under the project's publisher.
+    let base_url = match &s.vertex {
+        Some(vertex) => format!(
+            "{}{}",
+            s.base_url.trim_end_matches('/'),
+            vertex.publisher_path()
+        ),
+        None => s.base_url.clone(),
+    };
     let endpoint = adapter::Endpoint {
-        base_url: &s.base_url,
+        base_url: &base_url,
         headers: &s.headers,
         query: &s.query,
         key_header: s.key_header,
@@ -159,12 +170,20 @@ fn start_one(
                 .with_vision(s.vision)
                 .with_upstream(extras),
         ),
-        ProviderKind::Gemini => Arc::new(
-            Gemini::new(http, endpoint, &s.model, s.native)
-                .map_err(url)?
-                .with_input_overhead(overhead)
-                .with_vision(s.vision)
-                .with_upstream(extras),
-        ),
+        ProviderKind::Gemini => {
+            let tokens = s
+                .vertex
+                .as_ref()
+                .map(|v| vertex::Tokens::start(&s.name, v, &s.transport, env, timeout))
+                .transpose()?;
+            Arc::new(
+                Gemini::new(http, endpoint, &s.model, s.native)
+                    .map_err(url)?
+                    .with_input_overhead(overhead)
+                    .with_vision(s.vision)
+                    .with_upstream(extras)
+                    .with_tokens(tokens),
+            )
+        }
     })
 }
