@@ -255,3 +255,35 @@ async fn a_clients_thinking_reaches_gemini_as_thinking_config() {
         .collect();
     assert_eq!(budgets, [json!(2048), json!(2048)]);
 }
+
+/// Issue 55 tests: `/v1/embeddings` to a Gemini model goes to
+/// `batchEmbedContents`, one request per text, and its vectors come back
+/// as OpenAI's `data`; the input tokens it reports are counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_go_to_batch_embed_contents() {
+    let fake = FakeServer::start(vec![Reply::ok(json!({
+        "embeddings": [{"values": [0.5, -1.0]}, {"values": [1.0, 2.0]}],
+        "usageMetadata": {"promptTokenCount": 4}
+    }))])
+    .await;
+    let route = "[models.\"g-embed\"]\ntargets = [\"gemini/gemini-embedding-001\"]\n\
+                 kind = \"embedding\"\n";
+    let server = server(&fake, route).await;
+    let body = json!({"model": "g-embed", "input": ["tide", "moon"], "dimensions": 2});
+    let r = server.exchange("/v1/embeddings", &body, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.body["data"][1]["embedding"], json!([1.0, 2.0]));
+    assert_eq!(r.body["data"][1]["index"], 1);
+    assert_eq!(r.body["usage"]["prompt_tokens"], 4);
+    let sent = &fake.received()[0];
+    assert_eq!(
+        sent.path,
+        "/v1beta/models/gemini-embedding-001:batchEmbedContents"
+    );
+    assert_eq!(sent.headers["x-goog-api-key"], KEY);
+    let requests = sent.body["requests"].as_array().unwrap();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1]["content"]["parts"][0]["text"], "moon");
+    assert_eq!(requests[1]["model"], "models/gemini-embedding-001");
+    assert_eq!(requests[1]["outputDimensionality"], 2);
+}

@@ -1,6 +1,7 @@
 //! An HTTP provider: one wire format (OpenAI-compatible, Anthropic) behind
 //! the common [`Provider`] plumbing.
 
+use super::embeddings::EmbeddingsFormat;
 use super::events::{Sse, Streamed};
 use super::http::{ApiKey, HttpClient};
 use super::redact::StreamRedaction;
@@ -27,9 +28,9 @@ pub trait WireFormat: Send + Sync + 'static {
     const PROMPT_CACHE: bool = false;
     /// Whether it takes extended thinking (`thinking`) and thinking blocks.
     const THINKING: bool = false;
-    /// Where it serves embeddings under the base URL, if it does (OpenAI's
-    /// `/embeddings`).
-    const EMBEDDINGS_PATH: Option<&'static str> = None;
+    /// How it serves embeddings ([`crate::embeddings::NoEmbeddings`] when
+    /// it serves none).
+    type Embeddings: EmbeddingsFormat;
     /// The endpoint under the base URL for `model` and `delivery`, when it
     /// names the model (Gemini's `/models/M:generateContent`), with the
     /// query parameters it adds, or why `model` can name none; `None` (the
@@ -108,8 +109,6 @@ pub struct HttpProvider<W> {
     query: Vec<(String, String)>,
     /// The endpoint, parsed once: the URL every attempt goes to.
     endpoint: reqwest::Url,
-    /// Where its embedding requests go, when it serves them.
-    embeddings: Option<reqwest::Url>,
     /// The auth (and version) headers every attempt carries.
     headers: HeaderMap,
     model: String,
@@ -146,7 +145,6 @@ impl<W: WireFormat> HttpProvider<W> {
             Ok::<_, String>(url)
         };
         let url = at(W::PATH)?;
-        let embeddings = W::EMBEDDINGS_PATH.map(at).transpose()?;
         let auth = W::headers(http.key(), endpoint.key_header);
         let mut headers = crate::http::request_headers(&auth)?;
         for (name, value) in endpoint.headers {
@@ -166,7 +164,6 @@ impl<W: WireFormat> HttpProvider<W> {
             headers,
             http,
             endpoint: url,
-            embeddings,
             model: model.to_owned(),
             native,
             overhead: 0,
@@ -217,6 +214,17 @@ impl<W: WireFormat> HttpProvider<W> {
         let Some(path) = W::path_for(model, delivery) else {
             return Ok(Cow::Borrowed(&self.endpoint));
         };
+        self.at(model, path).map(Cow::Owned)
+    }
+
+    /// The URL of `path` under the API root, with the config's query
+    /// parameters and the path's own; a failure, not sent, when `model`
+    /// makes none.
+    fn at(
+        &self,
+        model: &str,
+        path: Result<ModelPath, String>,
+    ) -> Result<reqwest::Url, ProviderFailure> {
         let (path, extra) =
             path.map_err(|why| ProviderFailure::new(FailureKind::Unanswerable, None, why))?;
         let mut url = reqwest::Url::parse(&format!("{}{path}", self.base)).map_err(|e| {
@@ -228,7 +236,7 @@ impl<W: WireFormat> HttpProvider<W> {
             pairs.extend_pairs(&self.query);
             pairs.extend_pairs(extra);
         }
-        Ok(Cow::Owned(url))
+        Ok(url)
     }
 }
 
@@ -296,7 +304,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
     }
 
     fn takes_embeddings(&self) -> bool {
-        self.embeddings.is_some()
+        W::Embeddings::SERVES
     }
 
     fn connections(&self) -> Option<callai_engine::Connections> {
@@ -308,20 +316,18 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
-            let (Some(url), Some(embedding)) = (&self.embeddings, &request.embedding) else {
-                let why = "this provider serves no embeddings";
-                return Err(ProviderFailure::new(FailureKind::Unanswerable, None, why));
+            let unsent = |why| ProviderFailure::new(FailureKind::Unanswerable, None, why);
+            let Some(embedding) = &request.embedding else {
+                return Err(unsent("the request holds no embedding".into()));
             };
-            let body = crate::embeddings::Body {
-                model: request.model.as_deref().unwrap_or(&self.model),
-                embedding,
-            };
-            let body = serde_json::to_vec(&body).expect("an embedding body always serialises");
+            let model = request.model.as_deref().unwrap_or(&self.model);
+            let url = self.at(model, W::Embeddings::path(model))?;
+            let body = W::Embeddings::body(model, embedding).map_err(unsent)?;
             let headers = self.headers().await?;
             let result = self
                 .http
-                .attempt(url, &headers, body, request, &[], |answer| {
-                    Ok(crate::embeddings::reply(answer))
+                .attempt(&url, &headers, body, request, &[], |answer| {
+                    W::Embeddings::reply(answer, embedding)
                 })
                 .await;
             self.after(result)

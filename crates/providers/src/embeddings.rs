@@ -1,25 +1,87 @@
-//! Embeddings from an OpenAI-compatible provider (`POST /embeddings`, as
-//! OpenAI, Ollama and most compatible servers serve it): the body, and the
-//! answer read as far as the engine needs it (the `data` array kept as the
-//! provider sent it, its usage, its model).
+//! How a wire format's provider serves embeddings ([`EmbeddingsFormat`]),
+//! and OpenAI's way (`POST /embeddings`, as OpenAI, Ollama and most
+//! compatible servers serve it): the body, and the answer read as far as
+//! the engine needs it (the `data` array kept as the provider sent it, its
+//! usage, its model).
 
+use crate::adapter::ModelPath;
 use crate::usage::{Tokens, nullable};
-use callai_engine::{ProviderReply, StopReason};
+use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use callai_wire::Embedding;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+/// How a provider serves embeddings: where, with what body, and how its
+/// answer becomes a reply whose content is OpenAI's `data` array.
+pub trait EmbeddingsFormat: Send + Sync + 'static {
+    /// Whether it serves any.
+    const SERVES: bool = true;
+    /// Its answer, typed.
+    type Answer: DeserializeOwned + Send;
+    /// The endpoint under the base URL for `model`, or why it has none.
+    fn path(model: &str) -> Result<ModelPath, String>;
+    /// The request body, or why this input cannot be sent.
+    fn body(model: &str, embedding: &Embedding) -> Result<Vec<u8>, String>;
+    /// The reply its answer makes to `embedding`.
+    fn reply(answer: Self::Answer, embedding: &Embedding)
+    -> Result<ProviderReply, ProviderFailure>;
+}
+
+/// A provider that serves no embeddings (Anthropic's Messages API).
+#[derive(Debug)]
+pub struct NoEmbeddings;
+
+impl EmbeddingsFormat for NoEmbeddings {
+    const SERVES: bool = false;
+    type Answer = serde::de::IgnoredAny;
+
+    fn path(_: &str) -> Result<ModelPath, String> {
+        Err("this provider serves no embeddings".into())
+    }
+
+    fn body(_: &str, _: &Embedding) -> Result<Vec<u8>, String> {
+        Err("this provider serves no embeddings".into())
+    }
+
+    fn reply(_: Self::Answer, _: &Embedding) -> Result<ProviderReply, ProviderFailure> {
+        let why = "this provider serves no embeddings";
+        Err(ProviderFailure::new(FailureKind::Unanswerable, None, why))
+    }
+}
+
+/// OpenAI's `POST /embeddings`.
+#[derive(Debug)]
+pub struct OpenAiEmbeddings;
+
+impl EmbeddingsFormat for OpenAiEmbeddings {
+    type Answer = Answer;
+
+    fn path(_: &str) -> Result<ModelPath, String> {
+        Ok(("/embeddings".into(), &[]))
+    }
+
+    fn body(model: &str, embedding: &Embedding) -> Result<Vec<u8>, String> {
+        let body = Body { model, embedding };
+        Ok(serde_json::to_vec(&body).expect("an embedding body always serialises"))
+    }
+
+    fn reply(answer: Answer, _: &Embedding) -> Result<ProviderReply, ProviderFailure> {
+        Ok(reply(answer))
+    }
+}
+
 /// The request body: the model, then the client's input and options.
 #[derive(Serialize)]
-pub(crate) struct Body<'a> {
-    pub model: &'a str,
+struct Body<'a> {
+    model: &'a str,
     #[serde(flatten)]
-    pub embedding: &'a Embedding,
+    embedding: &'a Embedding,
 }
 
 /// An embeddings answer, as far as this host reads it.
 #[derive(Deserialize)]
-pub(crate) struct Answer {
+pub struct Answer {
     data: Box<RawValue>,
     #[serde(default)]
     model: Option<String>,
@@ -36,7 +98,7 @@ struct EmbeddingUsage {
 /// The reply of `answer`: its `data` as the content, its input tokens as
 /// reported (and no output: an embedding generates none), when it reported
 /// usage.
-pub(crate) fn reply(answer: Answer) -> ProviderReply {
+fn reply(answer: Answer) -> ProviderReply {
     let input = answer.usage.and_then(|u| u.prompt_tokens.0);
     ProviderReply {
         content: answer.data.get().to_owned(),

@@ -314,6 +314,8 @@ impl WireFormat for AnthropicWire {
     const PROMPT_CACHE: bool = true;
     const THINKING: bool = true;
 
+    type Embeddings = crate::embeddings::NoEmbeddings;
+
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
         let mut headers = vec![("anthropic-version", ANTHROPIC_VERSION.to_owned())];
         if let Some(k) = key {

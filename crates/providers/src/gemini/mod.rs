@@ -8,6 +8,7 @@
 //! as `maxOutputTokens`, and the call's thinking as `thinkingConfig`.
 
 mod answer;
+mod embeddings;
 #[cfg(test)]
 mod tests;
 mod thinking;
@@ -254,12 +255,25 @@ fn plain(model: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
 }
 
+/// The model name of `model` (`models/gemini-2.5-flash`, as Google's own
+/// listings name it, too), or why it can name no endpoint.
+fn model_name(model: &str) -> Result<&str, String> {
+    let name = model.strip_prefix("models/").unwrap_or(model);
+    match plain(name) {
+        true => Ok(name),
+        false => Err(format!(
+            "the model {model:?} is not a Gemini model name (letters, digits, '.', '-', '_')"
+        )),
+    }
+}
+
 impl WireFormat for GeminiWire {
     /// Unused: every endpoint names its model ([`WireFormat::path_for`]).
     const PATH: &'static str = "/models";
     /// A call's `thinking` becomes `thinkingConfig`; earlier turns'
     /// thinking blocks (another provider's signatures) are not sent.
     const THINKING: bool = true;
+    type Embeddings = embeddings::GeminiEmbeddings;
     const NATIVE_TERMS: &'static [&'static str] = &[
         "responseJsonSchema",
         "response_json_schema",
@@ -273,13 +287,10 @@ impl WireFormat for GeminiWire {
     }
 
     fn path_for(model: &str, delivery: Delivery) -> Option<Result<ModelPath, String>> {
-        // `models/gemini-2.5-flash`, as Google's own listings name it, too.
-        let name = model.strip_prefix("models/").unwrap_or(model);
-        if !plain(name) {
-            return Some(Err(format!(
-                "the model {model:?} is not a Gemini model name (letters, digits, '.', '-', '_')"
-            )));
-        }
+        let name = match model_name(model) {
+            Ok(name) => name,
+            Err(why) => return Some(Err(why)),
+        };
         Some(Ok(match delivery {
             Delivery::Whole => (format!("/models/{name}:generateContent"), &[]),
             Delivery::Streamed => (

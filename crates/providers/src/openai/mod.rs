@@ -187,7 +187,7 @@ struct StreamOptions {
 
 impl WireFormat for OpenAiWire {
     const PATH: &'static str = "/chat/completions";
-    const EMBEDDINGS_PATH: Option<&'static str> = Some("/embeddings");
+    type Embeddings = crate::embeddings::OpenAiEmbeddings;
 
     fn takes_reasoning(model: &str) -> bool {
         crate::upstream::reasoning_family(model)

@@ -181,6 +181,8 @@ pub struct ResponsesWire;
 impl WireFormat for ResponsesWire {
     const PATH: &'static str = "/responses";
     const NATIVE_TERMS: &'static [&'static str] = &["text.format", "json_schema"];
+    /// OpenAI's, whichever of its APIs the completions go to.
+    type Embeddings = crate::embeddings::OpenAiEmbeddings;
 
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)> {
         // OpenAI's, whichever of its APIs.
