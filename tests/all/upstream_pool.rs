@@ -7,9 +7,35 @@
 use callai_tests::serve::TestServer;
 use callai_tests::tls_fake::{ConnectProxy, Options, Pki, Seen, TlsFake};
 use serde_json::{Value, json};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// A TLS fake with certificates of a new CA, and that CA written to a
+/// folder of the test's.
+struct Setup {
+    pki: Pki,
+    fake: TlsFake,
+    /// Holds `ca` (and whatever else the test writes): bound to a name,
+    /// never to `_` or left to `..`, or it is deleted at once.
+    dir: tempfile::TempDir,
+    ca: PathBuf,
+}
+
+/// A fake allowing `max_streams` streams a connection, answering after
+/// `delay`, and requiring a client certificate of the CA when `mutual`.
+async fn setup(max_streams: u32, delay: Duration, mutual: bool) -> Setup {
+    let pki = Pki::new("callai test CA");
+    let options = Options {
+        max_streams,
+        delay,
+        client_ca: mutual.then(|| pki.ca_pem()),
+    };
+    let fake = TlsFake::start(&pki.server(), options).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ca = pki.write_ca(dir.path(), "ca.pem");
+    Setup { pki, fake, dir, ca }
+}
 
 /// A provider section for the fake, with `extra` keys.
 fn provider(name: &str, fake: &TlsFake, extra: &str) -> String {
@@ -68,18 +94,12 @@ async fn taken(fake: &TlsFake, n: usize) {
 /// `/metrics` shows the connections and the streams in flight.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_calls_open_connections_as_the_stream_limit_fills() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 10,
-            delay: Duration::from_secs(1),
-            client_ca: None,
-        },
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let Setup {
+        fake,
+        ca,
+        dir: _dir,
+        ..
+    } = setup(10, Duration::from_secs(1), false).await;
     let toml = provider("tls", &fake, &ca_key(&ca)) + RETRY;
     let server = Arc::new(TestServer::start(&toml).await);
     let started = Instant::now();
@@ -119,18 +139,12 @@ async fn fifty_calls_open_connections_as_the_stream_limit_fills() {
 /// unseen go on a new connection; every call answers, none twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn goaway_mid_load_loses_no_call_and_sends_none_twice() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 10,
-            delay: Duration::from_millis(400),
-            client_ca: None,
-        },
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let Setup {
+        fake,
+        ca,
+        dir: _dir,
+        ..
+    } = setup(10, Duration::from_millis(400), false).await;
     let toml = provider("tls", &fake, &ca_key(&ca)) + RETRY;
     let server = Arc::new(TestServer::start(&toml).await);
     let calls = tokio::spawn({
@@ -163,18 +177,12 @@ async fn goaway_mid_load_loses_no_call_and_sends_none_twice() {
 /// attempts the calls report.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cut_connection_fails_its_calls_as_transient_and_they_are_retried() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 10,
-            delay: Duration::from_millis(400),
-            client_ca: None,
-        },
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let Setup {
+        fake,
+        ca,
+        dir: _dir,
+        ..
+    } = setup(10, Duration::from_millis(400), false).await;
     let toml = provider("tls", &fake, &ca_key(&ca)) + RETRY;
     let server = Arc::new(TestServer::start(&toml).await);
     let calls = tokio::spawn({
@@ -208,18 +216,12 @@ async fn a_cut_connection_fails_its_calls_as_transient_and_they_are_retried() {
 /// provider of the same server refuses its certificate, and says why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ca_file_is_trusted_for_its_provider_only() {
-    let pki = Pki::new("callai private CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 100,
-            delay: Duration::ZERO,
-            client_ca: None,
-        },
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let Setup {
+        fake,
+        ca,
+        dir: _dir,
+        ..
+    } = setup(100, Duration::ZERO, false).await;
     let toml = provider("trusted", &fake, &ca_key(&ca)) + &provider("plain", &fake, "") + RETRY;
     let server = TestServer::start(&toml).await;
     let ok = server.post("/v1/call", &call("trusted")).await;
@@ -237,18 +239,7 @@ async fn a_ca_file_is_trusted_for_its_provider_only() {
 /// provider's `clientCert`, and refuses a provider without one, saying so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mutual_tls_sends_the_providers_client_certificate() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 100,
-            delay: Duration::ZERO,
-            client_ca: Some(pki.ca_pem()),
-        },
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let Setup { pki, fake, dir, ca } = setup(100, Duration::ZERO, true).await;
     let client = pki.client();
     std::fs::write(dir.path().join("client.pem"), &client.cert).unwrap();
     std::fs::write(dir.path().join("client.key"), &client.key).unwrap();
@@ -275,20 +266,14 @@ async fn mutual_tls_sends_the_providers_client_certificate() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_connect_proxy_carries_the_providers_requests() {
     use base64::Engine;
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 100,
-            delay: Duration::ZERO,
-            client_ca: None,
-        },
-    )
-    .await;
+    let Setup {
+        fake,
+        ca,
+        dir: _dir,
+        ..
+    } = setup(100, Duration::ZERO, false).await;
     let basic = base64::engine::general_purpose::STANDARD.encode("ops:s3cret");
     let proxy = ConnectProxy::start(Some(format!("Basic {basic}"))).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
     let via = |env: &str| {
         format!(
             "{}\nproxy = \"http://127.0.0.1:{}\"\nproxyAuthEnv = \"{env}\"",
@@ -324,18 +309,12 @@ async fn a_connect_proxy_carries_the_providers_requests() {
 /// for `idleMs` are closed: `/metrics` shows none left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pool_stops_at_max_connections_and_closes_idle_ones() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 5,
-            delay: Duration::from_millis(200),
-            client_ca: None,
-        },
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
+    let Setup {
+        fake,
+        ca,
+        dir: _dir,
+        ..
+    } = setup(5, Duration::from_millis(200), false).await;
     let keys = format!("{}\nmaxConnections = 2\nidleMs = 500", ca_key(&ca));
     let server = Arc::new(TestServer::start(&(provider("tls", &fake, &keys) + RETRY)).await);
     for (status, body) in calls_at_once(&server, "tls", 20).await {
@@ -355,19 +334,8 @@ async fn the_pool_stops_at_max_connections_and_closes_idle_ones() {
 /// directly (a `callai serve` process with those variables).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn https_proxy_and_no_proxy_from_the_environment_are_honoured() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 100,
-            delay: Duration::ZERO,
-            client_ca: None,
-        },
-    )
-    .await;
+    let Setup { fake, dir, ca, .. } = setup(100, Duration::ZERO, false).await;
     let proxy = ConnectProxy::start(None).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
     let config = dir.path().join("callai.toml");
     std::fs::write(&config, provider("tls", &fake, &ca_key(&ca)) + RETRY).unwrap();
     let proxy_url = format!("http://127.0.0.1:{}", proxy.port);
@@ -404,19 +372,13 @@ async fn https_proxy_and_no_proxy_from_the_environment_are_honoured() {
 /// the provider's own TLS runs inside the tunnel.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_https_proxy_is_reached_over_tls() {
-    let pki = Pki::new("callai test CA");
-    let fake = TlsFake::start(
-        &pki.server(),
-        Options {
-            max_streams: 100,
-            delay: Duration::ZERO,
-            client_ca: None,
-        },
-    )
-    .await;
+    let Setup {
+        pki,
+        fake,
+        ca,
+        dir: _dir,
+    } = setup(100, Duration::ZERO, false).await;
     let proxy = ConnectProxy::start_with(None, Some(&pki.server())).await;
-    let dir = tempfile::tempdir().unwrap();
-    let ca = pki.write_ca(dir.path(), "ca.pem");
     let keys = format!(
         "{}\nproxy = \"https://127.0.0.1:{}\"",
         ca_key(&ca),
