@@ -52,6 +52,7 @@ mod sdk_images;
 mod security_review;
 mod serve_api;
 mod serve_audit;
+mod serve_bedrock;
 mod serve_bill;
 mod serve_budget;
 mod serve_budget_contention;

@@ -1,12 +1,12 @@
 //! An HTTP provider: one wire format (OpenAI-compatible, Anthropic) behind
 //! the common [`Provider`] plumbing.
 
+use super::auth::Authorize;
 use super::embeddings::EmbeddingsFormat;
 use super::events::{Sse, Streamed};
 use super::http::{ApiKey, HttpClient};
 use super::redact::StreamRedaction;
 use super::upstream::{KeyHeader, Upstream};
-use super::vertex::Tokens;
 use callai_engine::{
     BoxFuture, DeltaSink, FailureKind, Provider, ProviderFailure, ProviderReply, ProviderRequest,
 };
@@ -42,12 +42,21 @@ pub trait WireFormat: Send + Sync + 'static {
     fn takes_reasoning(_model: &str) -> bool {
         false
     }
+    /// Why `request` cannot be sent to it, if it cannot (an image it takes
+    /// only inline): a failure before any request. None by default.
+    fn unsendable(_request: &ProviderRequest) -> Option<String> {
+        None
+    }
+    /// The event of a streamed answer whose frame is of type `kind` (an
+    /// SSE `event:`, an AWS event stream's `:event-type`) and carries
+    /// `data` ([`by_data`] for a format whose data says what it is).
+    fn event(kind: &str, data: &str) -> serde_json::Result<Self::Event>;
     /// The auth (and version) headers, the key in `key_header`.
     fn headers(key: Option<&ApiKey>, key_header: KeyHeader) -> Vec<(&'static str, String)>;
     /// A whole success answer, typed.
     type Answer: DeserializeOwned + Send;
     /// One event of a streamed answer, typed.
-    type Event: DeserializeOwned + Send;
+    type Event: Send;
     /// A streamed answer as far as its events went.
     type Folded: Default + Send;
     /// The request body for one attempt, as JSON bytes; `model` when the
@@ -71,6 +80,12 @@ pub trait WireFormat: Send + Sync + 'static {
     /// native structured output is a tool call, which is the answer's JSON
     /// only when the request asked for it). Nothing by default.
     fn settle(_reply: &mut ProviderReply, _request: &ProviderRequest) {}
+}
+
+/// An event read from its data alone, whatever its frame's type: the
+/// SSE formats' own events say what they are.
+pub fn by_data<E: DeserializeOwned>(_kind: &str, data: &str) -> serde_json::Result<E> {
+    serde_json::from_str(data)
 }
 
 /// An endpoint that names its model: the path under the base URL, and the
@@ -119,9 +134,9 @@ pub struct HttpProvider<W> {
     vision: bool,
     /// What its config adds to each body.
     upstream: Upstream,
-    /// Its bearer tokens, when they are made rather than configured
-    /// (Vertex AI).
-    tokens: Option<Tokens>,
+    /// What authorizes each request, when that is made per request
+    /// (Vertex AI's tokens, Bedrock's signatures).
+    auth: Option<Box<dyn Authorize>>,
     wire: PhantomData<W>,
 }
 
@@ -169,7 +184,7 @@ impl<W: WireFormat> HttpProvider<W> {
             overhead: 0,
             vision: true,
             upstream: Upstream::default(),
-            tokens: None,
+            auth: None,
             wire: PhantomData,
         })
     }
@@ -194,10 +209,10 @@ impl<W: WireFormat> HttpProvider<W> {
         self
     }
 
-    /// With bearer tokens made as it goes (Vertex AI's), sent in
-    /// `authorization`.
-    pub(crate) fn with_tokens(mut self, tokens: Option<Tokens>) -> Self {
-        self.tokens = tokens;
+    /// With each request authorized by `auth` (Vertex AI's tokens,
+    /// Bedrock's signatures).
+    pub(crate) fn with_auth(mut self, auth: Option<Box<dyn Authorize>>) -> Self {
+        self.auth = auth;
         self
     }
 }
@@ -240,25 +255,36 @@ impl<W: WireFormat> HttpProvider<W> {
     }
 }
 
-impl<W> HttpProvider<W> {
-    /// The headers of a request now: the provider's own, with a bearer
-    /// token when it makes them.
-    async fn headers(&self) -> Result<Cow<'_, HeaderMap>, ProviderFailure> {
-        let Some(tokens) = &self.tokens else {
+impl<W: WireFormat> HttpProvider<W> {
+    /// A failure, before any request, when `request` cannot be sent.
+    fn sendable(&self, request: &ProviderRequest) -> Result<(), ProviderFailure> {
+        match W::unsendable(request) {
+            Some(why) => Err(ProviderFailure::new(FailureKind::Unanswerable, None, why)),
+            None => Ok(()),
+        }
+    }
+
+    /// The headers of a POST of `body` to `url` now: the provider's own,
+    /// authorized when it authorizes each request.
+    async fn headers(
+        &self,
+        url: &reqwest::Url,
+        body: &[u8],
+    ) -> Result<Cow<'_, HeaderMap>, ProviderFailure> {
+        let Some(auth) = &self.auth else {
             return Ok(Cow::Borrowed(&self.headers));
         };
         let mut headers = self.headers.clone();
-        headers.insert(reqwest::header::AUTHORIZATION, tokens.header().await?);
+        auth.authorize(url, &mut headers, body).await?;
         Ok(Cow::Owned(headers))
     }
 
-    /// Passes `result` on; a 401 drops the token it was sent with, so the
-    /// next request makes a new one.
+    /// Passes `result` on; a 401 tells what authorized the request.
     fn after<T>(&self, result: Result<T, ProviderFailure>) -> Result<T, ProviderFailure> {
-        if let (Some(tokens), Err(f)) = (&self.tokens, &result)
+        if let (Some(auth), Err(f)) = (&self.auth, &result)
             && f.status == Some(401)
         {
-            tokens.forget();
+            auth.refused();
         }
         result
     }
@@ -323,7 +349,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
             let model = request.model.as_deref().unwrap_or(&self.model);
             let url = self.at(model, W::Embeddings::path(model))?;
             let body = W::Embeddings::body(model, embedding).map_err(unsent)?;
-            let headers = self.headers().await?;
+            let headers = self.headers(&url, &body).await?;
             let result = self
                 .http
                 .attempt(&url, &headers, body, request, &[], |answer| {
@@ -339,9 +365,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         request: &'a ProviderRequest,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
+            self.sendable(request)?;
             let body = W::body(&self.model, request, Delivery::Whole, &self.upstream);
             let url = self.url(request, Delivery::Whole)?;
-            let headers = self.headers().await?;
+            let headers = self.headers(&url, &body).await?;
             let result = self
                 .http
                 .attempt(&url, &headers, body, request, W::NATIVE_TERMS, |answer| {
@@ -360,9 +387,10 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
         deltas: &'a DeltaSink,
     ) -> BoxFuture<'a, Result<ProviderReply, ProviderFailure>> {
         Box::pin(async move {
+            self.sendable(request)?;
             let body = W::body(&self.model, request, Delivery::Streamed, &self.upstream);
             let url = self.url(request, Delivery::Streamed)?;
-            let headers = self.headers().await?;
+            let headers = self.headers(&url, &body).await?;
             let streamed = self.after(
                 self.http
                     .post_events::<W::Answer>(&url, &headers, body)
@@ -380,7 +408,7 @@ impl<W: WireFormat> Provider for HttpProvider<W> {
                 Streamed::Events(status, mut events) => {
                     let mut acc = W::Folded::default();
                     let mut redaction = StreamRedaction::new(self.http.redactor());
-                    while let Some(event) = events.next::<W::Event>(&self.http).await {
+                    while let Some(event) = events.next(&self.http, W::event).await {
                         match event? {
                             Sse::Done => W::done(&mut acc),
                             Sse::Event(event) => {

@@ -21,15 +21,18 @@ pub enum ProviderKind {
     Anthropic,
     /// Google's Gemini API (`generateContent`).
     Gemini,
+    /// Amazon Bedrock's Converse API.
+    Bedrock,
 }
 
 impl ProviderKind {
-    /// `openai`, `anthropic` or `gemini`.
+    /// `openai`, `anthropic`, `gemini` or `bedrock`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Openai => "openai",
             Self::Anthropic => "anthropic",
             Self::Gemini => "gemini",
+            Self::Bedrock => "bedrock",
         }
     }
 
@@ -39,6 +42,7 @@ impl ProviderKind {
             "openai" => Some(Self::Openai),
             "anthropic" => Some(Self::Anthropic),
             "gemini" => Some(Self::Gemini),
+            "bedrock" => Some(Self::Bedrock),
             _ => None,
         }
     }
@@ -49,6 +53,8 @@ impl ProviderKind {
             Self::Openai => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com/v1",
             Self::Gemini => "https://generativelanguage.googleapis.com/v1beta",
+            // Its region's: see [`ProviderConfig::settings`].
+            Self::Bedrock => "https://bedrock-runtime.us-east-1.amazonaws.com",
         }
     }
 
@@ -58,6 +64,9 @@ impl ProviderKind {
             Self::Openai => "OPENAI_API_KEY",
             Self::Anthropic => "ANTHROPIC_API_KEY",
             Self::Gemini => "GEMINI_API_KEY",
+            // SigV4 from the AWS variables, unless a Bedrock API key's
+            // variable is named.
+            Self::Bedrock => "",
         }
     }
 
@@ -67,6 +76,7 @@ impl ProviderKind {
             Self::Openai => KeyHeader::Authorization,
             Self::Anthropic => KeyHeader::XApiKey,
             Self::Gemini => KeyHeader::XGoogApiKey,
+            Self::Bedrock => KeyHeader::Authorization,
         }
     }
 
@@ -79,7 +89,8 @@ impl ProviderKind {
     pub fn default_input_overhead(self) -> u64 {
         match self {
             Self::Openai | Self::Gemini => 0,
-            Self::Anthropic => 400,
+            // Claude on Bedrock adds the same tool-use prompt.
+            Self::Anthropic | Self::Bedrock => 400,
         }
     }
 
@@ -89,6 +100,7 @@ impl ProviderKind {
             Self::Openai => "gpt-4o-mini",
             Self::Anthropic => "claude-sonnet-4-5",
             Self::Gemini => "gemini-2.5-flash",
+            Self::Bedrock => "anthropic.claude-3-5-haiku-20241022-v1:0",
         }
     }
 }
@@ -120,7 +132,8 @@ pub type ProvidersConfig = BTreeMap<String, ProviderConfig>;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ProviderConfig {
-    /// The wire format; implied by a section named `openai`, `anthropic` or `gemini`.
+    /// The wire format; implied by a section named `openai`, `anthropic`,
+    /// `gemini` or `bedrock`.
     pub kind: Option<ProviderKind>,
     /// API root, e.g. `https://api.openai.com/v1`.
     pub base_url: Option<String>,
@@ -174,6 +187,8 @@ pub struct ProviderConfig {
     pub idle_ms: Option<u64>,
     /// Vertex AI's project, location and token (a Gemini-kind provider).
     pub vertex: Option<VertexConfig>,
+    /// The AWS region of a Bedrock-kind provider.
+    pub region: Option<String>,
 }
 
 /// `[providers.NAME.prices]`: what a provider's tokens cost, per million,
@@ -254,6 +269,9 @@ pub struct ProviderSettings {
     /// Vertex AI's project, location and token.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub vertex: Option<VertexConfig>,
+    /// The AWS region (a Bedrock-kind provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
 }
 
 impl ProviderConfig {
@@ -271,7 +289,9 @@ impl ProviderConfig {
             (Some(kind), _) | (None, Some(kind)) => Ok(kind),
             (None, None) => Err(invalid(
                 &format!("providers.{name}.kind"),
-                "is required for a provider not named openai, anthropic or gemini (\"openai\", \"anthropic\" or \"gemini\")".into(),
+                "is required for a provider not named openai, anthropic, gemini or bedrock \
+                 (\"openai\", \"anthropic\", \"gemini\" or \"bedrock\")"
+                    .into(),
             )),
         }
     }
@@ -282,12 +302,16 @@ impl ProviderConfig {
         Ok(ProviderSettings {
             name: name.to_owned(),
             kind,
-            base_url: self.base_url.clone().unwrap_or_else(|| {
-                self.vertex.as_ref().map_or_else(
-                    || kind.default_base_url().into(),
-                    VertexConfig::default_base_url,
-                )
-            }),
+            base_url: self
+                .base_url
+                .clone()
+                .unwrap_or_else(|| match (&self.vertex, &self.region) {
+                    (Some(vertex), _) => vertex.default_base_url(),
+                    (None, Some(region)) if kind == ProviderKind::Bedrock => {
+                        format!("https://bedrock-runtime.{region}.amazonaws.com")
+                    }
+                    _ => kind.default_base_url().into(),
+                }),
             // Vertex AI takes a bearer token, not a key.
             api_key_env: self
                 .api_key_env
@@ -316,6 +340,7 @@ impl ProviderConfig {
             limits: self.limits,
             transport: self.transport(),
             vertex: self.vertex.clone(),
+            region: self.region.clone(),
         })
     }
 }
@@ -380,9 +405,7 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
                 format!("must be 0..1000000, got {}", s.input_overhead_tokens),
             ));
         }
-        if let Some(vertex) = &s.vertex {
-            check_vertex(name, section, &s, vertex)?;
-        }
+        check_kind_keys(name, section, &s)?;
         if s.kind == ProviderKind::Gemini && s.api == OpenAiApi::Responses {
             return Err(invalid(
                 &format!("providers.{name}.api"),
@@ -419,29 +442,35 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// Checks a section's `vertex`: on a Gemini-kind provider, without a key.
-fn check_vertex(
+/// Checks the keys of one kind: `vertex` (a Gemini-kind provider's, with
+/// no key) and `region` (a Bedrock-kind provider's, required there).
+fn check_kind_keys(
     name: &str,
     section: &ProviderConfig,
     s: &ProviderSettings,
-    vertex: &VertexConfig,
 ) -> Result<(), ConfigError> {
-    if s.kind != ProviderKind::Gemini {
-        return Err(invalid(
-            &format!("providers.{name}.vertex"),
-            format!(
-                "is for a Gemini-kind provider; this one is {}",
-                s.kind.as_str()
-            ),
-        ));
+    let elsewhere = |key: &str, kind: &str| {
+        let why = format!(
+            "is for a {kind}-kind provider; this one is {}",
+            s.kind.as_str()
+        );
+        Err(invalid(&format!("providers.{name}.{key}"), why))
+    };
+    match (&s.vertex, s.kind) {
+        (Some(_), kind) if kind != ProviderKind::Gemini => return elsewhere("vertex", "Gemini"),
+        (Some(vertex), _) => {
+            let key_named = section.api_key_env.as_ref().is_some_and(|k| !k.is_empty());
+            crate::vertex::check_section(name, key_named, vertex)?;
+        }
+        (None, _) => {}
     }
-    if section.api_key_env.as_ref().is_some_and(|k| !k.is_empty()) {
-        return Err(invalid(
-            &format!("providers.{name}.apiKeyEnv"),
-            "Vertex AI takes a bearer token from vertex.credentialsFile or \
-             vertex.tokenCommand, not an API key"
-                .into(),
-        ));
+    match (&s.region, s.kind) {
+        (Some(_), kind) if kind != ProviderKind::Bedrock => elsewhere("region", "Bedrock"),
+        (Some(region), _) => crate::bedrock::check_region(name, region),
+        (None, ProviderKind::Bedrock) => Err(invalid(
+            &format!("providers.{name}.region"),
+            "is required for a Bedrock-kind provider (\"us-east-1\", …)".into(),
+        )),
+        (None, _) => Ok(()),
     }
-    vertex.check(name)
 }

@@ -1,10 +1,15 @@
 //! A provider's streamed answer: its server-sent events (parsed by the
-//! `eventsource-stream` crate), read up to `limits.maxProviderBodyBytes`,
-//! each event's data read into the wire format's typed event. The adapter
-//! pulls them one at a time, so that a reader that falls behind holds the
-//! provider's stream (and nothing piles up in between).
+//! `eventsource-stream` crate), or Bedrock's AWS event stream (binary
+//! frames, decoded by AWS's `aws-smithy-eventstream`), read up to
+//! `limits.maxProviderBodyBytes`, each event's data read into the wire
+//! format's typed event. The adapter pulls them one at a time, so that a
+//! reader that falls behind holds the provider's stream (and nothing piles
+//! up in between).
 
 use super::http::HttpClient;
+use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
+use aws_smithy_types::event_stream::Message;
+use bytes::BytesMut;
 use callai_engine::{FailureKind, ProviderFailure};
 use eventsource_stream::{EventStreamError, Eventsource};
 use futures_util::{Stream, StreamExt};
@@ -29,8 +34,25 @@ impl std::fmt::Display for Cut {
     }
 }
 
-type RawEvents =
-    Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, EventStreamError<Cut>>> + Send>>;
+/// One event of either framing: its type (SSE's `event:`, the AWS
+/// stream's `:event-type`), and its data.
+struct Frame {
+    kind: String,
+    data: String,
+}
+
+/// Why a stream stopped short.
+enum Broken {
+    /// The bytes under it stopped.
+    Cut(Cut),
+    /// Its framing is not what it should be.
+    Malformed(String),
+    /// The AWS stream's own error (`:message-type: exception`): its type
+    /// and message.
+    Exception(String, String),
+}
+
+type RawEvents = Pin<Box<dyn Stream<Item = Result<Frame, Broken>> + Send>>;
 
 /// How a provider answered a request for a stream.
 pub(crate) enum Streamed<A> {
@@ -57,40 +79,49 @@ pub(crate) struct Events {
 }
 
 impl Events {
-    /// The next event, read as an `E`; `None` once the stream has ended.
-    /// `http` says what a transport failure was.
-    pub(crate) async fn next<E: DeserializeOwned>(
+    /// The next event, read by `parse` from its type and data; `None`
+    /// once the stream has ended. `http` says what a transport failure
+    /// was.
+    pub(crate) async fn next<E>(
         &mut self,
         http: &HttpClient,
+        parse: fn(&str, &str) -> serde_json::Result<E>,
     ) -> Option<Result<Sse<E>, ProviderFailure>> {
         let status = self.status;
-        let event = match self.raw.next().await? {
-            Ok(event) => event,
-            Err(EventStreamError::Transport(Cut::Transport(e))) => {
-                return Some(Err(http.transport(&e)));
-            }
-            Err(EventStreamError::Transport(Cut::Over(cap))) => {
-                return Some(Err(ProviderFailure::new(
+        let failed = |kind, why: String| Some(Err(ProviderFailure::new(kind, Some(status), why)));
+        let frame = match self.raw.next().await? {
+            Ok(frame) => frame,
+            Err(Broken::Cut(Cut::Transport(e))) => return Some(Err(http.transport(&e))),
+            Err(Broken::Cut(Cut::Over(cap))) => {
+                return failed(
                     FailureKind::TooLarge,
-                    Some(status),
                     format!(
                         "limits.maxProviderBodyBytes: the provider's stream is over {cap} bytes; the rest was not read"
                     ),
-                )));
+                );
             }
-            Err(e) => {
-                return Some(Err(ProviderFailure::new(
+            Err(Broken::Malformed(why)) => {
+                return failed(
                     FailureKind::Transient,
-                    Some(status),
-                    format!("the provider's event stream is malformed: {e}"),
-                )));
+                    format!("the provider's event stream is malformed: {why}"),
+                );
+            }
+            Err(Broken::Exception(kind, message)) => {
+                let message = http.redact(&message).into_owned();
+                let kind = match kind.as_str() {
+                    "validationException"
+                    | "accessDeniedException"
+                    | "resourceNotFoundException" => FailureKind::Rejected,
+                    _ => FailureKind::Transient,
+                };
+                return failed(kind, format!("the provider's stream failed: {message}"));
             }
         };
-        if event.data == "[DONE]" {
+        if frame.data == "[DONE]" {
             return Some(Ok(Sse::Done));
         }
         Some(
-            serde_json::from_str(&event.data)
+            parse(&frame.kind, &frame.data)
                 .map(Sse::Event)
                 .map_err(|e| {
                     let what = if e.is_data() {
@@ -120,12 +151,13 @@ impl HttpClient {
     ) -> Result<Streamed<A>, ProviderFailure> {
         let response = self.post(url, headers, body).await?;
         let status = response.status().as_u16();
-        let is_events = response
+        let content_type = response
             .headers()
             .get(reqwest::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
-            .is_some_and(|t| t.starts_with("text/event-stream"));
-        if !is_events {
+            .unwrap_or_default();
+        let aws = content_type.starts_with("application/vnd.amazon.eventstream");
+        if !aws && !content_type.starts_with("text/event-stream") {
             let (status, answer) = self.read_json(response).await?;
             return Ok(Streamed::Whole(status, answer));
         }
@@ -144,7 +176,89 @@ impl HttpClient {
                     Err(e) => Some((Err(Cut::Transport(e)), (r, read))),
                 }
             });
-        let raw: RawEvents = Box::pin(bytes.eventsource());
+        let raw: RawEvents = match aws {
+            true => Box::pin(aws_frames(bytes)),
+            false => Box::pin(bytes.eventsource().map(|event| match event {
+                Ok(e) => Ok(Frame {
+                    kind: e.event,
+                    data: e.data,
+                }),
+                Err(EventStreamError::Transport(cut)) => Err(Broken::Cut(cut)),
+                Err(e) => Err(Broken::Malformed(e.to_string())),
+            })),
+        };
         Ok(Streamed::Events(status, Events { raw, status }))
     }
+}
+
+/// The frames of an AWS event stream over `bytes`: each message's
+/// `:event-type` and its payload as text; an `exception` message is the
+/// stream's failure.
+fn aws_frames(
+    bytes: impl Stream<Item = Result<bytes::Bytes, Cut>> + Send + 'static,
+) -> impl Stream<Item = Result<Frame, Broken>> + Send {
+    let state = (
+        Box::pin(bytes),
+        BytesMut::new(),
+        MessageFrameDecoder::new(),
+        false,
+    );
+    futures_util::stream::unfold(
+        state,
+        |(mut bytes, mut buf, mut decoder, ended)| async move {
+            if ended {
+                return None;
+            }
+            loop {
+                match decoder.decode_frame(&mut buf) {
+                    Ok(DecodedFrame::Complete(message)) => {
+                        let frame = aws_frame(&message);
+                        let ended = frame.is_err();
+                        return Some((frame, (bytes, buf, decoder, ended)));
+                    }
+                    Ok(DecodedFrame::Incomplete) => {}
+                    Err(e) => {
+                        let broken = Err(Broken::Malformed(e.to_string()));
+                        return Some((broken, (bytes, buf, decoder, true)));
+                    }
+                }
+                match bytes.next().await {
+                    Some(Ok(chunk)) => buf.extend_from_slice(&chunk),
+                    Some(Err(cut)) => {
+                        return Some((Err(Broken::Cut(cut)), (bytes, buf, decoder, true)));
+                    }
+                    None if buf.is_empty() => return None,
+                    None => {
+                        let why = format!("it ends inside a message ({} bytes left)", buf.len());
+                        return Some((Err(Broken::Malformed(why)), (bytes, buf, decoder, true)));
+                    }
+                }
+            }
+        },
+    )
+}
+
+/// One decoded AWS event-stream message as a frame, or the exception it
+/// carries.
+fn aws_frame(message: &Message) -> Result<Frame, Broken> {
+    let header = |name: &str| {
+        message
+            .headers()
+            .iter()
+            .find(|h| h.name().as_str() == name)
+            .and_then(|h| h.value().as_string().ok())
+            .map(|v| v.as_str().to_owned())
+            .unwrap_or_default()
+    };
+    let data = String::from_utf8(message.payload().to_vec())
+        .map_err(|_| Broken::Malformed("a message's payload is not UTF-8 text".into()))?;
+    if header(":message-type") == "exception" {
+        let said: Option<crate::usage::ErrorObject> = serde_json::from_str(&data).ok();
+        let message = said.and_then(|e| e.message).unwrap_or(data);
+        return Err(Broken::Exception(header(":exception-type"), message));
+    }
+    Ok(Frame {
+        kind: header(":event-type"),
+        data,
+    })
 }

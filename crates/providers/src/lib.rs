@@ -27,6 +27,8 @@
 
 mod adapter;
 mod anthropic;
+mod auth;
+mod bedrock;
 mod config;
 mod embeddings;
 mod events;
@@ -65,6 +67,8 @@ type OpenAi = HttpProvider<OpenAiWire>;
 type Anthropic = HttpProvider<AnthropicWire>;
 /// A Gemini API provider.
 type Gemini = HttpProvider<gemini::GeminiWire>;
+/// An Amazon Bedrock Converse provider.
+type Bedrock = HttpProvider<bedrock::BedrockWire>;
 /// An OpenAI provider spoken to over the Responses API.
 type OpenAiResponses = HttpProvider<openai::ResponsesWire>;
 
@@ -127,6 +131,7 @@ fn start_one(
     let url = |message| invalid(&format!("providers.{}.baseUrl", s.name), message);
     let base = url::Url::parse(&s.base_url).map_err(|e| url(e.to_string()))?;
     let transport = Transport::new(&s.name, &s.transport, &base, env, timeout)?;
+    let bearer = key.is_some();
     let http = HttpClient::new(transport, key, timeout, max_body);
     let overhead = s.input_overhead_tokens;
     let extras = upstream::Upstream {
@@ -170,6 +175,25 @@ fn start_one(
                 .with_vision(s.vision)
                 .with_upstream(extras),
         ),
+        ProviderKind::Bedrock => {
+            // A Bedrock API key is a bearer header; without one, SigV4.
+            let signer = match (bearer, &s.region) {
+                (false, Some(region)) => {
+                    let signer = bedrock::sign::Signer::from_env(region, env)
+                        .map_err(|why| invalid(&format!("providers.{}", s.name), why))?;
+                    Some(Box::new(signer) as Box<dyn auth::Authorize>)
+                }
+                _ => None,
+            };
+            Arc::new(
+                Bedrock::new(http, endpoint, &s.model, s.native)
+                    .map_err(url)?
+                    .with_input_overhead(overhead)
+                    .with_vision(s.vision)
+                    .with_upstream(extras)
+                    .with_auth(signer),
+            )
+        }
         ProviderKind::Gemini => {
             let tokens = s
                 .vertex
@@ -182,7 +206,7 @@ fn start_one(
                     .with_input_overhead(overhead)
                     .with_vision(s.vision)
                     .with_upstream(extras)
-                    .with_tokens(tokens),
+                    .with_auth(tokens.map(|t| Box::new(t) as Box<dyn auth::Authorize>)),
             )
         }
     })

@@ -369,6 +369,10 @@ impl WireFormat for AnthropicWire {
 
     type Answer = Message;
     type Event = Event;
+
+    fn event(kind: &str, data: &str) -> serde_json::Result<Self::Event> {
+        super::adapter::by_data(kind, data)
+    }
     type Folded = Folded;
 
     /// Reads a Messages API response: the forced tool call's input (as JSON

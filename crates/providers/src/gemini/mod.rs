@@ -362,6 +362,10 @@ impl WireFormat for GeminiWire {
 
     type Answer = Response;
     type Event = Response;
+
+    fn event(kind: &str, data: &str) -> serde_json::Result<Self::Event> {
+        super::adapter::by_data(kind, data)
+    }
     type Folded = Folded;
 
     fn reply(answer: Response) -> Result<ProviderReply, ProviderFailure> {

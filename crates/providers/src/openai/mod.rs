@@ -298,6 +298,10 @@ impl WireFormat for OpenAiWire {
 
     type Answer = Completion;
     type Event = Chunk;
+
+    fn event(kind: &str, data: &str) -> serde_json::Result<Self::Event> {
+        crate::adapter::by_data(kind, data)
+    }
     type Folded = Folded;
 
     fn reply(answer: Completion) -> Result<ProviderReply, ProviderFailure> {

@@ -247,6 +247,10 @@ impl WireFormat for ResponsesWire {
 
     type Answer = ResponseAnswer;
     type Event = ResponseEvent;
+
+    fn event(kind: &str, data: &str) -> serde_json::Result<Self::Event> {
+        crate::adapter::by_data(kind, data)
+    }
     type Folded = Folded;
 
     fn reply(answer: ResponseAnswer) -> Result<ProviderReply, ProviderFailure> {

@@ -9,12 +9,13 @@
 mod account;
 mod command;
 
+use crate::auth::Authorize;
 use crate::transport::Transport;
 use crate::transport::settings::TransportSettings;
 use account::Account;
 use callai_engine::config::{ConfigError, invalid};
-use callai_engine::{FailureKind, ProviderFailure};
-use reqwest::header::HeaderValue;
+use callai_engine::{BoxFuture, FailureKind, ProviderFailure};
+use reqwest::header::{HeaderMap, HeaderValue};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::PathBuf;
@@ -200,12 +201,44 @@ impl Tokens {
             .filter(|h| Instant::now() < h.renew_at)
             .map(|h| h.header.clone())
     }
+}
 
-    /// Drops the token held (the provider answered 401: it was revoked or
-    /// expired early), so that the next request makes a new one.
-    pub(crate) fn forget(&self) {
+impl Authorize for Tokens {
+    fn authorize<'a>(
+        &'a self,
+        _: &'a url::Url,
+        headers: &'a mut HeaderMap,
+        _: &'a [u8],
+    ) -> BoxFuture<'a, Result<(), ProviderFailure>> {
+        Box::pin(async move {
+            headers.insert(reqwest::header::AUTHORIZATION, self.header().await?);
+            Ok(())
+        })
+    }
+
+    /// Drops the token held (it was revoked or expired early), so that the
+    /// next request makes a new one.
+    fn refused(&self) {
         *self.held.lock().expect("the token lock") = None;
     }
+}
+
+/// Checks the section `name`'s `vertex` beside its `apiKeyEnv`, when
+/// `key_named` (Vertex AI takes no key).
+pub(crate) fn check_section(
+    name: &str,
+    key_named: bool,
+    vertex: &VertexConfig,
+) -> Result<(), ConfigError> {
+    if key_named {
+        return Err(invalid(
+            &format!("providers.{name}.apiKeyEnv"),
+            "Vertex AI takes a bearer token from vertex.credentialsFile or \
+             vertex.tokenCommand, not an API key"
+                .into(),
+        ));
+    }
+    vertex.check(name)
 }
 
 #[cfg(test)]
