@@ -12,6 +12,7 @@ use callai_engine::{
 };
 use reqwest::header::HeaderMap;
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -80,6 +81,30 @@ pub trait WireFormat: Send + Sync + 'static {
     /// native structured output is a tool call, which is the answer's JSON
     /// only when the request asked for it). Nothing by default.
     fn settle(_reply: &mut ProviderReply, _request: &ProviderRequest) {}
+}
+
+/// A tool call's arguments as the JSON object a provider's tool-use
+/// block needs (`{}` for none, or for text that is not an object: a
+/// conversation may carry a malformed call a model made).
+pub fn object(arguments: &str) -> Cow<'_, RawValue> {
+    let text = arguments.trim();
+    match serde_json::from_str::<&RawValue>(text) {
+        Ok(raw) if text.starts_with('{') => Cow::Borrowed(raw),
+        _ => Cow::Owned(RawValue::from_string("{}".to_owned()).expect("{} is JSON")),
+    }
+}
+
+/// The reply of a request for native structured output through a forced
+/// tool (`tool`, as Anthropic's API and Bedrock's Converse take it): that
+/// call's input is the reply's text, not a tool call.
+pub fn settle_forced_tool(reply: &mut ProviderReply, request: &ProviderRequest, tool: &str) {
+    let native = request
+        .structured
+        .as_ref()
+        .is_some_and(|s| s.mode == callai_wire::StructuredOutput::Native);
+    if native && let Some(i) = reply.tool_calls.iter().position(|c| c.name == tool) {
+        reply.content = reply.tool_calls.remove(i).arguments;
+    }
 }
 
 /// An event read from its data alone, whatever its frame's type: the

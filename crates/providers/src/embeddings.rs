@@ -100,8 +100,19 @@ struct EmbeddingUsage {
 /// usage.
 fn reply(answer: Answer) -> ProviderReply {
     let input = answer.usage.and_then(|u| u.prompt_tokens.0);
+    embedded(answer.data.get().to_owned(), input, answer.model)
+}
+
+/// The reply of embeddings whose OpenAI `data` array is `content`, with
+/// the input tokens the provider reported (and no output: an embedding
+/// generates none) when it reported them.
+pub(crate) fn embedded(
+    content: String,
+    input: Option<u32>,
+    model: Option<String>,
+) -> ProviderReply {
     ProviderReply {
-        content: answer.data.get().to_owned(),
+        content,
         tool_calls: Vec::new(),
         stop: StopReason::Stop,
         input_tokens: input,
@@ -109,7 +120,7 @@ fn reply(answer: Answer) -> ProviderReply {
         cache_write_input_tokens: None,
         reasoning_tokens: None,
         output_tokens: input.map(|_| 0),
-        model: answer.model,
+        model,
         status: None,
         thinking: Vec::new(),
     }

@@ -27,6 +27,16 @@ impl<'de> Deserialize<'de> for Tokens {
     }
 }
 
+/// Every input token of a request whose provider counts the prompt
+/// cache's reads and writes apart from `input` (Anthropic's Messages API,
+/// Bedrock's Converse): the host counts them in, as OpenAI does.
+pub fn all_input(input: Option<u32>, read: Option<u32>, written: Option<u32>) -> Option<u32> {
+    input.map(|n| {
+        n.saturating_add(read.unwrap_or(0))
+            .saturating_add(written.unwrap_or(0))
+    })
+}
+
 /// A field that may be `null` as well as absent: either is its default.
 pub fn nullable<'de, D, T>(d: D) -> Result<T, D::Error>
 where

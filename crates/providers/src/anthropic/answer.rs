@@ -3,7 +3,7 @@
 //! stream costs time linear in its length). A tool call's input is kept
 //! as the JSON text it came as, never parsed here.
 
-use crate::usage::{ErrorObject, Tokens, nullable};
+use crate::usage::{ErrorObject, Tokens, all_input, nullable};
 use callai_engine::wire::{ThinkingBlock, ToolCall};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use serde::Deserialize;
@@ -67,11 +67,7 @@ impl Usage {
     fn input(&self) -> (Option<u32>, Option<u32>) {
         let cached = self.cache_read_input_tokens.0;
         let written = self.cache_creation_input_tokens.0;
-        let all = self.input_tokens.0.map(|n| {
-            n.saturating_add(cached.unwrap_or(0))
-                .saturating_add(written.unwrap_or(0))
-        });
-        (all, cached)
+        (all_input(self.input_tokens.0, cached, written), cached)
     }
 }
 

@@ -164,17 +164,6 @@ struct ToolChoice<'a> {
     disable_parallel_tool_use: Option<bool>,
 }
 
-/// A tool call's arguments as the `input` object a `tool_use` block needs
-/// (`{}` for none, or for text that is not JSON: a conversation may carry
-/// a malformed call a model made).
-fn input(arguments: &str) -> Cow<'_, RawValue> {
-    let text = arguments.trim();
-    match serde_json::from_str::<&RawValue>(text) {
-        Ok(raw) if text.starts_with('{') => Cow::Borrowed(raw),
-        _ => Cow::Owned(RawValue::from_string("{}".to_owned()).expect("{} is JSON")),
-    }
-}
-
 /// The blocks of one message of the conversation.
 fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
     if m.role == Role::Tool {
@@ -199,7 +188,7 @@ fn blocks(m: &WireMessage) -> Vec<Block<'_>> {
         .chain(m.tool_calls.iter().map(|c| BlockKind::ToolUse {
             id: &c.id,
             name: &c.name,
-            input: input(&c.arguments),
+            input: super::adapter::object(&c.arguments),
         }))
         .map(Block::from)
         .collect()
@@ -396,16 +385,7 @@ impl WireFormat for AnthropicWire {
     /// A native structured request's answer is the input of its `respond`
     /// call: that call is the reply's text, not a tool call.
     fn settle(reply: &mut ProviderReply, request: &ProviderRequest) {
-        let native = request
-            .structured
-            .as_ref()
-            .is_some_and(|s| s.mode == StructuredOutput::Native);
-        if !native {
-            return;
-        }
-        if let Some(i) = reply.tool_calls.iter().position(|c| c.name == TOOL) {
-            reply.content = reply.tool_calls.remove(i).arguments;
-        }
+        super::adapter::settle_forced_tool(reply, request, TOOL);
     }
 }
 

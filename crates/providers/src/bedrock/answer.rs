@@ -4,7 +4,7 @@
 //! `input` is kept as the JSON text it came as; reasoning blocks are not
 //! the answer.
 
-use crate::usage::Tokens;
+use crate::usage::{Tokens, all_input};
 use callai_engine::wire::ToolCall;
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use serde::Deserialize;
@@ -99,11 +99,7 @@ fn reply(
     };
     let u = usage.unwrap_or_default();
     let (cached, written) = (u.cache_read_input_tokens.0, u.cache_write_input_tokens.0);
-    // Every input token, cached or not, as the host counts them.
-    let input = u.input_tokens.0.map(|n| {
-        n.saturating_add(cached.unwrap_or(0))
-            .saturating_add(written.unwrap_or(0))
-    });
+    let input = all_input(u.input_tokens.0, cached, written);
     Ok(ProviderReply {
         content: text,
         tool_calls,

@@ -132,16 +132,6 @@ enum ToolChoice<'a> {
     Tool { name: &'a str },
 }
 
-/// A tool call's arguments as the object `input` needs (`{}` for none, or
-/// for text that is not an object).
-fn object(text: &str) -> Cow<'_, RawValue> {
-    let text = text.trim();
-    match serde_json::from_str::<&RawValue>(text) {
-        Ok(raw) if text.starts_with('{') => Cow::Borrowed(raw),
-        _ => Cow::Owned(RawValue::from_string("{}".to_owned()).expect("{} is JSON")),
-    }
-}
-
 /// The blocks of message `m`: images first, then its text, then its tool
 /// calls; a tool's result is a `toolResult`. An image must be inline
 /// bytes ([`BedrockWire::unsendable`] refuses a URL before a request).
@@ -167,7 +157,7 @@ fn blocks(m: &Message) -> Vec<Block<'_>> {
         .chain(m.tool_calls.iter().map(|c| Block::ToolUse {
             tool_use_id: &c.id,
             name: &c.name,
-            input: object(&c.arguments),
+            input: super::adapter::object(&c.arguments),
         }))
         .collect()
 }
@@ -355,12 +345,6 @@ impl WireFormat for BedrockWire {
     /// A native structured request's answer is the input of its `respond`
     /// call: that call is the reply's text, not a tool call.
     fn settle(reply: &mut ProviderReply, request: &ProviderRequest) {
-        let native = request
-            .structured
-            .as_ref()
-            .is_some_and(|s| s.mode == StructuredOutput::Native);
-        if native && let Some(i) = reply.tool_calls.iter().position(|c| c.name == TOOL) {
-            reply.content = reply.tool_calls.remove(i).arguments;
-        }
+        super::adapter::settle_forced_tool(reply, request, TOOL);
     }
 }

@@ -11,7 +11,7 @@ use crate::adapter::ModelPath;
 use crate::embeddings::EmbeddingsFormat;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
-use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
+use callai_engine::{FailureKind, ProviderFailure, ProviderReply};
 use callai_wire::Embedding;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -148,19 +148,8 @@ impl EmbeddingsFormat for GeminiEmbeddings {
             });
         }
         let input = answer.usage_metadata.and_then(|u| u.prompt_token_count);
-        Ok(ProviderReply {
-            content: serde_json::to_string(&data).expect("data always serialises"),
-            tool_calls: Vec::new(),
-            stop: StopReason::Stop,
-            input_tokens: input,
-            cached_input_tokens: None,
-            cache_write_input_tokens: None,
-            reasoning_tokens: None,
-            output_tokens: input.map(|_| 0),
-            model: None,
-            status: None,
-            thinking: Vec::new(),
-        })
+        let content = serde_json::to_string(&data).expect("data always serialises");
+        Ok(crate::embeddings::embedded(content, input, None))
     }
 }
 

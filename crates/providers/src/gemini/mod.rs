@@ -130,16 +130,6 @@ struct GenerationConfig<'a> {
     thinking_config: Option<thinking::ThinkingConfig>,
 }
 
-/// A tool call's arguments as the object `args` needs (`{}` for none, or
-/// for text that is not an object).
-fn object(text: &str) -> Cow<'_, RawValue> {
-    let text = text.trim();
-    match serde_json::from_str::<&RawValue>(text) {
-        Ok(raw) if text.starts_with('{') => Cow::Borrowed(raw),
-        _ => Cow::Owned(RawValue::from_string("{}".to_owned()).expect("{} is JSON")),
-    }
-}
-
 /// A tool's result as the object `response` needs: the result itself when
 /// it is a JSON object, else `{"result": TEXT}` (Gemini's own shape for a
 /// plain result).
@@ -209,7 +199,7 @@ fn parts<'a>(messages: &'a [Message], m: &'a Message) -> Vec<Part<'a>> {
         .chain(m.tool_calls.iter().map(|c| Part::FunctionCall {
             id: &c.id,
             name: &c.name,
-            args: object(&c.arguments),
+            args: super::adapter::object(&c.arguments),
         }))
         .collect()
 }

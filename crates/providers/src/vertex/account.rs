@@ -189,12 +189,7 @@ impl Account {
         let said = serde_json::from_slice::<Refused>(&body)
             .map(|r| format!("{}: {}", r.error, r.error_description))
             .unwrap_or_else(|_| String::from_utf8_lossy(&body).into_owned());
-        let said: String = said
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .take(200)
-            .collect();
-        let why = format!("HTTP {status}: {}", said.trim());
+        let why = format!("HTTP {status}: {}", super::said(&said));
         // A busy or failing endpoint may answer the next time; a refusal
         // of the account will not.
         let kind = if matches!(status, 408 | 429) || status >= 500 {

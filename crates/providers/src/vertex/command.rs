@@ -25,12 +25,8 @@ pub(super) async fn run(command: &str, timeout: Duration) -> Result<String, Stri
         .map_err(|_| format!("did not finish in {} ms", timeout.as_millis()))?
         .map_err(|e| format!("could not be read: {e}"))?;
     if !output.status.success() {
-        let said: String = String::from_utf8_lossy(&output.stderr)
-            .chars()
-            .map(|c| if c.is_control() { ' ' } else { c })
-            .take(200)
-            .collect();
-        return Err(format!("exited with {}: {}", output.status, said.trim()));
+        let said = super::said(&String::from_utf8_lossy(&output.stderr));
+        return Err(format!("exited with {}: {said}", output.status));
     }
     let token = std::str::from_utf8(&output.stdout)
         .map_err(|_| "printed something that is not text".to_owned())?

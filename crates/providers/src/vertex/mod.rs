@@ -241,6 +241,17 @@ pub(crate) fn check_section(
     vertex.check(name)
 }
 
+/// What a token endpoint or a command said, for an error: control
+/// characters blanked, at most 200 characters, trimmed.
+fn said(text: &str) -> String {
+    let short: String = text
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(200)
+        .collect();
+    short.trim().to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
