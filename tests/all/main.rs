@@ -95,6 +95,7 @@ mod serve_upstream_responses;
 mod serve_vertex;
 mod telemetry;
 mod ui_browser;
+mod ui_call_attempts;
 mod ui_calls_list;
 mod ui_guard;
 mod ui_keys;

@@ -5,7 +5,9 @@
 //! binary event-stream framing, each frame checked by botocore's decoder.
 
 use callai_tests::clients::Clients;
+use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::serve::TestServer;
+use callai_tests::wire::Api;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -258,4 +260,144 @@ async fn a_bedrock_api_key_is_sent_as_a_bearer_token() {
         "Bearer bedrock-api-key-0248"
     );
     assert!(seen[0]["headers"].get("x-amz-date").is_none());
+}
+
+/// Issue 55 tests: a Messages API client's prompt-caching breakpoints and
+/// extended thinking reach a Bedrock-kind provider (`cachePoint` blocks
+/// after what each ends, `thinking` in `additionalModelRequestFields`);
+/// the model's reasoning comes back as a signed thinking block ahead of the
+/// text (streamed to the client after the call is judged whole, so asked
+/// of Converse whole), the earlier turn's block went back as reasoning,
+/// and the cache's reads are counted on the trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn breakpoints_and_thinking_reach_bedrock_and_reasoning_comes_back_signed() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let reply = answer(
+        json!([{"reasoningContent": {"reasoningText": {"text": "Oslo is north.",
+                                                       "signature": "sig-bedrock"}}},
+               {"text": "Cold."}]),
+        "end_turn",
+        json!({"inputTokens": 12, "outputTokens": 30, "cacheReadInputTokens": 900,
+               "cacheWriteInputTokens": 0, "totalTokens": 942}),
+    );
+    let fake = Fake::start(&clients, json!([reply]), None);
+    let server = server(&fake, SECRET, "").await;
+    let body = json!({
+        "model": "bedrock", "max_tokens": 4000, "stream": true,
+        "thinking": {"type": "enabled", "budget_tokens": 2000},
+        "system": [{"type": "text", "text": "A long style guide.",
+                    "cache_control": {"type": "ephemeral", "ttl": "1h"}}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "A long document.",
+                                          "cache_control": {"type": "ephemeral"}}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "Read it.", "signature": "sig-0"},
+                {"type": "text", "text": "Ready."}]},
+            {"role": "user", "content": "How is Oslo?"}]});
+    let events = server.events("/v1/messages", &body, None).await;
+    let deltas: Vec<&Value> = events.iter().map(|e| &e["delta"]).collect();
+    assert!(
+        deltas.contains(&&json!({"type": "thinking_delta", "thinking": "Oslo is north."})),
+        "{events:?}"
+    );
+    assert!(deltas.contains(&&json!({"type": "signature_delta", "signature": "sig-bedrock"})));
+    let text: String = deltas.iter().filter_map(|d| d["text"].as_str()).collect();
+    assert_eq!(text, "Cold.");
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0]["signed"], true);
+    assert_eq!(seen[0]["path"], format!("{PATH}/converse"));
+    let sent = &seen[0]["body"];
+    assert_eq!(
+        sent["system"],
+        json!([{"text": "A long style guide."}, {"cachePoint": {"type": "default", "ttl": "1h"}}])
+    );
+    assert_eq!(
+        sent["messages"][0]["content"],
+        json!([{"text": "A long document."}, {"cachePoint": {"type": "default"}}])
+    );
+    assert_eq!(
+        sent["messages"][1]["content"][0],
+        json!({"reasoningContent": {"reasoningText": {"text": "Read it.", "signature": "sig-0"}}})
+    );
+    assert_eq!(
+        sent["additionalModelRequestFields"]["thinking"],
+        json!({"type": "enabled", "budget_tokens": 2000})
+    );
+    let trace = &server.get("/v1/calls").await.body["data"][0];
+    assert_eq!(trace["requests"][0]["cachedInputTokens"], 900, "{trace}");
+    assert_eq!(trace["requests"][0]["inputTokens"], 912, "{trace}");
+}
+
+/// Issue 55 tests: Bedrock in fallback chains beside an OpenAI-kind
+/// provider, either way round: a Bedrock 503 hands the call to the next
+/// target, and a down OpenAI-kind target hands it to Bedrock, each request
+/// counted under its reason.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bedrock_falls_over_to_openai_and_openai_to_bedrock() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let unavailable = json!({"status": 503, "json": {"message": "Bedrock is busy."}});
+    let fine = answer(
+        json!([{"text": "From Bedrock."}]),
+        "end_turn",
+        json!({"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}),
+    );
+    let fake = Fake::start(&clients, json!([unavailable, fine]), None);
+    let up = FakeServer::repeating(Api::OpenAi.reply("From OpenAI.", None, "stop", Some(3))).await;
+    let down = FakeServer::repeating(Reply::Json(
+        503,
+        json!({"error": {"message": "overloaded"}}),
+        vec![],
+    ))
+    .await;
+    let more = format!(
+        "[providers.up]\nkind = \"openai\"\nbaseUrl = \"{}\"\napiKeyEnv = \"BEDROCK_KEY\"\n\
+         model = \"u\"\n[providers.down]\nkind = \"openai\"\nbaseUrl = \"{}\"\n\
+         apiKeyEnv = \"BEDROCK_KEY\"\nmodel = \"d\"\n\
+         [models.aws-first]\ntargets = [\"bedrock\", \"up\"]\n\
+         [models.aws-last]\ntargets = [\"down\", \"bedrock\"]\n",
+        up.url(),
+        down.url()
+    );
+    let server = server(&fake, SECRET, &more).await;
+    for (model, text, hops) in [
+        ("aws-first", "From OpenAI.", [("bedrock", 503), ("up", 200)]),
+        (
+            "aws-last",
+            "From Bedrock.",
+            [("down", 503), ("bedrock", 200)],
+        ),
+    ] {
+        let call = json!({"request": {"model": model,
+                                      "messages": [{"role": "user", "content": "hi"}]}});
+        let r = server.exchange("/v1/call", &call, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["result"]["content"], text);
+        assert_eq!(r.body["result"]["attempts"]["count"], 2);
+        let id = r.headers.get("x-callai-call-id").unwrap().to_owned();
+        let trace = server.get(&format!("/v1/calls/{id}")).await.body;
+        let seen: Vec<(&str, &str, u64)> = trace["requests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|q| {
+                let status = q["status"].as_u64().unwrap_or_default();
+                (
+                    q["provider"].as_str().unwrap(),
+                    q["reason"].as_str().unwrap(),
+                    status,
+                )
+            })
+            .collect();
+        let want = [
+            (hops[0].0, "first", hops[0].1),
+            (hops[1].0, "provider_fallback", hops[1].1),
+        ];
+        assert_eq!(seen, want, "{trace}");
+    }
+    assert!(fake.seen().iter().all(|s| s["signed"] == true));
 }

@@ -259,8 +259,8 @@ fn thinking_takers(chain: Chain<'_>) -> Result<Chain<'_>, CallError> {
         return Err(CallError::validation(
             "thinking",
             format!(
-                "extended thinking, which {refused:?} cannot take (an Anthropic-kind provider \
-                 takes it): leave thinking out, or route the call to one"
+                "extended thinking, which {refused:?} cannot take (an Anthropic- or \
+                 Bedrock-kind provider takes it): leave thinking out, or route the call to one"
             ),
         ));
     }
@@ -308,8 +308,8 @@ fn cache_takers<'h>(chain: Chain<'h>, field: &str) -> Result<Chain<'h>, CallErro
         return Err(CallError::validation(
             field,
             format!(
-                "a prompt-caching breakpoint, which {refused:?} cannot take (an Anthropic-kind \
-                 provider takes it): leave cache_control out, or route the call to one"
+                "a prompt-caching breakpoint, which {refused:?} cannot take (an Anthropic- or \
+                 Bedrock-kind provider takes it): leave cache_control out, or route the call to one"
             ),
         ));
     }

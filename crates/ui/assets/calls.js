@@ -184,7 +184,11 @@ function timeline(requests) {
         h("span", {}, `latency ${ms(r.latencyMs)}`),
         h("span", {}, `token limit ${num(r.maxTokens)}`),
         h("span", {}, `input ${num(r.inputTokens)}`),
-        h("span", {}, `cached ${num(r.cachedInputTokens)}`),
+        h("span", { title: "of the input, read from the provider's prompt cache" },
+          `cache read ${num(r.cachedInputTokens)}`),
+        r.cacheWriteInputTokens === undefined ? null
+          : h("span", { title: "of the input, written to the provider's prompt cache" },
+            `cache write ${num(r.cacheWriteInputTokens)}`),
         h("span", {}, `output ${num(r.outputTokens)}`)),
       r.answer ? h("div", { class: "answer" }, kept(r.answer, "answer")) : null)));
 }

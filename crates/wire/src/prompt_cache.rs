@@ -46,6 +46,21 @@ impl PromptCache {
         self.tools.iter().find(|(at, _)| *at == i).map(|(_, v)| v)
     }
 
+    /// The system prompt `joined` (its parts joined by blank lines) as the
+    /// client's blocks and the rest: `None` when no system block carries a
+    /// breakpoint, or `joined` does not begin with their texts (the
+    /// prompt was changed on the way); the rest (a prompt-mode
+    /// instruction, a system message) is trimmed of the newlines joining
+    /// it on, and may be empty.
+    pub fn split_system<'j>(&self, joined: &'j str) -> Option<(&[SystemBlock], &'j str)> {
+        if self.system.iter().all(|b| b.cache_control.is_none()) {
+            return None;
+        }
+        let own: String = self.system.iter().map(|b| b.text.as_str()).collect();
+        let rest = joined.strip_prefix(own.as_str())?;
+        Some((&self.system, rest.trim_start_matches('\n')))
+    }
+
     /// Whether it holds no breakpoint at all.
     pub fn is_empty(&self) -> bool {
         self.messages.is_empty()

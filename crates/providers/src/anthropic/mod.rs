@@ -265,14 +265,7 @@ fn system<'a>(parts: &[&'a str], cache: Option<&'a PromptCache>) -> Option<Syste
         return None;
     }
     let joined = parts.join("\n\n");
-    let blocks = cache
-        .map(|c| &c.system)
-        .filter(|b| b.iter().any(|b| b.cache_control.is_some()));
-    let Some(blocks) = blocks else {
-        return Some(System::Text(joined));
-    };
-    let own: String = blocks.iter().map(|b| b.text.as_str()).collect();
-    let Some(rest) = joined.strip_prefix(own.as_str()) else {
+    let Some((blocks, rest)) = cache.and_then(|c| c.split_system(&joined)) else {
         return Some(System::Text(joined));
     };
     let mut out: Vec<Block<'a>> = blocks
@@ -285,7 +278,6 @@ fn system<'a>(parts: &[&'a str], cache: Option<&'a PromptCache>) -> Option<Syste
             cache_control: b.cache_control.as_ref(),
         })
         .collect();
-    let rest = rest.trim_start_matches('\n');
     if !rest.is_empty() {
         out.push(
             BlockKind::Text {

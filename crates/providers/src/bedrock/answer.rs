@@ -1,11 +1,11 @@
 //! What the Converse API answers, typed: a `ConverseResponse` whole, or
 //! ConverseStream's events (each named by its frame's `:event-type`
 //! header, since the payload does not say what it is). A tool call's
-//! `input` is kept as the JSON text it came as; reasoning blocks are not
-//! the answer.
+//! `input` is kept as the JSON text it came as; reasoning blocks are the
+//! reply's thinking, kept with their signatures to be passed back.
 
 use crate::usage::{Tokens, all_input};
-use callai_engine::wire::ToolCall;
+use callai_engine::wire::{ThinkingBlock, ToolCall};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, StopReason};
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -42,6 +42,55 @@ struct OutBlock {
     text: Option<String>,
     #[serde(default)]
     tool_use: Option<ToolUse>,
+    #[serde(default)]
+    reasoning_content: Option<ReasoningOut>,
+}
+
+/// A `reasoningContent` block: the reasoning and its signature, or the
+/// provider's encrypted content.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReasoningOut {
+    #[serde(default)]
+    reasoning_text: Option<ReasoningText>,
+    #[serde(default)]
+    redacted_content: Option<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+struct ReasoningText {
+    #[serde(default)]
+    text: String,
+    #[serde(default)]
+    signature: String,
+}
+
+impl ReasoningOut {
+    /// Adds a streamed piece.
+    fn add(&mut self, piece: ReasoningPiece) {
+        if let Some(data) = piece.redacted_content {
+            self.redacted_content = Some(data);
+            return;
+        }
+        let text = self.reasoning_text.get_or_insert_with(Default::default);
+        if let Some(t) = piece.text {
+            text.text.push_str(&t);
+        }
+        if let Some(s) = piece.signature {
+            text.signature.push_str(&s);
+        }
+    }
+
+    /// The thinking block it is, if it holds any.
+    fn into_block(self) -> Option<ThinkingBlock> {
+        if let Some(data) = self.redacted_content {
+            return Some(ThinkingBlock::RedactedThinking { data });
+        }
+        self.reasoning_text.map(|r| ThinkingBlock::Thinking {
+            thinking: r.text,
+            signature: r.signature,
+        })
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -82,10 +131,16 @@ fn stop(reason: &str) -> StopReason {
     }
 }
 
-/// The reply of text, tool calls, a stop reason and usage.
-fn reply(
+/// The answer's parts, as read from a whole answer or a stream.
+struct Parts {
     text: String,
     tool_calls: Vec<ToolCall>,
+    thinking: Vec<ThinkingBlock>,
+}
+
+/// The reply of an answer's parts, a stop reason and usage.
+fn reply(
+    parts: Parts,
     reason: Option<&str>,
     usage: Option<Usage>,
     missing: &str,
@@ -101,8 +156,8 @@ fn reply(
     let (cached, written) = (u.cache_read_input_tokens.0, u.cache_write_input_tokens.0);
     let input = all_input(u.input_tokens.0, cached, written);
     Ok(ProviderReply {
-        content: text,
-        tool_calls,
+        content: parts.text,
+        tool_calls: parts.tool_calls,
         stop: stop(reason),
         input_tokens: input,
         cached_input_tokens: cached,
@@ -111,20 +166,25 @@ fn reply(
         reasoning_tokens: None,
         model: None,
         status: None,
-        thinking: Vec::new(),
+        thinking: parts.thinking,
     })
 }
 
 impl Converse {
-    /// The reply: its text blocks joined, its `toolUse` blocks as calls.
+    /// The reply: its text blocks joined, its `toolUse` blocks as calls,
+    /// its `reasoningContent` as thinking.
     pub fn into_reply(self) -> Result<ProviderReply, ProviderFailure> {
         let blocks = self
             .output
             .and_then(|o| o.message)
             .map(|m| m.content)
             .unwrap_or_default();
-        let (mut text, mut calls) = (String::new(), Vec::new());
+        let (mut text, mut calls, mut thinking) = (String::new(), Vec::new(), Vec::new());
         for block in blocks {
+            if let Some(block) = block.reasoning_content.and_then(ReasoningOut::into_block) {
+                thinking.push(block);
+                continue;
+            }
             if let Some(call) = block.tool_use {
                 calls.push(ToolCall {
                     id: call.tool_use_id,
@@ -138,13 +198,12 @@ impl Converse {
             }
         }
         let missing = "the response has no stopReason";
-        reply(
+        let parts = Parts {
             text,
-            calls,
-            self.stop_reason.as_deref(),
-            self.usage,
-            missing,
-        )
+            tool_calls: calls,
+            thinking,
+        };
+        reply(parts, self.stop_reason.as_deref(), self.usage, missing)
     }
 }
 
@@ -195,6 +254,21 @@ struct DeltaOf {
     text: Option<String>,
     #[serde(default)]
     tool_use: Option<InputPiece>,
+    #[serde(default)]
+    reasoning_content: Option<ReasoningPiece>,
+}
+
+/// A piece of a reasoning block: text, its signature, or (whole) its
+/// encrypted content.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReasoningPiece {
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    signature: Option<String>,
+    #[serde(default)]
+    redacted_content: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -235,6 +309,8 @@ pub struct Folded {
     text: String,
     /// Tool calls by block index: id, name, input so far.
     calls: BTreeMap<usize, ToolCall>,
+    /// Reasoning blocks by block index, so far.
+    reasoning: BTreeMap<usize, ReasoningOut>,
     stop_reason: Option<String>,
     usage: Option<Usage>,
 }
@@ -261,6 +337,9 @@ impl Folded {
                     if let Some(call) = self.calls.get_mut(&d.content_block_index) {
                         call.arguments.push_str(&piece.input);
                     }
+                } else if let Some(piece) = delta.reasoning_content {
+                    let block = self.reasoning.entry(d.content_block_index).or_default();
+                    block.add(piece);
                 } else if let Some(text) = delta.text.filter(|t| !t.is_empty()) {
                     self.text.push_str(&text);
                     return Ok(Some(text));
@@ -287,12 +366,15 @@ impl Folded {
             })
             .collect();
         let missing = "the stream ended before its messageStop";
-        reply(
-            self.text,
-            calls,
-            self.stop_reason.as_deref(),
-            self.usage,
-            missing,
-        )
+        let parts = Parts {
+            text: self.text,
+            tool_calls: calls,
+            thinking: self
+                .reasoning
+                .into_values()
+                .filter_map(ReasoningOut::into_block)
+                .collect(),
+        };
+        reply(parts, self.stop_reason.as_deref(), self.usage, missing)
     }
 }

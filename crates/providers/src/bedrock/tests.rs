@@ -3,8 +3,11 @@
 
 use super::*;
 use callai_engine::{StopReason, ToolsRequest};
-use callai_wire::{Image, Tool, ToolCall};
-use serde_json::json;
+use callai_wire::{
+    Image, Message, PromptCache, Role, SystemBlock, Thinking, ThinkingBlock, ThinkingConfig,
+    ThinkingKind, Tool, ToolCall, ToolChoice as Choice,
+};
+use serde_json::{Value, json};
 use std::sync::Arc;
 
 fn request(messages: Vec<Message>) -> ProviderRequest {
@@ -159,6 +162,170 @@ fn answers_and_stream_events_read_with_their_stop_reasons_and_cache_usage() {
     assert_eq!(reply.input_tokens, None, "no metadata: usage unknown");
     let cut = BedrockWire::finish(Folded::default()).err().unwrap();
     assert!(cut.message.contains("messageStop"), "{}", cut.message);
+}
+
+fn lookup_tool() -> ToolsRequest {
+    ToolsRequest {
+        tools: Arc::from(vec![Tool {
+            name: "lookup".into(),
+            description: None,
+            parameters: json!({"type": "object"}),
+            strict: None,
+        }]),
+        choice: Choice::Auto,
+        parallel: None,
+    }
+}
+
+#[test]
+fn breakpoints_become_cache_points_after_what_they_end() {
+    let mut r = request(vec![
+        Message::new(Role::User, "A long document."),
+        Message::new(Role::Assistant, "Ready."),
+        Message::new(Role::User, "Now?"),
+    ]);
+    r.system_prompt = Some("Style guide. Be brief.".into());
+    r.tools = Some(lookup_tool());
+    let hour = json!({"type": "ephemeral", "ttl": "1h"});
+    r.prompt_cache = Some(Arc::new(PromptCache {
+        system: vec![
+            SystemBlock {
+                text: "Style guide.".into(),
+                cache_control: Some(hour.clone()),
+            },
+            SystemBlock {
+                text: " Be brief.".into(),
+                cache_control: None,
+            },
+        ],
+        messages: vec![(0, json!({"type": "ephemeral"}))],
+        tools: vec![(0, hour)],
+        field: "system[0].cache_control".into(),
+    }));
+    let b = body(&r);
+    assert_eq!(
+        b["system"],
+        json!([{"text": "Style guide."}, {"cachePoint": {"type": "default", "ttl": "1h"}},
+               {"text": " Be brief."}])
+    );
+    assert_eq!(
+        b["messages"][0]["content"],
+        json!([{"text": "A long document."}, {"cachePoint": {"type": "default"}}])
+    );
+    assert_eq!(b["messages"][2]["content"], json!([{"text": "Now?"}]));
+    assert_eq!(
+        b["toolConfig"]["tools"][1],
+        json!({"cachePoint": {"type": "default", "ttl": "1h"}})
+    );
+    // A prompt changed on the way (a prompt-mode instruction first) is one
+    // text: the breakpoints no longer mark what the client meant.
+    r.system_prompt = Some("Answer in JSON. Style guide. Be brief.".into());
+    assert_eq!(
+        body(&r)["system"],
+        json!([{"text": "Answer in JSON. Style guide. Be brief."}])
+    );
+}
+
+#[test]
+fn thinking_goes_in_additional_fields_and_earlier_reasoning_leads_its_turn() {
+    let mut r = request(vec![
+        Message::new(Role::User, "Sum 2 and 2."),
+        Message::new(Role::Assistant, "4."),
+        Message::new(Role::User, "Times 3?"),
+    ]);
+    r.thinking = Some(Arc::new(Thinking {
+        config: Some(ThinkingConfig {
+            kind: ThinkingKind::Enabled,
+            budget_tokens: Some(1024),
+            display: None,
+        }),
+        history: vec![(
+            1,
+            vec![
+                ThinkingBlock::Thinking {
+                    thinking: "Two and two.".into(),
+                    signature: "sig-1".into(),
+                },
+                ThinkingBlock::RedactedThinking {
+                    data: "c2VjcmV0".into(),
+                },
+            ],
+        )],
+    }));
+    let upstream = Upstream {
+        extra_body: serde_json::from_value(json!({
+            "additionalModelRequestFields": {"top_k": 5},
+            "guardrailConfig": {"guardrailIdentifier": "g"}}))
+        .unwrap(),
+        ..Default::default()
+    };
+    let bytes = BedrockWire::body("m", &r, Delivery::Whole, &upstream);
+    let b: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(
+        b["additionalModelRequestFields"],
+        json!({"top_k": 5, "thinking": {"type": "enabled", "budget_tokens": 1024}})
+    );
+    assert_eq!(b["guardrailConfig"], json!({"guardrailIdentifier": "g"}));
+    assert_eq!(
+        b["messages"][1]["content"],
+        json!([
+            {"reasoningContent": {"reasoningText": {"text": "Two and two.", "signature": "sig-1"}}},
+            {"reasoningContent": {"redactedContent": "c2VjcmV0"}},
+            {"text": "4."}])
+    );
+    // No thinking asked: the operator's fields go as they are.
+    r.thinking = None;
+    let bytes = BedrockWire::body("m", &r, Delivery::Whole, &upstream);
+    let b: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(b["additionalModelRequestFields"], json!({"top_k": 5}));
+}
+
+#[test]
+fn reasoning_reads_as_thinking_whole_and_streamed() {
+    let whole: Converse = serde_json::from_value(json!({
+        "output": {"message": {"role": "assistant", "content": [
+            {"reasoningContent": {"reasoningText": {"text": "Hmm.", "signature": "s1"}}},
+            {"reasoningContent": {"redactedContent": "ZW5j"}},
+            {"text": "12."}]}},
+        "stopReason": "end_turn",
+        "usage": {"inputTokens": 5, "outputTokens": 40}}))
+    .unwrap();
+    let reply = BedrockWire::reply(whole).unwrap();
+    assert_eq!(reply.content, "12.");
+    let want = vec![
+        ThinkingBlock::Thinking {
+            thinking: "Hmm.".into(),
+            signature: "s1".into(),
+        },
+        ThinkingBlock::RedactedThinking {
+            data: "ZW5j".into(),
+        },
+    ];
+    assert_eq!(reply.thinking, want);
+    let mut acc = Folded::default();
+    let delta = |i: usize, d: Value| {
+        (
+            "contentBlockDelta",
+            json!({"contentBlockIndex": i, "delta": d}),
+        )
+    };
+    let events = [
+        delta(0, json!({"reasoningContent": {"text": "Hm"}})),
+        delta(0, json!({"reasoningContent": {"text": "m."}})),
+        delta(0, json!({"reasoningContent": {"signature": "s1"}})),
+        delta(1, json!({"reasoningContent": {"redactedContent": "ZW5j"}})),
+        delta(2, json!({"text": "12."})),
+        ("messageStop", json!({"stopReason": "end_turn"})),
+    ];
+    let mut said = Vec::new();
+    for (kind, data) in events {
+        let event = BedrockWire::event(kind, &data.to_string()).unwrap();
+        said.extend(BedrockWire::fold(&mut acc, event).unwrap());
+    }
+    assert_eq!(said, ["12."], "reasoning is not the answer's text");
+    let reply = BedrockWire::finish(acc).unwrap();
+    assert_eq!(reply.thinking, want);
+    assert_eq!(reply.content, "12.");
 }
 
 #[test]
