@@ -401,3 +401,61 @@ async fn bedrock_falls_over_to_openai_and_openai_to_bedrock() {
     }
     assert!(fake.seen().iter().all(|s| s["signed"] == true));
 }
+
+/// Issue 55 tests: `profile` names a profile of the shared AWS config
+/// whose `credential_process` gives the credentials (no AWS variable is
+/// set): both calls are signed with them (botocore agrees, session token
+/// included), and the process ran once, its credentials held while fresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_profile_s_credential_process_signs_the_requests() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let hello = answer(
+        json!([{"text": "Hello."}]),
+        "end_turn",
+        json!({"inputTokens": 3, "outputTokens": 2, "totalTokens": 5}),
+    );
+    let fake = Fake::start(&clients, json!([hello.clone(), hello]), None);
+    let dir = tempfile::tempdir().unwrap();
+    let runs = dir.path().join("runs");
+    let script = dir.path().join("creds.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "echo run >> '{}'\nexp=$(date -u -d '+1 hour' +%Y-%m-%dT%H:%M:%SZ)\n\
+             printf '{{\"Version\": 1, \"AccessKeyId\": \"AKIDTEST0248\", \
+             \"SecretAccessKey\": \"{SECRET}\", \"SessionToken\": \"session-0248\", \
+             \"Expiration\": \"%s\"}}' \"$exp\"\n",
+            runs.display()
+        ),
+    )
+    .unwrap();
+    let config = dir.path().join("config");
+    let profile = format!(
+        "[profile ci]\ncredential_process = sh {}\n",
+        script.display()
+    );
+    std::fs::write(&config, profile).unwrap();
+    let toml = format!(
+        "[providers.bedrock]\nregion = \"us-west-2\"\nbaseUrl = \"http://127.0.0.1:{}\"\n\
+         model = \"{MODEL}\"\nprofile = \"ci\"\n[defaults]\nprovider = \"bedrock\"\n",
+        fake.port
+    );
+    let config_file = config.display().to_string();
+    let server = TestServer::start_with(&toml, None, move |k| {
+        (k == "AWS_CONFIG_FILE").then(|| config_file.clone())
+    })
+    .await;
+    let call = json!({"request": {"messages": [{"role": "user", "content": "x"}], "maxTokens": 9}});
+    for _ in 0..2 {
+        let r = server.exchange("/v1/call", &call, None).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(r.body["result"]["content"], "Hello.");
+    }
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2);
+    assert!(seen.iter().all(|s| s["signed"] == true), "{seen:?}");
+    let ran = std::fs::read_to_string(&runs).unwrap();
+    assert_eq!(ran.lines().count(), 1, "the credentials were held");
+}

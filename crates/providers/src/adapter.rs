@@ -304,12 +304,12 @@ impl<W: WireFormat> HttpProvider<W> {
         Ok(Cow::Owned(headers))
     }
 
-    /// Passes `result` on; a 401 tells what authorized the request.
+    /// Passes `result` on; a 401 or 403 tells what authorized the request.
     fn after<T>(&self, result: Result<T, ProviderFailure>) -> Result<T, ProviderFailure> {
         if let (Some(auth), Err(f)) = (&self.auth, &result)
-            && f.status == Some(401)
+            && let Some(status @ (401 | 403)) = f.status
         {
-            auth.refused();
+            auth.refused(status);
         }
         result
     }

@@ -15,6 +15,7 @@ pub(crate) trait Authorize: Send + Sync + std::fmt::Debug {
         body: &'a [u8],
     ) -> BoxFuture<'a, Result<(), ProviderFailure>>;
 
-    /// The provider answered 401 to a request it authorized.
-    fn refused(&self) {}
+    /// The provider answered `status` (401 or 403) to a request it
+    /// authorized.
+    fn refused(&self, _status: u16) {}
 }

@@ -189,6 +189,9 @@ pub struct ProviderConfig {
     pub vertex: Option<VertexConfig>,
     /// The AWS region of a Bedrock-kind provider.
     pub region: Option<String>,
+    /// The AWS profile whose credentials sign a Bedrock-kind provider's
+    /// requests.
+    pub profile: Option<String>,
 }
 
 /// `[providers.NAME.prices]`: what a provider's tokens cost, per million,
@@ -272,6 +275,9 @@ pub struct ProviderSettings {
     /// The AWS region (a Bedrock-kind provider).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub region: Option<String>,
+    /// The AWS profile of the shared files (a Bedrock-kind provider).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
 }
 
 impl ProviderConfig {
@@ -341,6 +347,7 @@ impl ProviderConfig {
             transport: self.transport(),
             vertex: self.vertex.clone(),
             region: self.region.clone(),
+            profile: self.profile.clone(),
         })
     }
 }
@@ -443,7 +450,7 @@ pub fn validate(sections: &ProvidersConfig) -> Result<(), ConfigError> {
 }
 
 /// Checks the keys of one kind: `vertex` (a Gemini-kind provider's, with
-/// no key) and `region` (a Bedrock-kind provider's, required there).
+/// no key), `region` and `profile` (a Bedrock-kind provider's).
 fn check_kind_keys(
     name: &str,
     section: &ProviderConfig,
@@ -464,13 +471,16 @@ fn check_kind_keys(
         }
         (None, _) => {}
     }
-    match (&s.region, s.kind) {
-        (Some(_), kind) if kind != ProviderKind::Bedrock => elsewhere("region", "Bedrock"),
-        (Some(region), _) => crate::bedrock::check_region(name, region),
-        (None, ProviderKind::Bedrock) => Err(invalid(
-            &format!("providers.{name}.region"),
-            "is required for a Bedrock-kind provider (\"us-east-1\", …)".into(),
-        )),
-        (None, _) => Ok(()),
+    let key_named = section.api_key_env.as_ref().is_some_and(|k| !k.is_empty());
+    match (&s.region, &s.profile, s.kind) {
+        (_, _, ProviderKind::Bedrock) => crate::bedrock::check_section(
+            name,
+            s.region.as_deref(),
+            s.profile.as_deref(),
+            key_named,
+        ),
+        (Some(_), _, _) => elsewhere("region", "Bedrock"),
+        (_, Some(_), _) => elsewhere("profile", "Bedrock"),
+        (None, None, _) => Ok(()),
     }
 }

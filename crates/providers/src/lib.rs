@@ -179,8 +179,9 @@ fn start_one(
             // A Bedrock API key is a bearer header; without one, SigV4.
             let signer = match (bearer, &s.region) {
                 (false, Some(region)) => {
-                    let signer = bedrock::sign::Signer::from_env(region, env)
+                    let keys = bedrock::credentials::Keys::choose(s.profile.as_deref(), env)
                         .map_err(|why| invalid(&format!("providers.{}", s.name), why))?;
+                    let signer = bedrock::sign::Signer::new(region, keys);
                     Some(Box::new(signer) as Box<dyn auth::Authorize>)
                 }
                 _ => None,

@@ -13,6 +13,7 @@
 
 mod answer;
 mod body;
+pub(crate) mod credentials;
 pub(crate) mod sign;
 #[cfg(test)]
 mod tests;
@@ -41,8 +42,29 @@ fn segment(model: &str) -> String {
         .replace('+', "%20")
 }
 
-/// Checks the section `name`'s `region` is spelt as AWS spells one.
-pub(crate) fn check_region(name: &str, region: &str) -> Result<(), ConfigError> {
+/// Checks a Bedrock section `name`'s `region` (required, spelt as AWS
+/// spells one) and `profile` (a name, and not beside a Bedrock API key:
+/// `key_named` says whether `apiKeyEnv` names one).
+pub(crate) fn check_section(
+    name: &str,
+    region: Option<&str>,
+    profile: Option<&str>,
+    key_named: bool,
+) -> Result<(), ConfigError> {
+    let key = |k: &str| format!("providers.{name}.{k}");
+    match profile {
+        Some("") => return Err(invalid(&key("profile"), "is empty".into())),
+        Some(_) if key_named => {
+            let why = "signs with a profile's credentials, and apiKeyEnv names a Bedrock API \
+                       key: leave one of them out";
+            return Err(invalid(&key("profile"), why.into()));
+        }
+        _ => {}
+    }
+    let Some(region) = region else {
+        let why = "is required for a Bedrock-kind provider (\"us-east-1\", …)";
+        return Err(invalid(&key("region"), why.into()));
+    };
     let plain = !region.is_empty()
         && region
             .chars()
@@ -50,7 +72,7 @@ pub(crate) fn check_region(name: &str, region: &str) -> Result<(), ConfigError> 
     match plain {
         true => Ok(()),
         false => Err(invalid(
-            &format!("providers.{name}.region"),
+            &key("region"),
             format!("is lower-case letters, digits and '-', got {region:?}"),
         )),
     }

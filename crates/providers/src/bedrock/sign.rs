@@ -1,8 +1,9 @@
 //! AWS Signature Version 4 for Bedrock's requests, by the `aws-sigv4`
 //! crate (AWS's own signer): each request's method, URL, headers and
 //! body hashed and signed for the service `bedrock` in the provider's
-//! region, with the credentials of the standard variables.
+//! region, with the credentials of [`Keys`].
 
+use super::credentials::Keys;
 use crate::auth::Authorize;
 use aws_credential_types::Credentials;
 use aws_sigv4::http_request::{SignableBody, SignableRequest, SigningSettings, sign};
@@ -14,7 +15,7 @@ use std::time::SystemTime;
 
 /// A signer of one provider's requests.
 pub(crate) struct Signer {
-    credentials: Credentials,
+    keys: Keys,
     region: String,
 }
 
@@ -27,34 +28,25 @@ impl fmt::Debug for Signer {
 }
 
 impl Signer {
-    /// A signer for `region` with the credentials of `AWS_ACCESS_KEY_ID`,
-    /// `AWS_SECRET_ACCESS_KEY` and `AWS_SESSION_TOKEN` as `env` reads
-    /// them; why not, naming the variables.
-    pub(crate) fn from_env(
-        region: &str,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, String> {
-        let var = |name| env(name).filter(|v| !v.is_empty());
-        let (Some(id), Some(secret)) = (var("AWS_ACCESS_KEY_ID"), var("AWS_SECRET_ACCESS_KEY"))
-        else {
-            return Err(
-                "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not both set (set \
-                        them, or apiKeyEnv to a Bedrock API key's variable)"
-                    .into(),
-            );
-        };
-        let token = var("AWS_SESSION_TOKEN");
-        Ok(Self {
-            credentials: Credentials::new(id, secret, token, None, "environment"),
+    /// A signer for `region` with `keys`.
+    pub(crate) fn new(region: &str, keys: Keys) -> Self {
+        Self {
+            keys,
             region: region.to_owned(),
-        })
+        }
     }
 
     /// Signs a POST of `body` to `url` with `headers`, adding the
     /// signature's headers (`authorization`, `x-amz-date`, the session
     /// token's) to them.
-    fn sign(&self, url: &url::Url, headers: &mut HeaderMap, body: &[u8]) -> Result<(), String> {
-        let identity = self.credentials.clone().into();
+    fn sign(
+        &self,
+        credentials: Credentials,
+        url: &url::Url,
+        headers: &mut HeaderMap,
+        body: &[u8],
+    ) -> Result<(), String> {
+        let identity = credentials.into();
         let params = v4::SigningParams::builder()
             .identity(&identity)
             .region(&self.region)
@@ -96,10 +88,15 @@ impl Authorize for Signer {
         body: &'a [u8],
     ) -> BoxFuture<'a, Result<(), ProviderFailure>> {
         Box::pin(async move {
-            self.sign(url, headers, body).map_err(|why| {
+            let credentials = self.keys.current().await?;
+            self.sign(credentials, url, headers, body).map_err(|why| {
                 let why = format!("the request could not be signed: {why}");
                 ProviderFailure::new(FailureKind::Unanswerable, None, why)
             })
         })
+    }
+
+    fn refused(&self, _status: u16) {
+        self.keys.refused();
     }
 }

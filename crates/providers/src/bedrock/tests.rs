@@ -343,6 +343,15 @@ fn a_bedrock_section_needs_a_region_that_no_other_takes() {
     assert!(e.to_string().contains("providers.o.region"), "{e}");
     let e = check("[bedrock]\nregion = \"us-east-1/x\"\n").unwrap_err();
     assert!(e.to_string().contains("lower-case"), "{e}");
+    let e = check("[o]\nkind = \"openai\"\nprofile = \"ci\"\n").unwrap_err();
+    assert!(e.to_string().contains("providers.o.profile"), "{e}");
+    let e = check("[bedrock]\nregion = \"us-east-1\"\nprofile = \"ci\"\napiKeyEnv = \"K\"\n")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("providers.bedrock.profile") && e.contains("apiKeyEnv"),
+        "{e}"
+    );
     let ok = check("[bedrock]\nregion = \"eu-west-1\"\n").unwrap();
     let s = ok["bedrock"].settings("bedrock").unwrap();
     assert_eq!(

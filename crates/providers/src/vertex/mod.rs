@@ -216,10 +216,13 @@ impl Authorize for Tokens {
         })
     }
 
-    /// Drops the token held (it was revoked or expired early), so that the
-    /// next request makes a new one.
-    fn refused(&self) {
-        *self.held.lock().expect("the token lock") = None;
+    /// Drops the token held on a 401 (it was revoked or expired early), so
+    /// that the next request makes a new one; a 403 is a permission the
+    /// token's account lacks, which a new token would lack too.
+    fn refused(&self, status: u16) {
+        if status == 401 {
+            *self.held.lock().expect("the token lock") = None;
+        }
     }
 }
 
