@@ -176,6 +176,9 @@ async fn handle(
                                  "message": "Request had invalid authentication credentials."}});
         return (StatusCode::UNAUTHORIZED, axum::Json(e)).into_response();
     }
+    if path.ends_with(":predict") {
+        return predict(&body);
+    }
     let answer = json!({
         "candidates": [{"content": {"role": "model", "parts": [{"text": "From Vertex."}]},
                         "finishReason": "STOP"}],
@@ -187,6 +190,34 @@ async fn handle(
         return ([("content-type", "text/event-stream")], events).into_response();
     }
     axum::Json(answer).into_response()
+}
+
+/// A text-embedding prediction for each of the request's `instances`: a
+/// vector of `parameters.outputDimensionality` numbers (3 without it),
+/// the first its `content`'s length in bytes, and a `token_count` of its
+/// words.
+fn predict(body: &[u8]) -> Response {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        let e = json!({"error": {"code": 400, "message": "not JSON"}});
+        return (StatusCode::BAD_REQUEST, axum::Json(e)).into_response();
+    };
+    let size = request["parameters"]["outputDimensionality"]
+        .as_u64()
+        .unwrap_or(3) as usize;
+    let empty = Vec::new();
+    let instances = request["instances"].as_array().unwrap_or(&empty);
+    let predictions: Vec<Value> = instances
+        .iter()
+        .map(|i| {
+            let content = i["content"].as_str().unwrap_or_default();
+            let mut values = vec![json!(0.5); size];
+            values[0] = json!(content.len());
+            let words = content.split_whitespace().count();
+            json!({"embeddings": {"values": values,
+                                  "statistics": {"token_count": words, "truncated": false}}})
+        })
+        .collect();
+    axum::Json(json!({"predictions": predictions})).into_response()
 }
 
 /// The claims of a JWT bearer grant signed by the fake's key, or why not.

@@ -162,3 +162,36 @@ async fn a_token_commands_output_is_the_token_and_a_401_makes_it_run_again() {
     );
     assert_eq!(std::fs::read_to_string(&count).unwrap().trim(), "2");
 }
+
+/// Issue 55 tests: `/v1/embeddings` to a Vertex AI provider goes to the
+/// model's `:predict` with the texts as `instances` and the dimensions as
+/// `outputDimensionality`; the predictions come back as OpenAI's `data`
+/// in order, and their token counts are the call's input tokens.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embeddings_go_to_the_models_predict() {
+    let fake = VertexFake::start(&[], 3600, &["ya29.embed"]).await;
+    let how = "tokenCommand = \"echo ya29.embed\"";
+    let server = server(&fake, how).await;
+    let body = json!({"model": "vertex_ai/text-embedding-005",
+                      "input": ["high tide", "a new moon rises"], "dimensions": 2});
+    let r = server.exchange("/v1/embeddings", &body, None).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let vectors: Vec<&serde_json::Value> = r.body["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| &d["embedding"])
+        .collect();
+    assert_eq!(vectors, [&json!([9, 0.5]), &json!([16, 0.5])]);
+    assert_eq!(r.body["usage"]["prompt_tokens"], 6, "{}", r.body);
+    let requests = fake.seen().requests;
+    assert_eq!(
+        requests,
+        [(
+            "/v1/projects/proj-1/locations/us-central1/publishers/google/models/\
+             text-embedding-005:predict"
+                .to_owned(),
+            "Bearer ya29.embed".to_owned()
+        )]
+    );
+}

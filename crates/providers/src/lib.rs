@@ -67,6 +67,8 @@ type OpenAi = HttpProvider<OpenAiWire>;
 type Anthropic = HttpProvider<AnthropicWire>;
 /// A Gemini API provider.
 type Gemini = HttpProvider<gemini::GeminiWire>;
+/// A Gemini model on Vertex AI, whose embeddings go to `:predict`.
+type Vertex = HttpProvider<gemini::GeminiWire<vertex::embeddings::VertexEmbeddings>>;
 /// An Amazon Bedrock Converse provider.
 type Bedrock = HttpProvider<bedrock::BedrockWire>;
 /// An OpenAI provider spoken to over the Responses API.
@@ -195,20 +197,25 @@ fn start_one(
                     .with_auth(signer),
             )
         }
-        ProviderKind::Gemini => {
-            let tokens = s
-                .vertex
-                .as_ref()
-                .map(|v| vertex::Tokens::start(&s.name, v, &s.transport, env, timeout))
-                .transpose()?;
-            Arc::new(
+        ProviderKind::Gemini => match &s.vertex {
+            Some(v) => {
+                let tokens = vertex::Tokens::start(&s.name, v, &s.transport, env, timeout)?;
+                Arc::new(
+                    Vertex::new(http, endpoint, &s.model, s.native)
+                        .map_err(url)?
+                        .with_input_overhead(overhead)
+                        .with_vision(s.vision)
+                        .with_upstream(extras)
+                        .with_auth(Some(Box::new(tokens) as Box<dyn auth::Authorize>)),
+                )
+            }
+            None => Arc::new(
                 Gemini::new(http, endpoint, &s.model, s.native)
                     .map_err(url)?
                     .with_input_overhead(overhead)
                     .with_vision(s.vision)
-                    .with_upstream(extras)
-                    .with_auth(tokens.map(|t| Box::new(t) as Box<dyn auth::Authorize>)),
-            )
-        }
+                    .with_upstream(extras),
+            ),
+        },
     })
 }

@@ -1,10 +1,10 @@
 //! Gemini's embeddings: `models/M:batchEmbedContents`, one request per
 //! input text (`outputDimensionality` from the client's `dimensions`), its
-//! `embeddings[].values` made into OpenAI's `data` array (floats as sent,
-//! or base64 of little-endian `f32`s when the client asked for
+//! `embeddings[].values` made into OpenAI's `data` array ([`data`]: floats
+//! as sent, or base64 of little-endian `f32`s when the client asked for
 //! `encoding_format: "base64"`), its input tokens from `usageMetadata`
-//! when it reports them (Vertex AI does; the Gemini API does not, and the
-//! attempt's usage is then unknown).
+//! when it reports them (the Gemini API does not, and the attempt's usage
+//! is then unknown). Vertex AI's `:predict` is the vertex module's.
 
 use super::model_name;
 use crate::adapter::ModelPath;
@@ -84,7 +84,7 @@ enum Vector<'a> {
 
 /// The input's texts: a string, or a list of strings (Gemini takes no
 /// token ids).
-fn texts(input: &Value) -> Result<Vec<&str>, String> {
+pub(crate) fn texts(input: &Value) -> Result<Vec<&str>, String> {
     let refused = || "Gemini embeds text; token ids cannot be sent to it".to_owned();
     match input {
         Value::String(s) => Ok(vec![s]),
@@ -122,35 +122,46 @@ impl EmbeddingsFormat for GeminiEmbeddings {
     }
 
     fn reply(answer: Answer, embedding: &Embedding) -> Result<ProviderReply, ProviderFailure> {
-        let asked = texts(&embedding.input).map_or(0, |t| t.len());
-        let wrong = |why: String| ProviderFailure::new(FailureKind::Transient, None, why);
-        if answer.embeddings.len() != asked {
-            return Err(wrong(format!(
-                "Gemini answered {} embeddings for {asked} inputs",
-                answer.embeddings.len()
-            )));
-        }
-        let base64 = embedding.encoding_format.as_deref() == Some("base64");
-        let mut data = Vec::with_capacity(asked);
-        for (index, e) in answer.embeddings.iter().enumerate() {
-            let embedding = if base64 {
-                let floats: Vec<f32> = serde_json::from_str(e.values.get())
-                    .map_err(|_| wrong(format!("embedding {index}'s values are not numbers")))?;
-                let bytes: Vec<u8> = floats.iter().flat_map(|f| f.to_le_bytes()).collect();
-                Vector::Base64(STANDARD.encode(bytes))
-            } else {
-                Vector::Floats(&e.values)
-            };
-            data.push(Item {
-                object: "embedding",
-                index,
-                embedding,
-            });
-        }
+        let data = data(answer.embeddings.iter().map(|e| &*e.values), embedding)?;
         let input = answer.usage_metadata.and_then(|u| u.prompt_token_count);
-        let content = serde_json::to_string(&data).expect("data always serialises");
-        Ok(crate::embeddings::embedded(content, input, None))
+        Ok(crate::embeddings::embedded(data, input, None))
     }
+}
+
+/// OpenAI's `data` array, as JSON, of the vectors `values` (each a JSON
+/// array of numbers) answered to `embedding`: floats as sent, or base64
+/// of little-endian `f32`s when the client asked for them; a transient
+/// failure when there are not as many as its inputs.
+pub(crate) fn data<'a>(
+    values: impl ExactSizeIterator<Item = &'a RawValue>,
+    embedding: &Embedding,
+) -> Result<String, ProviderFailure> {
+    let asked = texts(&embedding.input).map_or(0, |t| t.len());
+    let wrong = |why: String| ProviderFailure::new(FailureKind::Transient, None, why);
+    if values.len() != asked {
+        return Err(wrong(format!(
+            "Google answered {} embeddings for {asked} inputs",
+            values.len()
+        )));
+    }
+    let base64 = embedding.encoding_format.as_deref() == Some("base64");
+    let mut data = Vec::with_capacity(asked);
+    for (index, values) in values.enumerate() {
+        let embedding = if base64 {
+            let floats: Vec<f32> = serde_json::from_str(values.get())
+                .map_err(|_| wrong(format!("embedding {index}'s values are not numbers")))?;
+            let bytes: Vec<u8> = floats.iter().flat_map(|f| f.to_le_bytes()).collect();
+            Vector::Base64(STANDARD.encode(bytes))
+        } else {
+            Vector::Floats(values)
+        };
+        data.push(Item {
+            object: "embedding",
+            index,
+            embedding,
+        });
+    }
+    Ok(serde_json::to_string(&data).expect("data always serialises"))
 }
 
 #[cfg(test)]

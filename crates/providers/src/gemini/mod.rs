@@ -8,12 +8,13 @@
 //! as `maxOutputTokens`, and the call's thinking as `thinkingConfig`.
 
 mod answer;
-mod embeddings;
+pub(crate) mod embeddings;
 #[cfg(test)]
 mod tests;
 mod thinking;
 
 use super::adapter::{Delivery, ModelPath, WireFormat};
+use super::embeddings::EmbeddingsFormat;
 use super::http::ApiKey;
 use super::upstream::{KeyHeader, Upstream};
 use answer::{Folded, Response};
@@ -23,10 +24,12 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
+use std::marker::PhantomData;
 
-/// The Gemini API wire format.
+/// The Gemini API wire format, its embeddings served by `E` (the Gemini
+/// API's `batchEmbedContents`, or Vertex AI's `:predict`).
 #[derive(Debug)]
-pub struct GeminiWire;
+pub struct GeminiWire<E = embeddings::GeminiEmbeddings>(PhantomData<E>);
 
 /// A `generateContent` request body, borrowing from the request.
 #[derive(Serialize)]
@@ -247,7 +250,7 @@ fn plain(model: &str) -> bool {
 
 /// The model name of `model` (`models/gemini-2.5-flash`, as Google's own
 /// listings name it, too), or why it can name no endpoint.
-fn model_name(model: &str) -> Result<&str, String> {
+pub(crate) fn model_name(model: &str) -> Result<&str, String> {
     let name = model.strip_prefix("models/").unwrap_or(model);
     match plain(name) {
         true => Ok(name),
@@ -257,13 +260,13 @@ fn model_name(model: &str) -> Result<&str, String> {
     }
 }
 
-impl WireFormat for GeminiWire {
+impl<E: EmbeddingsFormat> WireFormat for GeminiWire<E> {
     /// Unused: every endpoint names its model ([`WireFormat::path_for`]).
     const PATH: &'static str = "/models";
     /// A call's `thinking` becomes `thinkingConfig`; earlier turns'
     /// thinking blocks (another provider's signatures) are not sent.
     const THINKING: bool = true;
-    type Embeddings = embeddings::GeminiEmbeddings;
+    type Embeddings = E;
     const NATIVE_TERMS: &'static [&'static str] = &[
         "responseJsonSchema",
         "response_json_schema",

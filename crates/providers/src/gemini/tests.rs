@@ -26,7 +26,7 @@ fn request(messages: Vec<Message>) -> ProviderRequest {
 }
 
 fn body(r: &ProviderRequest) -> Value {
-    let bytes = GeminiWire::body("gemini-2.5-flash", r, Delivery::Whole, &Upstream::default());
+    let bytes = <GeminiWire>::body("gemini-2.5-flash", r, Delivery::Whole, &Upstream::default());
     serde_json::from_slice(&bytes).unwrap()
 }
 
@@ -118,18 +118,18 @@ fn tools_go_as_function_declarations_and_a_loop_as_calls_and_responses() {
 
 #[test]
 fn the_endpoint_names_the_model_and_a_stream_asks_for_sse() {
-    let whole = GeminiWire::path_for("models/gemini-2.5-pro", Delivery::Whole);
+    let whole = <GeminiWire>::path_for("models/gemini-2.5-pro", Delivery::Whole);
     assert_eq!(
         whole.unwrap().unwrap(),
         ("/models/gemini-2.5-pro:generateContent".to_owned(), &[][..])
     );
-    let (path, query) = GeminiWire::path_for("gemini-2.5-flash", Delivery::Streamed)
+    let (path, query) = <GeminiWire>::path_for("gemini-2.5-flash", Delivery::Streamed)
         .unwrap()
         .unwrap();
     assert_eq!(path, "/models/gemini-2.5-flash:streamGenerateContent");
     assert_eq!(query, &[("alt", "sse")]);
     for bad in ["../files", "a/b", "m?key=x", "m:x", ""] {
-        let e = GeminiWire::path_for(bad, Delivery::Whole)
+        let e = <GeminiWire>::path_for(bad, Delivery::Whole)
             .unwrap()
             .unwrap_err();
         assert!(e.contains("not a Gemini model name"), "{bad}: {e}");
@@ -137,7 +137,7 @@ fn the_endpoint_names_the_model_and_a_stream_asks_for_sse() {
 }
 
 fn read(answer: Value) -> ProviderReply {
-    GeminiWire::reply(serde_json::from_value(answer).unwrap()).unwrap()
+    <GeminiWire>::reply(serde_json::from_value(answer).unwrap()).unwrap()
 }
 
 #[test]
@@ -185,7 +185,7 @@ fn an_answer_reads_its_text_calls_finish_and_usage() {
     assert_eq!(blocked.output_tokens, Some(0));
     let none: Response = serde_json::from_value(json!({"candidates": []})).unwrap();
     assert_eq!(
-        GeminiWire::reply(none).unwrap_err().kind,
+        <GeminiWire>::reply(none).unwrap_err().kind,
         callai_engine::FailureKind::Transient
     );
 }
@@ -201,22 +201,22 @@ fn a_stream_folds_chunk_by_chunk_and_a_cut_one_fails() {
     let mut folded = Folded::default();
     let mut sent = Vec::new();
     for chunk in &chunks {
-        let added = GeminiWire::fold(&mut folded, serde_json::from_value(chunk.clone()).unwrap());
+        let added = <GeminiWire>::fold(&mut folded, serde_json::from_value(chunk.clone()).unwrap());
         sent.extend(added.unwrap());
     }
     assert_eq!(sent, ["Hel", "lo"]);
-    let reply = GeminiWire::finish(folded).unwrap();
+    let reply = <GeminiWire>::finish(folded).unwrap();
     assert_eq!(
         (reply.content.as_str(), reply.stop, reply.output_tokens),
         ("Hello", StopReason::Length, Some(2))
     );
     let mut cut = Folded::default();
-    GeminiWire::fold(&mut cut, serde_json::from_value(chunks[0].clone()).unwrap()).unwrap();
-    let e = GeminiWire::finish(cut).unwrap_err();
+    <GeminiWire>::fold(&mut cut, serde_json::from_value(chunks[0].clone()).unwrap()).unwrap();
+    let e = <GeminiWire>::finish(cut).unwrap_err();
     assert!(e.message.contains("finishReason"), "{e}");
     let mut failed = Folded::default();
     let error = json!({"error": {"code": 503, "message": "overloaded"}});
-    let e = GeminiWire::fold(&mut failed, serde_json::from_value(error).unwrap()).unwrap_err();
+    let e = <GeminiWire>::fold(&mut failed, serde_json::from_value(error).unwrap()).unwrap_err();
     assert_eq!(e.kind, callai_engine::FailureKind::Transient);
 }
 
@@ -254,9 +254,9 @@ fn thinking_and_reasoning_effort_become_thinking_config() {
         body(&r)["generationConfig"]["thinkingConfig"],
         json!({"thinkingBudget": 1024})
     );
-    assert!(GeminiWire::takes_reasoning("gemini-2.5-flash"));
-    assert!(GeminiWire::takes_reasoning("models/gemini-3-pro-preview"));
-    assert!(!GeminiWire::takes_reasoning("gemini-2.0-flash"));
+    assert!(<GeminiWire>::takes_reasoning("gemini-2.5-flash"));
+    assert!(<GeminiWire>::takes_reasoning("models/gemini-3-pro-preview"));
+    assert!(!<GeminiWire>::takes_reasoning("gemini-2.0-flash"));
 }
 
 #[test]
@@ -273,7 +273,7 @@ fn extra_generation_config_fills_in_under_the_hosts_own_fields() {
     };
     let mut r = request(vec![Message::user("hi")]);
     let read = |r: &ProviderRequest| -> Value {
-        let bytes = GeminiWire::body("gemini-2.5-flash", r, Delivery::Whole, &upstream);
+        let bytes = <GeminiWire>::body("gemini-2.5-flash", r, Delivery::Whole, &upstream);
         let text = String::from_utf8(bytes).unwrap();
         assert_eq!(text.matches("generationConfig").count(), 1, "{text}");
         serde_json::from_str(&text).unwrap()

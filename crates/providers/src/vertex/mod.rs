@@ -8,6 +8,7 @@
 
 mod account;
 mod command;
+pub(crate) mod embeddings;
 
 use crate::auth::Authorize;
 use crate::transport::Transport;
