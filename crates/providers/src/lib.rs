@@ -61,18 +61,8 @@ use callai_engine::{Provider, Providers};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// An OpenAI-compatible chat-completions provider.
-type OpenAi = HttpProvider<OpenAiWire>;
-/// An Anthropic Messages API provider.
-type Anthropic = HttpProvider<AnthropicWire>;
-/// A Gemini API provider.
-type Gemini = HttpProvider<gemini::GeminiWire>;
 /// A Gemini model on Vertex AI, whose embeddings go to `:predict`.
-type Vertex = HttpProvider<gemini::GeminiWire<vertex::embeddings::VertexEmbeddings>>;
-/// An Amazon Bedrock Converse provider.
-type Bedrock = HttpProvider<bedrock::BedrockWire>;
-/// An OpenAI provider spoken to over the Responses API.
-type OpenAiResponses = HttpProvider<openai::ResponsesWire>;
+type VertexWire = gemini::GeminiWire<vertex::embeddings::VertexEmbeddings>;
 
 /// Reads the API key from the section's variable with `env`. An empty
 /// `apiKeyEnv` means the server needs no key (a local Ollama, say); a
@@ -135,7 +125,6 @@ fn start_one(
     let transport = Transport::new(&s.name, &s.transport, &base, env, timeout)?;
     let bearer = key.is_some();
     let http = HttpClient::new(transport, key, timeout, max_body);
-    let overhead = s.input_overhead_tokens;
     let extras = upstream::Upstream {
         max_tokens_field: s.max_tokens_field,
         extra_body: s.extra_body.clone(),
@@ -155,28 +144,18 @@ fn start_one(
         query: &s.query,
         key_header: s.key_header,
     };
-    Ok(match s.kind {
-        ProviderKind::Openai if s.api == OpenAiApi::Responses => Arc::new(
-            OpenAiResponses::new(http, endpoint, &s.model, s.native)
-                .map_err(url)?
-                .with_input_overhead(overhead)
-                .with_vision(s.vision)
-                .with_upstream(extras),
-        ),
-        ProviderKind::Openai => Arc::new(
-            OpenAi::new(http, endpoint, &s.model, s.native)
-                .map_err(url)?
-                .with_input_overhead(overhead)
-                .with_vision(s.vision)
-                .with_upstream(extras),
-        ),
-        ProviderKind::Anthropic => Arc::new(
-            Anthropic::new(http, endpoint, &s.model, s.native)
-                .map_err(url)?
-                .with_input_overhead(overhead)
-                .with_vision(s.vision)
-                .with_upstream(extras),
-        ),
+    let made = Made {
+        http,
+        endpoint,
+        settings: s,
+        extras,
+    };
+    match s.kind {
+        ProviderKind::Openai if s.api == OpenAiApi::Responses => {
+            made.of::<openai::ResponsesWire>(None)
+        }
+        ProviderKind::Openai => made.of::<OpenAiWire>(None),
+        ProviderKind::Anthropic => made.of::<AnthropicWire>(None),
         ProviderKind::Bedrock => {
             // A Bedrock API key is a bearer header; without one, SigV4.
             let signer = match (bearer, &s.region) {
@@ -188,34 +167,41 @@ fn start_one(
                 }
                 _ => None,
             };
-            Arc::new(
-                Bedrock::new(http, endpoint, &s.model, s.native)
-                    .map_err(url)?
-                    .with_input_overhead(overhead)
-                    .with_vision(s.vision)
-                    .with_upstream(extras)
-                    .with_auth(signer),
-            )
+            made.of::<bedrock::BedrockWire>(signer)
         }
         ProviderKind::Gemini => match &s.vertex {
             Some(v) => {
                 let tokens = vertex::Tokens::start(&s.name, v, &s.transport, env, timeout)?;
-                Arc::new(
-                    Vertex::new(http, endpoint, &s.model, s.native)
-                        .map_err(url)?
-                        .with_input_overhead(overhead)
-                        .with_vision(s.vision)
-                        .with_upstream(extras)
-                        .with_auth(Some(Box::new(tokens) as Box<dyn auth::Authorize>)),
-                )
+                made.of::<VertexWire>(Some(Box::new(tokens)))
             }
-            None => Arc::new(
-                Gemini::new(http, endpoint, &s.model, s.native)
-                    .map_err(url)?
-                    .with_input_overhead(overhead)
-                    .with_vision(s.vision)
-                    .with_upstream(extras),
-            ),
+            None => made.of::<gemini::GeminiWire>(None),
         },
-    })
+    }
+}
+
+/// What every provider of a section is made with.
+struct Made<'a> {
+    http: HttpClient,
+    endpoint: adapter::Endpoint<'a>,
+    settings: &'a ProviderSettings,
+    extras: upstream::Upstream,
+}
+
+impl Made<'_> {
+    /// The provider of wire format `W`, its requests authorized by `auth`
+    /// when they need more than a key.
+    fn of<W: adapter::WireFormat>(
+        self,
+        auth: Option<Box<dyn auth::Authorize>>,
+    ) -> Result<Arc<dyn Provider>, ConfigError> {
+        let s = self.settings;
+        let url = |message| invalid(&format!("providers.{}.baseUrl", s.name), message);
+        let provider = HttpProvider::<W>::new(self.http, self.endpoint, &s.model, s.native)
+            .map_err(url)?
+            .with_input_overhead(s.input_overhead_tokens)
+            .with_vision(s.vision)
+            .with_upstream(self.extras)
+            .with_auth(auth);
+        Ok(Arc::new(provider))
+    }
 }
