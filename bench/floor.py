@@ -150,31 +150,53 @@ def start_fake(delay_ms=20):
     return proc, port
 
 
-def start_passthrough(name, fake_port):
-    """The hyper floor in front of the fake; its process and port, read from
-    the `listening on http://ADDR` line it prints once it accepts."""
-    proc = spawn(name, [str(RELEASE / "passthrough"), "--upstream", f"http://127.0.0.1:{fake_port}"])
+def listening(name, proc, scheme="http"):
+    """The port of `name`, read from the `listening on SCHEME://ADDR` line it
+    prints once it accepts."""
     logfile = WORK / f"{name}.log"
     for _ in range(100):
         text = logfile.read_text()
-        if "listening on http://" in text:
-            return proc, int(text.split("listening on http://", 1)[1].split()[0].rsplit(":", 1)[1])
+        if f"listening on {scheme}://" in text:
+            return int(text.split(f"listening on {scheme}://", 1)[1].split()[0].rsplit(":", 1)[1])
         if proc.poll() is not None:
             raise SystemExit(f"{name} exited: see {logfile}")
         time.sleep(0.1)
     raise SystemExit(f"{name} did not start")
 
 
-def start_nginx(fake_port):
+def start_fake_tls(delay_ms=20):
+    """The fake over TLS, HTTP/2 or HTTP/1.1 by ALPN, 100 streams a
+    connection, its certificate's CA written under WORK: its process, port
+    and CA file."""
+    ca = WORK / "fake-tls-ca.pem"
+    ca.unlink(missing_ok=True)
+    name = f"fake-tls-{delay_ms}"
+    proc = spawn(name, [str(RELEASE / "fake-openai"), "--port", "0", "--delay-ms", str(delay_ms),
+                        "--tls-ca", str(ca)])
+    return proc, listening(name, proc, "https"), ca
+
+
+def start_passthrough(name, fake_port):
+    """The hyper floor in front of the fake; its process and port."""
+    proc = spawn(name, [str(RELEASE / "passthrough"), "--upstream", f"http://127.0.0.1:{fake_port}"])
+    return proc, listening(name, proc)
+
+
+def start_nginx(fake_port, ca=None, name="nginx"):
+    """nginx in front of the fake; with `ca`, over TLS to it (HTTP/1.1, the
+    only version nginx proxies in), the fake's certificate checked against
+    `ca` and TLS sessions reused."""
     port = gateways.free_port()
-    tmp = WORK / "nginx-tmp"
+    tmp = WORK / f"{name}-tmp"
     tmp.mkdir(exist_ok=True)
     temp_paths = "".join(f"  {k}_temp_path {tmp}/{k};\n" for k in
                          ["client_body", "proxy", "fastcgi", "uwsgi", "scgi"])
-    conf = WORK / "nginx.conf"
+    tls = (f"      proxy_ssl_trusted_certificate {ca};\n      proxy_ssl_verify on;\n"
+           "      proxy_ssl_name localhost;\n      proxy_ssl_session_reuse on;\n") if ca else ""
+    conf = WORK / f"{name}.conf"
     conf.write_text(f"""worker_processes 1;
 daemon off;
-pid {WORK}/nginx.pid;
+pid {WORK}/{name}.pid;
 error_log stderr warn;
 events {{ worker_connections 4096; }}
 http {{
@@ -184,23 +206,26 @@ http {{
   server {{
     listen 127.0.0.1:{port};
     location / {{
-      proxy_pass http://fake;
+      proxy_pass {"https" if ca else "http"}://fake;
       proxy_http_version 1.1;
       proxy_set_header Connection "";
-    }}
+{tls}    }}
   }}
 }}
 """)
-    proc = spawn("nginx", [str(nginx_binary()), "-p", str(WORK), "-c", str(conf), "-e", "stderr"],
+    proc = spawn(name, [str(nginx_binary()), "-p", str(WORK), "-c", str(conf), "-e", "stderr"],
                  ready=f"http://127.0.0.1:{port}/")
     return proc, port
 
 
-def start_serve(name, binary, fake_port, env=None, extra=(), toml=""):
+def start_serve(name, binary, fake_port, env=None, extra=(), toml="", ca=None):
+    """`callai serve` in front of the fake; with `ca`, over TLS to it (HTTP/2
+    by ALPN), trusting `ca` for that provider."""
     port = gateways.free_port()
     cfg = WORK / f"{name}.toml"
-    cfg.write_text(f'[providers.fake]\nkind = "openai"\nbaseUrl = "http://127.0.0.1:{fake_port}/v1"\n'
-                   f'apiKeyEnv = "FAKE_KEY"\nmodel = "fake"\n[defaults]\nprovider = "fake"\n'
+    scheme, trust = ("https", f'caFile = "{ca}"\n') if ca else ("http", "")
+    cfg.write_text(f'[providers.fake]\nkind = "openai"\nbaseUrl = "{scheme}://127.0.0.1:{fake_port}/v1"\n'
+                   f'apiKeyEnv = "FAKE_KEY"\nmodel = "fake"\n{trust}[defaults]\nprovider = "fake"\n'
                    f'[limits]\nmaxConcurrentRuns = 1000\n{toml}')
     proc = spawn(name, [str(binary), "serve", "--config", str(cfg), "--listen", f"127.0.0.1:{port}", *extra],
                  env={"FAKE_KEY": "sk-fake", **(env or {})}, ready=f"http://127.0.0.1:{port}/healthz")
@@ -337,6 +362,20 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
         proc, port = start_serve("serve-1worker", RELEASE / "callai", fake_port, {"TOKIO_WORKER_THREADS": "1"})
         procs.append(proc)
         out["serve call, 1 worker"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+    tls_names = ["nginx (TLS upstream)", "serve chat (TLS h2 upstream)", "serve call (TLS h2 upstream)"]
+    if any(wanted(n) for n in tls_names):
+        # The same stages through a TLS upstream, as production's: nginx
+        # (TLS, HTTP/1.1 upstream) as the floor, serve over HTTP/2.
+        proc, tls_port, ca = start_fake_tls()
+        procs.append(proc)
+        proc, port = start_nginx(tls_port, ca, "nginx-tls")
+        procs.append(proc)
+        out["nginx (TLS upstream)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
+        proc, port = start_serve("serve-tls", RELEASE / "callai", tls_port, ca=ca)
+        procs.append(proc)
+        out["serve chat (TLS h2 upstream)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions",
+                                                openai_body, {})
+        out["serve call (TLS h2 upstream)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     fake_url = f"http://127.0.0.1:{fake_port}/v1"
     for peer, label in [("portkey", "Portkey"), ("litellm", "LiteLLM")]:
         if not wanted(label):
@@ -451,6 +490,9 @@ def report(results, rounds, idle, calls, memory):
             if not rows:
                 continue
             nginx = statistics.median(r["cpu_us"] for r in rows["nginx"])
+            # A contender through the TLS upstream is held to nginx through it.
+            nginx_tls = (statistics.median(r["cpu_us"] for r in rows["nginx (TLS upstream)"])
+                         if "nginx (TLS upstream)" in rows else nginx)
             direct = {i: r for i, r in enumerate(rows["direct"])}
             lines.append(f"\n### {kind}, {concurrency} in flight\n")
             lines.append("| contender | calls | CPU µs/call | × nginx | p50 ms | p99 ms | added p50 ms | added p99 ms | failed |")
@@ -459,7 +501,8 @@ def report(results, rounds, idle, calls, memory):
                 cpu = [r["cpu_us"] for r in rs]
                 added50 = [r["p50_ms"] - direct[i]["p50_ms"] for i, r in enumerate(rs)]
                 added99 = [r["p99_ms"] - direct[i]["p99_ms"] for i, r in enumerate(rs)]
-                ratio = statistics.median(cpu) / nginx if nginx else 0
+                base = nginx_tls if "(TLS" in name else nginx
+                ratio = statistics.median(cpu) / base if base else 0
                 lines.append(
                     f"| {name} | {rs[0]['calls']} | {fmt_range(cpu)} | "
                     f"{'' if name == 'direct' else f'{ratio:.2f}'} | "

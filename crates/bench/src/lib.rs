@@ -4,6 +4,8 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+pub mod tls;
+
 /// `--key value` pairs; a bare `--flag` maps to `"true"`.
 pub fn args() -> HashMap<String, String> {
     let mut out = HashMap::new();

@@ -3,7 +3,9 @@
 //! default). Prints `listening on http://ADDR` once it accepts. With
 //! `--hold N` the first N requests are held for ten minutes; with `--log`
 //! it prints `request MS` (ms since the Unix epoch) on stdout as each
-//! request arrives.
+//! request arrives. With `--tls-ca FILE` it speaks TLS (HTTP/2 or
+//! HTTP/1.1 by ALPN, 100 streams a connection) with a certificate of a CA
+//! it makes and writes to FILE, and prints `listening on https://ADDR`.
 
 use axum::Router;
 use axum::routing::post;
@@ -51,6 +53,12 @@ async fn main() {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
         .await
         .expect("bind");
-    eprintln!("listening on http://{}", listener.local_addr().unwrap());
+    let addr = listener.local_addr().unwrap();
+    if let Some(ca_file) = args.get("tls-ca") {
+        let acceptor = callai_bench::tls::acceptor(std::path::Path::new(ca_file));
+        eprintln!("listening on https://{addr}");
+        return callai_bench::tls::serve(listener, app, acceptor).await;
+    }
+    eprintln!("listening on http://{addr}");
     axum::serve(listener, app).await.expect("serve");
 }
