@@ -30,6 +30,7 @@ mod anthropic;
 mod auth;
 mod bedrock;
 mod config;
+mod conversation;
 mod embeddings;
 mod events;
 mod gemini;

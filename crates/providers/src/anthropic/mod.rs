@@ -308,22 +308,12 @@ impl WireFormat for AnthropicWire {
     /// The request body for one attempt. System-role messages join the
     /// system prompt; consecutive turns of one role are merged.
     fn body(model: &str, r: &ProviderRequest, delivery: Delivery, upstream: &Upstream) -> Vec<u8> {
-        let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
-        let mut messages: Vec<Turn<'_>> = Vec::new();
+        let (system, said) = crate::conversation::conversation(r);
         let cache = r.prompt_cache.as_deref();
-        for (i, m) in r.messages.iter().enumerate() {
-            let role = match m.role {
-                Role::System => {
-                    system.push(&m.content);
-                    continue;
-                }
-                // A tool's result is the user's turn to the Messages API.
-                Role::User | Role::Tool => "user",
-                Role::Assistant => "assistant",
-            };
-            let thinking = r.thinking.as_deref().map_or(&[][..], |t| t.blocks_of(i));
-            push_turn(&mut messages, role, m, thinking);
-            if let Some(cache_control) = cache.and_then(|c| c.message(i)) {
+        let mut messages: Vec<Turn<'_>> = Vec::new();
+        for m in said {
+            push_turn(&mut messages, m.role, m.message, m.thinking);
+            if let Some(cache_control) = m.breakpoint {
                 mark_last(&mut messages, cache_control);
             }
         }

@@ -217,27 +217,20 @@ fn extra<'a>(
 /// system prompt; consecutive turns of one role are merged, a message's
 /// breakpoint ending the blocks it became.
 pub(super) fn body(r: &ProviderRequest, upstream: &Upstream) -> Vec<u8> {
-    let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
-    let mut messages: Vec<Turn<'_>> = Vec::new();
+    let (system, said) = crate::conversation::conversation(r);
     let cache = r.prompt_cache.as_deref();
-    for (i, m) in r.messages.iter().enumerate() {
-        let role = match m.role {
-            Role::System => {
-                system.push(&m.content);
-                continue;
-            }
-            // A tool's result is the user's turn.
-            Role::User | Role::Tool => "user",
-            Role::Assistant => "assistant",
-        };
-        let thinking = r.thinking.as_deref().map_or(&[][..], |t| t.blocks_of(i));
-        let mut content = blocks(m, thinking);
-        if let Some(point) = cache.and_then(|c| c.message(i)) {
+    let mut messages: Vec<Turn<'_>> = Vec::new();
+    for m in said {
+        let mut content = blocks(m.message, m.thinking);
+        if let Some(point) = m.breakpoint {
             content.push(Block::CachePoint(CachePoint::of(point)));
         }
         match messages.last_mut() {
-            Some(last) if last.role == role => last.content.extend(content),
-            _ => messages.push(Turn { role, content }),
+            Some(last) if last.role == m.role => last.content.extend(content),
+            _ => messages.push(Turn {
+                role: m.role,
+                content,
+            }),
         }
     }
     let native = r
