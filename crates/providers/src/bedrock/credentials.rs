@@ -311,7 +311,9 @@ mod tests {
             format!(
                 "[profile ci]\ncredential_process = sh {0} 3600\n\
                  [profile brief]\ncredential_process = sh {0} 1\n\
-                 [profile assumed]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = ci\n",
+                 [profile assumed]\nrole_arn = arn:aws:iam::1:role/r\nsource_profile = ci\n\
+                 [profile garbage]\ncredential_process = echo not-json\n\
+                 [profile failing]\ncredential_process = sh -c 'echo denied >&2; exit 3'\n",
                 script.display()
             ),
         )
@@ -338,6 +340,13 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(1100)).await;
         brief.current().await.unwrap();
         assert_eq!(count(), 4);
+        // A process that prints no credentials, or fails, fails the
+        // request, naming the profile and saying what went wrong.
+        for (name, why) in [("garbage", "credential_process"), ("failing", "exit")] {
+            let keys = Keys::choose(Some(name), &env).unwrap();
+            let e = keys.current().await.unwrap_err().message;
+            assert!(e.contains(&format!("{name:?}")) && e.contains(why), "{e}");
+        }
         // A role to assume is STS's to give: refused, saying what to do.
         let keys = Keys::choose(Some("assumed"), &env).unwrap();
         let e = keys.current().await.unwrap_err().message;
