@@ -463,24 +463,19 @@ fn check_kind_keys(
         );
         Err(invalid(&format!("providers.{name}.{key}"), why))
     };
+    let key_named = section.api_key_env.as_ref().is_some_and(|k| !k.is_empty());
     match (&s.vertex, s.kind) {
         (Some(_), kind) if kind != ProviderKind::Gemini => return elsewhere("vertex", "Gemini"),
-        (Some(vertex), _) => {
-            let key_named = section.api_key_env.as_ref().is_some_and(|k| !k.is_empty());
-            crate::vertex::check_section(name, key_named, vertex)?;
-        }
+        (Some(vertex), _) => crate::vertex::check_section(name, key_named, vertex)?,
         (None, _) => {}
     }
-    let key_named = section.api_key_env.as_ref().is_some_and(|k| !k.is_empty());
-    match (&s.region, &s.profile, s.kind) {
-        (_, _, ProviderKind::Bedrock) => crate::bedrock::check_section(
-            name,
-            s.region.as_deref(),
-            s.profile.as_deref(),
-            key_named,
-        ),
-        (Some(_), _, _) => elsewhere("region", "Bedrock"),
-        (_, Some(_), _) => elsewhere("profile", "Bedrock"),
-        (None, None, _) => Ok(()),
+    if s.kind == ProviderKind::Bedrock {
+        let (region, profile) = (s.region.as_deref(), s.profile.as_deref());
+        return crate::bedrock::check_section(name, region, profile, key_named);
+    }
+    match (&s.region, &s.profile) {
+        (Some(_), _) => elsewhere("region", "Bedrock"),
+        (None, Some(_)) => elsewhere("profile", "Bedrock"),
+        (None, None) => Ok(()),
     }
 }
