@@ -303,18 +303,17 @@ impl<E: EmbeddingsFormat> WireFormat for GeminiWire<E> {
     /// system instruction; the others are `user` and `model` turns (a
     /// tool's result is the user's), consecutive turns of one role merged.
     fn body(_model: &str, r: &ProviderRequest, _: Delivery, upstream: &Upstream) -> Vec<u8> {
-        let mut system: Vec<&str> = r.system_prompt.iter().map(String::as_str).collect();
+        // Thinking blocks and breakpoints are another API's; Gemini's
+        // assistant is the `model`.
+        let (system, said) = crate::conversation::conversation(r);
         let mut contents: Vec<Content<'_>> = Vec::new();
-        for m in &r.messages {
-            let role = match m.role {
-                Role::System => {
-                    system.push(&m.content);
-                    continue;
-                }
-                Role::User | Role::Tool => "user",
-                Role::Assistant => "model",
+        for m in said {
+            let role = if m.role == "assistant" {
+                "model"
+            } else {
+                "user"
             };
-            let parts = parts(&r.messages, m);
+            let parts = parts(&r.messages, m.message);
             match contents.last_mut() {
                 Some(last) if last.role == Some(role) => last.parts.extend(parts),
                 _ => contents.push(Content {
