@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// A Messages API answer whose usage reads `read` tokens from the cache
 /// and writes `written`.
-fn cached_reply(read: u32, written: u32) -> Reply {
+pub(crate) fn cached_reply(read: u32, written: u32) -> Reply {
     Reply::Json(
         200,
         json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m-1",

@@ -2,8 +2,9 @@
 //! says of its tokens beyond input and output (issue 55, item 4: the
 //! provider's prompt-cache reads and writes).
 
+use super::serve_prompt_cache::cached_reply;
 use super::ui_browser::{browser, chromedriver, console_errors, open};
-use callai_tests::fake_server::{FakeServer, Reply};
+use callai_tests::fake_server::FakeServer;
 use callai_tests::serve::TestServer;
 use fantoccini::Locator;
 use serde_json::json;
@@ -13,19 +14,7 @@ use serde_json::json;
 /// timeline, priced at their own rates.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_attempt_shows_its_cache_reads_and_writes() {
-    let reply = |read: u32, written: u32| {
-        Reply::Json(
-            200,
-            json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "m-1",
-                   "content": [{"type": "text", "text": "Cold."}],
-                   "stop_reason": "end_turn", "stop_sequence": null,
-                   "usage": {"input_tokens": 12, "output_tokens": 4,
-                             "cache_read_input_tokens": read,
-                             "cache_creation_input_tokens": written}}),
-            vec![],
-        )
-    };
-    let fake = FakeServer::start(vec![reply(0, 900), reply(900, 0)]).await;
+    let fake = FakeServer::start(vec![cached_reply(0, 900), cached_reply(900, 0)]).await;
     let toml = format!(
         "[providers.p]\nkind = \"anthropic\"\nbaseUrl = \"{}\"\napiKeyEnv = \"\"\n\
          model = \"m-1\"\nprices = {{ input = 1.0, cachedInput = 0.1, cacheWrite = 1.25, \

@@ -38,6 +38,8 @@ mod http;
 mod openai;
 mod quota;
 mod redact;
+#[cfg(test)]
+mod test_request;
 mod transport;
 mod upstream;
 mod usage;

@@ -2,6 +2,7 @@
 //! it goes to, and how answers and stream events read.
 
 use super::*;
+use crate::test_request::request;
 use callai_engine::{StopReason, ToolsRequest};
 use callai_wire::{
     Image, Message, PromptCache, Role, SystemBlock, Thinking, ThinkingBlock, ThinkingConfig,
@@ -9,24 +10,6 @@ use callai_wire::{
 };
 use serde_json::{Value, json};
 use std::sync::Arc;
-
-fn request(messages: Vec<Message>) -> ProviderRequest {
-    ProviderRequest {
-        model: None,
-        system_prompt: Some("Be brief.".into()),
-        messages,
-        temperature: Some(0.5),
-        max_tokens: 64,
-        stop_sequences: vec!["END".into()],
-        structured: None,
-        tools: None,
-        token_limit_field: None,
-        prompt_cache: None,
-        thinking: None,
-        embedding: None,
-        reasoning_effort: None,
-    }
-}
 
 fn body(r: &ProviderRequest) -> Value {
     let bytes = BedrockWire::body("m", r, Delivery::Whole, &Upstream::default());

@@ -2,28 +2,11 @@
 //! it goes to, and how answers and stream chunks read.
 
 use super::*;
+use crate::test_request::request;
 use callai_engine::{StopReason, StructuredRequest, ToolsRequest};
 use callai_wire::{Tool, ToolCall};
 use serde_json::json;
 use std::sync::Arc;
-
-fn request(messages: Vec<Message>) -> ProviderRequest {
-    ProviderRequest {
-        model: None,
-        system_prompt: Some("Be brief.".into()),
-        messages,
-        temperature: Some(0.5),
-        max_tokens: 64,
-        stop_sequences: vec!["END".into()],
-        structured: None,
-        tools: None,
-        token_limit_field: None,
-        prompt_cache: None,
-        thinking: None,
-        embedding: None,
-        reasoning_effort: None,
-    }
-}
 
 fn body(r: &ProviderRequest) -> Value {
     let bytes = <GeminiWire>::body("gemini-2.5-flash", r, Delivery::Whole, &Upstream::default());
