@@ -66,7 +66,10 @@ impl Keys {
             var("AWS_ACCESS_KEY_ID"),
             var("AWS_SECRET_ACCESS_KEY"),
         ) {
-            (Some(name), _, _) => profile_source(name, env),
+            (Some(name), _, _) => Source::Profile {
+                name: name.to_owned(),
+                files: files(env),
+            },
             (None, Some(id), Some(secret)) => Source::Fixed(Credentials::new(
                 id,
                 secret,
@@ -83,7 +86,10 @@ impl Keys {
                                 or apiKeyEnv to a Bedrock API key's variable"
                         .into());
                 }
-                profile_source(named.as_deref().unwrap_or("default"), env)
+                Source::Profile {
+                    name: named.unwrap_or_else(|| "default".to_owned()),
+                    files,
+                }
             }
         };
         Ok(Self {
@@ -153,13 +159,6 @@ fn files(env: &dyn Fn(&str) -> Option<String>) -> Vec<(EnvConfigFileKind, PathBu
     let credentials = at("AWS_SHARED_CREDENTIALS_FILE", "credentials")
         .map(|p| (EnvConfigFileKind::Credentials, p));
     config.into_iter().chain(credentials).collect()
-}
-
-fn profile_source(name: &str, env: &dyn Fn(&str) -> Option<String>) -> Source {
-    Source::Profile {
-        name: name.to_owned(),
-        files: files(env),
-    }
 }
 
 /// The keys of a profile that get credentials from AWS's STS or SSO.
