@@ -26,9 +26,10 @@ after 2 s, each contender fresh). Contenders:
   started as a service) and bound to 127.0.0.1;
 - serve chat / serve call / serve responses: `callai serve`,
   `/v1/chat/completions`, `/v1/call` and `/v1/responses`;
-- serve call, mimalloc: the same binary built with `--features mimalloc`;
+- serve call, system allocator (and serve chat, ...): the same binary built
+  with `--no-default-features`, glibc's malloc instead of mimalloc;
 - serve call, 1 worker: the default binary with `TOKIO_WORKER_THREADS=1`;
-- serve call, tcache: the default binary with glibc's per-thread cache
+- serve call, tcache: the system allocator's binary with glibc's per-thread cache
   of freed blocks raised from 7 a size to 1024
   (`GLIBC_TUNABLES=glibc.malloc.tcache_count=1024`);
 - serve call (no traces): the default binary keeping no call traces
@@ -88,13 +89,13 @@ def cargo(*args):
 
 
 def build(wanted=lambda name: True):
-    """The release binaries: callai with mimalloc (kept aside, when it is
-    wanted), then the default callai and the bench tools, and the peers
-    (when they are wanted)."""
+    """The release binaries: callai on the system allocator (kept aside,
+    when it is wanted), then the default callai and the bench tools, and the
+    peers (when they are wanted)."""
     WORK.mkdir(parents=True, exist_ok=True)
-    if wanted("serve call, mimalloc"):
-        cargo("build", "--release", "--locked", "-p", "callai-cli", "--features", "mimalloc")
-        shutil.copy2(RELEASE / "callai", WORK / "callai-mimalloc")
+    if wanted("serve call, system allocator") or wanted("serve call, tcache"):
+        cargo("build", "--release", "--locked", "-p", "callai-cli", "--no-default-features")
+        shutil.copy2(RELEASE / "callai", WORK / "callai-system-alloc")
     cargo("build", "--release", "--locked", "-p", "callai-bench",
           "--bin", "passthrough", "--bin", "load", "--bin", "fake-openai")
     if wanted("Portkey") or wanted("LiteLLM"):
@@ -283,10 +284,12 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
     out["serve chat"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
     out["serve call"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     out["serve responses"] = (proc.pid, f"http://127.0.0.1:{port}/v1/responses", responses_body, {})
-    if wanted("serve call, mimalloc"):
-        proc, port = start_serve("serve-mimalloc", WORK / "callai-mimalloc", fake_port)
+    if wanted("serve call, system allocator"):
+        proc, port = start_serve("serve-system-alloc", WORK / "callai-system-alloc", fake_port)
         procs.append(proc)
-        out["serve call, mimalloc"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+        out["serve call, system allocator"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
+        out["serve chat, system allocator"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions",
+                                               openai_body, {})
     if wanted("serve call (no traces)"):
         # Call traces kept for none, and no line per request on stderr.
         proc, port = start_serve("serve-notraces", RELEASE / "callai", fake_port,
@@ -354,7 +357,7 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
         out["serve call (key, three limits)"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body,
                                                  {"authorization": f"Bearer {made['key']}"})
     if wanted("serve call, tcache"):
-        proc, port = start_serve("serve-tcache", RELEASE / "callai", fake_port,
+        proc, port = start_serve("serve-tcache", WORK / "callai-system-alloc", fake_port,
                                  {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=1024"})
         procs.append(proc)
         out["serve call, tcache"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
@@ -427,11 +430,12 @@ def stage(contender, kind, concurrency, calls):
             "failures": got["failures"], "calls": calls}
 
 
-def memory_in_flight(calls, baseline=None):
+def memory_in_flight(calls, baseline=None, wanted=lambda name: True):
     """Resident memory per call in flight: `calls` structured calls at once
     to a fake that answers after 2 s, each contender fresh; the peak of its
     resident set during them over its resident set before any. With
-    `baseline`, that build's /v1/call too."""
+    `baseline`, that build's /v1/call too; with the system allocator's build
+    wanted, its two endpoints."""
     procs, out = [], {}
     try:
         fake, fake_port = start_fake(2000)
@@ -447,6 +451,10 @@ def memory_in_flight(calls, baseline=None):
                   ("serve call", RELEASE / "callai", "/v1/call", call_body)]
         if baseline:
             serves.append(("serve call (before)", baseline, "/v1/call", call_body))
+        if wanted("serve call, system allocator"):
+            system = WORK / "callai-system-alloc"
+            serves += [("serve chat, system allocator", system, "/v1/chat/completions", openai_body),
+                       ("serve call, system allocator", system, "/v1/call", call_body)]
         for name, binary, path, body in serves:
             proc, port = start_serve(f"serve-slow-{len(procs)}", binary, fake_port)
             procs.append(proc)
@@ -545,7 +553,7 @@ def main():
     wanted = (lambda name: name in keep) if args.only else (lambda name: True)
     build(wanted)
     if args.memory_only:
-        memory = memory_in_flight(100 if args.quick else 1000, args.baseline)
+        memory = memory_in_flight(100 if args.quick else 1000, args.baseline, wanted)
         print(json.dumps(memory, indent=2))
         return
     procs = []
@@ -590,7 +598,7 @@ def main():
             except subprocess.TimeoutExpired:
                 p.kill()
     log("== memory per call in flight")
-    memory = memory_in_flight(100 if args.quick else 1000, args.baseline)
+    memory = memory_in_flight(100 if args.quick else 1000, args.baseline, wanted)
     (WORK / "report.json").write_text(json.dumps(
         {"results": [{"kind": k, "concurrency": c, "contender": n, "rounds": rs}
                      for (k, c, n), rs in results.items()], "idle": idle, "memory": memory}, indent=2))
