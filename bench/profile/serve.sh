@@ -22,7 +22,11 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 target=${CARGO_TARGET_DIR:-$root/target}
 out=$target/profile
 mkdir -p "$out"
-(cd "$root" && cargo build --locked --profile release-debug -p callai-cli --bin callai &&
+# heaptrack sees only malloc: its build of callai is on the system allocator
+# (--no-default-features), as mimalloc's allocations never reach malloc.
+features=()
+[ "$tool" = heaptrack ] && features=(--no-default-features)
+(cd "$root" && cargo build --locked --profile release-debug -p callai-cli --bin callai "${features[@]}" &&
   cargo build --locked --release -p callai-bench --bin fake-openai --bin load)
 if [ -n "${FLOOR:-}" ]; then
   (cd "$root" && cargo build --locked --profile release-debug -p callai-bench --bin passthrough)

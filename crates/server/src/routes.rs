@@ -11,7 +11,9 @@ use crate::layers::idempotency::{Keyed, KeyedLayer};
 use crate::state::AppState;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{MethodRouter, get, post, put};
+use axum::handler::Handler;
+use axum::routing::{MethodRouter, get, post_service, put};
+use tower::ServiceBuilder;
 
 /// The router: liveness, discovery and the viewer's assets open to anyone,
 /// `/metrics` behind the admin's or the metrics token, every other route
@@ -49,7 +51,7 @@ fn keyed_post<H, T>(
     cacheable: bool,
 ) -> MethodRouter<AppState>
 where
-    H: axum::handler::Handler<T, AppState>,
+    H: Handler<T, AppState>,
     T: 'static,
 {
     let body_limit = usize::try_from(state.server.max_body_bytes).unwrap_or(usize::MAX);
@@ -58,13 +60,16 @@ where
         client_retries: shape.map(Api::endpoint),
         cacheable,
     };
-    let mut route = post(handler);
-    if let Some(api) = shape {
-        route = route.layer(AroundLayer(Reshape(api)));
-    }
-    route
-        .layer::<_, std::convert::Infallible>(KeyedLayer(keyed))
-        .layer(DefaultBodyLimit::max(body_limit))
+    // The layers composed on the handler into one service, which the
+    // method router boxes once: `.layer` on a method router boxes the route
+    // again for each layer, and every box is cloned per request.
+    post_service(
+        ServiceBuilder::new()
+            .layer(DefaultBodyLimit::max(body_limit))
+            .layer(KeyedLayer(keyed))
+            .option_layer(shape.map(|api| AroundLayer(Reshape(api))))
+            .service(handler.with_state(state.clone())),
+    )
 }
 
 /// The callai API, every route behind a caller's token.
@@ -114,8 +119,7 @@ fn openai(state: &AppState, auth: Auth) -> Router<AppState> {
         .route("/v1/embeddings", embeddings)
         .route("/v1/models", get(dropin::models))
         .method_not_allowed_fallback(meta::method_not_allowed)
-        .layer(AroundLayer(auth))
-        .layer(AroundLayer(Reshape(Api::OpenAi)))
+        .layer(AroundLayer((Reshape(Api::OpenAi), auth)))
 }
 
 /// The OpenAI Responses drop-in, its errors in OpenAI's shape: a response
@@ -133,8 +137,7 @@ fn responses(state: &AppState, auth: Auth) -> Router<AppState> {
             get(dropin::response_input_items),
         )
         .method_not_allowed_fallback(meta::method_not_allowed)
-        .layer(AroundLayer(auth))
-        .layer(AroundLayer(Reshape(Api::Responses)))
+        .layer(AroundLayer((Reshape(Api::Responses), auth)))
 }
 
 /// The Anthropic drop-in: Messages, which also takes the token in
@@ -149,6 +152,5 @@ fn anthropic(state: &AppState, auth: Auth) -> Router<AppState> {
     Router::new()
         .route("/v1/messages", messages)
         .method_not_allowed_fallback(meta::method_not_allowed)
-        .layer(AroundLayer(auth.with_api_key()))
-        .layer(AroundLayer(Reshape(Api::Anthropic)))
+        .layer(AroundLayer((Reshape(Api::Anthropic), auth.with_api_key())))
 }

@@ -35,6 +35,30 @@ pub enum Before<C> {
     Stop(Response),
 }
 
+/// Two at once, `A` outside `B`, as `.layer(AroundLayer(b))` then
+/// `.layer(AroundLayer(a))` would do them, in one layer: axum boxes every
+/// route of a router again for each layer put on it, and clones each box
+/// per request. An answer `B` stops a request with still goes through
+/// `A`'s `after`, as it would come back out through `A`'s layer.
+impl<A: Around, B: Around> Around for (A, B) {
+    type Carry = (A::Carry, B::Carry);
+
+    fn before(&self, request: &mut Request) -> Before<Self::Carry> {
+        let outer = match self.0.before(request) {
+            Before::Go(carry) => carry,
+            Before::Stop(answer) => return Before::Stop(answer),
+        };
+        match self.1.before(request) {
+            Before::Go(inner) => Before::Go((outer, inner)),
+            Before::Stop(answer) => Before::Stop(A::after(outer, answer)),
+        }
+    }
+
+    fn after((outer, inner): Self::Carry, response: Response) -> Response {
+        A::after(outer, B::after(inner, response))
+    }
+}
+
 /// The layer of an [`Around`].
 #[derive(Debug, Clone)]
 pub struct AroundLayer<A>(pub A);
@@ -169,5 +193,66 @@ mod tests {
             "after is not done to it"
         );
         assert_eq!(reached.load(std::sync::atomic::Ordering::Relaxed), 1);
+    }
+
+    /// Goes on, marking the response with its name, outermost first.
+    #[derive(Clone)]
+    struct Names(&'static str);
+
+    impl Around for Names {
+        type Carry = &'static str;
+
+        fn before(&self, request: &mut Request) -> Before<&'static str> {
+            let mut seen = request
+                .headers()
+                .get("x-before")
+                .map_or(String::new(), |v| format!("{},", v.to_str().unwrap()));
+            seen.push_str(self.0);
+            request
+                .headers_mut()
+                .insert("x-before", seen.parse().unwrap());
+            Before::Go(self.0)
+        }
+
+        fn after(name: &'static str, mut response: Response) -> Response {
+            response
+                .headers_mut()
+                .append("x-after", name.parse().unwrap());
+            response
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pair_does_what_its_two_layers_would_in_their_order() {
+        let inner = tower::service_fn(|request: Request| async move {
+            let before = request.headers()["x-before"].clone();
+            let mut response = Response::new(Body::empty());
+            response.headers_mut().insert("x-before", before);
+            Ok::<_, Infallible>(response)
+        });
+        let request = |path: &str| Request::builder().uri(path).body(Body::empty()).unwrap();
+        let paired = AroundLayer((Names("outer"), Names("inner"))).layer(inner);
+        let two = AroundLayer(Names("outer")).layer(AroundLayer(Names("inner")).layer(inner));
+        for service in [paired.clone().boxed_clone(), two.boxed_clone()] {
+            let Ok(answer) = service.oneshot(request("/a")).await;
+            assert_eq!(answer.headers()["x-before"], "outer,inner");
+            let after: Vec<_> = answer.headers().get_all("x-after").iter().collect();
+            assert_eq!(after, ["inner", "outer"]);
+        }
+        // The inner one stops it: the outer one's after still sees it.
+        let stopping =
+            AroundLayer((Names("outer"), Marks)).layer(tower::service_fn(|_: Request| async {
+                Ok::<_, Infallible>(Response::new(Body::empty()))
+            }));
+        let Ok(stopped) = stopping.oneshot(request("/stop")).await;
+        assert_eq!(stopped.status(), 401);
+        assert_eq!(stopped.headers()["x-after"], "outer");
+        // The outer one stops it: the inner one never sees it.
+        let Ok(stopped) = AroundLayer((Marks, Names("inner")))
+            .layer(paired)
+            .oneshot(request("/stop"))
+            .await;
+        assert_eq!(stopped.status(), 401);
+        assert!(stopped.headers().get("x-after").is_none());
     }
 }
