@@ -76,6 +76,8 @@ WORK = TARGET / "bench-floor"
 # security builds (1.22.1-9+deb12uN), so the newest of them it offers is
 # taken, and named in the log. The same upstream release each time.
 NGINX_UPSTREAM = "1.22.1-"
+# The contenders of the build on the system allocator (one process).
+SYSTEM_ALLOC = ("serve call, system allocator", "serve chat, system allocator")
 MESSAGES = [{"role": "user", "content": "Write one sentence of a scene."}]
 SCHEMA = {"type": "object", "properties": {"scene": {"type": "string"}}, "required": ["scene"]}
 
@@ -93,7 +95,7 @@ def build(wanted=lambda name: True):
     when it is wanted), then the default callai and the bench tools, and the
     peers (when they are wanted)."""
     WORK.mkdir(parents=True, exist_ok=True)
-    if wanted("serve call, system allocator") or wanted("serve call, tcache"):
+    if any(map(wanted, (*SYSTEM_ALLOC, "serve call, tcache"))):
         cargo("build", "--release", "--locked", "-p", "callai-cli", "--no-default-features")
         shutil.copy2(RELEASE / "callai", WORK / "callai-system-alloc")
     cargo("build", "--release", "--locked", "-p", "callai-bench",
@@ -284,7 +286,7 @@ def contenders(fake_port, procs, wanted=lambda name: True, baseline=None):
     out["serve chat"] = (proc.pid, f"http://127.0.0.1:{port}/v1/chat/completions", openai_body, {})
     out["serve call"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
     out["serve responses"] = (proc.pid, f"http://127.0.0.1:{port}/v1/responses", responses_body, {})
-    if wanted("serve call, system allocator"):
+    if any(map(wanted, SYSTEM_ALLOC)):
         proc, port = start_serve("serve-system-alloc", WORK / "callai-system-alloc", fake_port)
         procs.append(proc)
         out["serve call, system allocator"] = (proc.pid, f"http://127.0.0.1:{port}/v1/call", call_body, {})
@@ -451,7 +453,7 @@ def memory_in_flight(calls, baseline=None, wanted=lambda name: True):
                   ("serve call", RELEASE / "callai", "/v1/call", call_body)]
         if baseline:
             serves.append(("serve call (before)", baseline, "/v1/call", call_body))
-        if wanted("serve call, system allocator"):
+        if any(map(wanted, SYSTEM_ALLOC)):
             system = WORK / "callai-system-alloc"
             serves += [("serve chat, system allocator", system, "/v1/chat/completions", openai_body),
                        ("serve call, system allocator", system, "/v1/call", call_body)]

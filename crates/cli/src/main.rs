@@ -22,9 +22,9 @@ use std::process::ExitCode;
 /// from and its cargo features (set by build.rs).
 pub(crate) const VERSION: &str = env!("CALLAI_VERSION");
 
-/// mimalloc, the default build's allocator: 12-35% less CPU per call than
-/// glibc's malloc through `serve` at 50 and 200 in flight, memory per call
-/// in flight within 3% of it (docs/src/performance.md).
+/// mimalloc, the default build's allocator: less CPU per call than glibc's
+/// malloc through `serve` under load, about as much memory per call in
+/// flight (the figures: docs/src/performance.md).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
