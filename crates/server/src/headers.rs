@@ -113,14 +113,6 @@ pub fn charged(headers: &mut HeaderMap, charged: &Charged) {
     cost(headers, charged.cost.as_ref());
 }
 
-/// The W3C `traceparent` a caller sent (55 characters in its version 00;
-/// a longer value, or one that is not text, is no parent), for `serve`'s
-/// spans to go under.
-pub fn trace_parent(headers: &HeaderMap) -> Option<String> {
-    let value = headers.get("traceparent")?.to_str().ok()?.trim();
-    (!value.is_empty() && value.len() <= 128).then(|| value.to_owned())
-}
-
 /// Adds `x-callai-cost` (the amount, a decimal) and its currency.
 pub fn cost(headers: &mut HeaderMap, cost: Option<&Cost>) {
     let Some(cost) = cost else { return };

@@ -36,6 +36,7 @@
 mod banner;
 mod body;
 mod cache_mark;
+mod call_headers;
 mod check;
 mod dropin;
 mod error;

@@ -9,12 +9,13 @@ use super::outcome::{CallFailure, run};
 use super::{sse, streaming};
 use crate::body::{self, Naming};
 use crate::cache_mark::{CacheMiss, cache_word};
+use crate::call_headers::CallHeaders;
 use crate::error::ApiError;
 use crate::headers;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::http::HeaderMap;
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use callai_engine::MockScript;
 use callai_engine::wire::{ParsedRequest, ParsedRetry, RetryPolicy};
@@ -29,14 +30,16 @@ pub async fn handle<A: DropinApi>(
     State(gateway): State<Arc<Gateway>>,
     axum::Extension(caller): axum::Extension<Caller>,
     miss: Option<axum::Extension<CacheMiss>>,
-    headers: HeaderMap,
+    headers: CallHeaders,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, CallFailure> {
-    let bytes = body::bytes(body, "server.maxBodyBytes")?;
-    let request: A::Request = body::parse_naming(&bytes, Naming::FullPath)?;
-    let (mapped, echo) = A::map(request)?;
+    // The body's bytes end here, not with the call.
+    let (mapped, echo) = {
+        let bytes = body::bytes(body, "server.maxBodyBytes")?;
+        A::map(body::parse_naming(&bytes, Naming::FullPath)?)?
+    };
     let cache = cache_word(miss);
-    serve::<A>(&gateway, caller, &headers, mapped, echo, None, cache).await
+    serve::<A>(&gateway, caller, headers, mapped, echo, None, cache).await
 }
 
 /// Runs a mapped call of API `A` and answers it, `keep` given its result
@@ -45,7 +48,7 @@ pub async fn handle<A: DropinApi>(
 pub(super) async fn serve<A: DropinApi>(
     gateway: &Arc<Gateway>,
     caller: Caller,
-    headers: &HeaderMap,
+    headers: CallHeaders,
     mapped: Mapped,
     echo: A::Echo,
     keep: Option<Keep>,
@@ -122,16 +125,10 @@ async fn answer<A: DropinApi>(
     Ok(response)
 }
 
-/// Counts the request if it is a client's own retry (the OpenAI and
-/// Anthropic SDKs say so in `x-stainless-retry-count`), on top of the
-/// host's: so that nested retries show (the docs say to set
-/// `max_retries=0`).
-pub fn count_client_retry(gateway: &Gateway, endpoint: &'static str, headers: &HeaderMap) {
-    let resent = headers
-        .get("x-stainless-retry-count")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .is_some_and(|n| n > 0);
+/// Counts the request under `endpoint` if it is a client's own retry (see
+/// [`CallHeaders::client_retry`]), on top of the host's: so that nested
+/// retries show (the docs say to set `max_retries=0`).
+pub fn count_client_retry(gateway: &Gateway, endpoint: &'static str, resent: bool) {
     if resent {
         gateway.metrics.client_retry(endpoint);
     }
@@ -141,12 +138,14 @@ pub fn count_client_retry(gateway: &Gateway, endpoint: &'static str, headers: &H
 /// `x-callai-grow-max-tokens`, under the body's own `callai.retry`; a body
 /// policy that is refused is refused whatever the headers say.
 fn retry_policy(
-    headers: &HeaderMap,
+    headers: &CallHeaders,
     body: Option<ParsedRetry>,
 ) -> Result<Option<ParsedRetry>, ApiError> {
     let mut policy = RetryPolicy::default();
-    let header = |name: &str| headers.get(name).map(|v| v.to_str().unwrap_or("\u{fffd}"));
-    if let Some(text) = header("x-callai-max-attempts") {
+    fn text(v: &HeaderValue) -> &str {
+        v.to_str().unwrap_or("\u{fffd}")
+    }
+    if let Some(text) = headers.max_attempts.as_ref().map(text) {
         let n: u32 = text.trim().parse().map_err(|_| {
             ApiError::invalid(
                 "retry.maxAttempts",
@@ -155,7 +154,7 @@ fn retry_policy(
         })?;
         policy.max_attempts = Some(n);
     }
-    if let Some(text) = header("x-callai-grow-max-tokens") {
+    if let Some(text) = headers.grow_max_tokens.as_ref().map(text) {
         policy.grow_max_tokens = Some(match text.trim() {
             "true" => true,
             "false" => false,
@@ -184,11 +183,11 @@ fn retry_policy(
 fn prepare<A: DropinApi>(
     gateway: &Gateway,
     caller: &Caller,
-    headers: &HeaderMap,
+    headers: CallHeaders,
     mapped: Mapped,
 ) -> Result<CallPlan, ApiError> {
     let api = A::API;
-    count_client_retry(gateway, api.endpoint(), headers);
+    count_client_retry(gateway, api.endpoint(), headers.client_retry);
     let Mapped {
         mut request,
         extension,
@@ -198,7 +197,7 @@ fn prepare<A: DropinApi>(
     let route = Route::of_model(&gateway.host, &model)?;
     // The engine routes a model name, as it does the same name on /v1/call.
     route.apply(&mut request);
-    let retry = retry_policy(headers, extension.retry)?;
+    let retry = retry_policy(&headers, extension.retry)?;
     let script = match extension.script {
         None => None,
         Some(raw) => Some((
@@ -214,7 +213,7 @@ fn prepare<A: DropinApi>(
         script,
         node_id: extension.node_id.map(|id| (id, "callai.nodeId")),
         events: false,
-        trace_parent: headers::trace_parent(headers),
+        trace_parent: headers.trace_parent,
     };
     Ok(CallPlan::new(caller, planned)?)
 }

@@ -4,10 +4,10 @@
 
 use crate::body::{ApiJson, CallBodyJson};
 use crate::cache_mark::{CacheMiss, cache_word};
+use crate::call_headers::CallHeaders;
 use crate::error::ApiError;
 use crate::headers;
 use axum::extract::{Extension, State};
-use axum::http::HeaderMap;
 use axum::response::{IntoResponse, Response};
 use callai_engine::cost::Cost;
 use callai_engine::events::Event;
@@ -36,11 +36,11 @@ pub async fn post_call(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
     miss: Option<Extension<CacheMiss>>,
-    sent: HeaderMap,
+    sent: CallHeaders,
     ApiJson(body): ApiJson<CallBodyJson>,
 ) -> Result<Response, ApiError> {
     let mut planned = body.planned(&caller.0.host)?;
-    planned.trace_parent = headers::trace_parent(&sent);
+    planned.trace_parent = sent.trace_parent;
     let id = planned.id.clone();
     let settled = match CallPlan::new(&caller, planned) {
         Ok(mut plan) => {

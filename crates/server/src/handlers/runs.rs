@@ -4,9 +4,10 @@
 
 use super::tenant_query::{TenantParam, scope};
 use crate::body::{ApiJson, RunBody};
+use crate::call_headers::CallHeaders;
 use crate::error::ApiError;
 use axum::extract::{Extension, Path, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use callai_engine::RunKey;
 use callai_gateway::Gateway;
@@ -18,11 +19,11 @@ use std::sync::Arc;
 pub async fn post_run(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
-    sent: HeaderMap,
+    sent: CallHeaders,
     ApiJson(body): ApiJson<RunBody>,
 ) -> Result<Response, ApiError> {
     let mut request = body.checked()?;
-    request.trace_parent = crate::headers::trace_parent(&sent);
+    request.trace_parent = sent.trace_parent;
     match runs::start(gateway, caller, request).await? {
         Started::Ended(answer) => Ok(axum::Json(answer).into_response()),
         Started::Accepted(accepted) => {

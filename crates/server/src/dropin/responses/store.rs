@@ -10,6 +10,7 @@ use super::api::Responses;
 use super::request::{Echo, ResponsesRequest};
 use crate::body::{self, Naming};
 use crate::cache_mark::{CacheMiss, cache_word};
+use crate::call_headers::CallHeaders;
 use crate::dropin::api::{AnswerExtension, DropinApi, Keep, answer_text};
 use crate::dropin::handler;
 use crate::dropin::outcome::CallFailure;
@@ -17,7 +18,7 @@ use crate::error::ApiError;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use callai_engine::runlog::StoredResponse;
 use callai_engine::wire::{CallResult, Message, Role};
@@ -32,11 +33,14 @@ pub async fn create(
     State(gateway): State<Arc<Gateway>>,
     axum::Extension(caller): axum::Extension<Caller>,
     miss: Option<axum::Extension<CacheMiss>>,
-    headers: HeaderMap,
+    headers: CallHeaders,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, CallFailure> {
-    let bytes = body::bytes(body, "server.maxBodyBytes")?;
-    let request: ResponsesRequest = body::parse_naming(&bytes, Naming::FullPath)?;
+    // The body's bytes end here, not with the call.
+    let request: ResponsesRequest = {
+        let bytes = body::bytes(body, "server.maxBodyBytes")?;
+        body::parse_naming(&bytes, Naming::FullPath)?
+    };
     let earlier = match request.previous_response_id.as_deref() {
         Some(id) => Some(conversation(
             &gateway
@@ -64,7 +68,7 @@ pub async fn create(
         )
     });
     let cache = cache_word(miss);
-    handler::serve::<Responses>(&gateway, caller, &headers, mapped, echo, keep, cache).await
+    handler::serve::<Responses>(&gateway, caller, headers, mapped, echo, keep, cache).await
 }
 
 /// The conversation a kept response ended.

@@ -143,7 +143,8 @@ async fn claim_key(
             Ok(KeyState::Answered(answer)) => {
                 // A client's own retry answered here is still one.
                 if let Some(endpoint) = keyed.client_retries {
-                    crate::dropin::count_client_retry(&keyed.gateway, endpoint, headers);
+                    let resent = crate::call_headers::client_retry(headers);
+                    crate::dropin::count_client_retry(&keyed.gateway, endpoint, resent);
                 }
                 return Err(replay(answer));
             }
