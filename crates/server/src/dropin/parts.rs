@@ -67,6 +67,27 @@ pub struct Part {
     pub data: Option<String>,
 }
 
+/// A string field read for its type only: a value that is not a string is
+/// refused as a `String` field's is, and the text is not kept.
+#[derive(Debug)]
+pub struct AnyString;
+
+impl<'de> Deserialize<'de> for AnyString {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = AnyString;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_str<E>(self, _: &str) -> Result<AnyString, E> {
+                Ok(AnyString)
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
 /// An OpenAI `image_url` part's `image_url`.
 #[derive(Debug, Deserialize)]
 pub struct ImageUrlPart {
@@ -279,5 +300,21 @@ pub fn text_of(param: &str, noun: &str, content: TextOrParts) -> Result<String, 
             }
             Ok(text)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AnyString;
+
+    #[test]
+    fn any_string_takes_a_string_only() {
+        assert!(serde_json::from_str::<AnyString>(r#""a \"quoted\" name""#).is_ok());
+        let e = serde_json::from_str::<AnyString>("3").unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("invalid type: integer `3`, expected a string"),
+            "{e}"
+        );
     }
 }

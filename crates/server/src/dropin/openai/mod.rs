@@ -6,6 +6,7 @@
 //! penalties) is dropped.
 
 mod answer;
+mod format;
 mod tools;
 
 pub use answer::{ChatFramer, models};
@@ -18,10 +19,11 @@ use super::parts::{TextOrParts, text_of, text_or_parts};
 use crate::error::ApiError;
 use answer::{AssistantMessage, ChatCompletion, Choice, usage};
 use callai_engine::wire::{CallRequest, CallResult, Message, Role, TokenLimitField};
+use format::ResponseFormat;
 use serde::Deserialize;
 use serde::Serialize;
 use serde::de::IgnoredAny;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tools::{ChatTool, ChatToolCall, ChatToolChoice};
 
 /// A Chat Completions request, as far as this host reads it.
@@ -107,26 +109,6 @@ enum Stop {
 }
 
 #[derive(Debug, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-enum ResponseFormat {
-    Text,
-    JsonObject,
-    JsonSchema { json_schema: JsonSchemaFormat },
-}
-
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct JsonSchemaFormat {
-    #[serde(rename = "name")]
-    _name: Option<String>,
-    #[serde(rename = "description")]
-    _description: Option<String>,
-    schema: Option<Value>,
-    #[serde(rename = "strict")]
-    _strict: Option<bool>,
-}
-
-#[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StreamOptions {
     include_usage: Option<bool>,
@@ -147,12 +129,18 @@ fn conversation(input: Vec<ChatMessage>) -> Result<(Vec<String>, Vec<Message>), 
                 "the legacy function call: send `tool_calls` instead",
             ));
         }
-        let param = format!("messages[{i}].content");
         let (text, images) = match m.content {
             None => (String::new(), Vec::new()),
-            // A user's message may carry images.
-            Some(content) if m.role == "user" => super::images::user_content(&param, content)?,
-            Some(content) => (text_of(&param, "part", content)?, Vec::new()),
+            Some(TextOrParts::Text(text)) => (text, Vec::new()),
+            Some(parts) => {
+                let param = format!("messages[{i}].content");
+                // A user's message may carry images.
+                if m.role == "user" {
+                    super::images::user_content(&param, parts)?
+                } else {
+                    (text_of(&param, "part", parts)?, Vec::new())
+                }
+            }
         };
         let role = match m.role.as_str() {
             "system" | "developer" if messages.is_empty() => {
@@ -255,13 +243,7 @@ impl DropinApi for OpenAi {
     fn map(r: ChatRequest) -> Result<(Mapped, ()), ApiError> {
         refuse_unhonoured(&r)?;
         let (system, messages) = conversation(r.messages)?;
-        let response_schema = match r.response_format {
-            Some(ResponseFormat::JsonObject) => Some(json!({"type": "object"})),
-            Some(ResponseFormat::JsonSchema { json_schema }) => {
-                Some(json_schema.schema.unwrap_or_else(|| json!({})))
-            }
-            Some(ResponseFormat::Text) | None => None,
-        };
+        let response_schema = r.response_format.and_then(ResponseFormat::schema);
         let request = CallRequest {
             system_prompt: (!system.is_empty()).then(|| system.join("\n\n")),
             messages,
