@@ -452,7 +452,8 @@ def memory_in_flight(calls, baseline=None, wanted=lambda name: True):
         serves = [("serve chat", RELEASE / "callai", "/v1/chat/completions", openai_body),
                   ("serve call", RELEASE / "callai", "/v1/call", call_body)]
         if baseline:
-            serves.append(("serve call (before)", baseline, "/v1/call", call_body))
+            serves += [("serve chat (before)", baseline, "/v1/chat/completions", openai_body),
+                       ("serve call (before)", baseline, "/v1/call", call_body)]
         if any(map(wanted, SYSTEM_ALLOC)):
             system = WORK / "callai-system-alloc"
             serves += [("serve chat, system allocator", system, "/v1/chat/completions", openai_body),
