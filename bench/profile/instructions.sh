@@ -22,36 +22,24 @@ out=$target/profile/instructions
 rm -rf "$out" && mkdir -p "$out"
 (cd "$root" && cargo build --locked --profile release-debug -p callai-cli --bin callai &&
   cargo build --locked --release -p callai-bench --bin fake-openai --bin load)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-fake_port=$(free_port); serve_port=$(free_port)
-"$target/release/fake-openai" --port "$fake_port" --delay-ms 0 2>/dev/null &
-fake=$!
+# shellcheck source=fake.sh
+. "$root/bench/profile/fake.sh"
+start_fake 0
 trap 'kill $fake 2>/dev/null || true' EXIT
-cat > "$out/serve.toml" <<TOML
-[providers.fake]
-kind = "openai"
-baseUrl = "http://127.0.0.1:$fake_port/v1"
-apiKeyEnv = "FAKE_KEY"
-model = "fake"
-[defaults]
-provider = "fake"
-[limits]
-maxConcurrentRuns = 1
-TOML
+serve_port=$(free_port)
+serve_config "$out/serve.toml" 1
 FAKE_KEY=sk-fake valgrind --tool=callgrind --callgrind-out-file="$out/callgrind.out.%p" \
   "${CALLAI_BIN:-$target/release-debug/callai}" serve --config "$out/serve.toml" \
   --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
 for _ in $(seq 300); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.5; done
 serve=$(pgrep -f -n "callgrind.*serve --config $out/serve.toml")
-call='{"request":{"messages":[{"role":"user","content":"Write one sentence of a scene."}],"maxTokens":200,"responseSchema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}'
-chat='{"model":"fake","max_tokens":200,"messages":[{"role":"user","content":"Write one sentence of a scene."}],"response_format":{"type":"json_schema","json_schema":{"name":"scene","schema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}}'
 load() { "$target/release/load" --url "http://127.0.0.1:$serve_port$1" --body "$2" --calls "$3" --concurrency 1; }
-load /v1/call "$call" 200 >/dev/null
-load /v1/chat/completions "$chat" 200 >/dev/null
+load /v1/call "$CALL_BODY" 200 >/dev/null
+load /v1/chat/completions "$CHAT_BODY" 200 >/dev/null
 for _ in $(seq "$rounds"); do
   for endpoint in call chat; do
     callgrind_control -z "$serve" >/dev/null 2>&1
-    if [ $endpoint = call ]; then load /v1/call "$call" "$calls"; else load /v1/chat/completions "$chat" "$calls"; fi |
+    if [ $endpoint = call ]; then load /v1/call "$CALL_BODY" "$calls"; else load /v1/chat/completions "$CHAT_BODY" "$calls"; fi |
       python3 -c 'import json,sys; r=json.load(sys.stdin); sys.exit(r["failures"] != 0)'
     callgrind_control -d "$endpoint" "$serve" >/dev/null 2>&1
   done

@@ -31,22 +31,11 @@ features=()
 if [ -n "${FLOOR:-}" ]; then
   (cd "$root" && cargo build --locked --profile release-debug -p callai-bench --bin passthrough)
 fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-fake_port=$(free_port); serve_port=$(free_port)
-"$target/release/fake-openai" --port "$fake_port" --delay-ms 20 2>/dev/null &
-fake=$!
-cat > "$out/serve.toml" <<TOML
-[providers.fake]
-kind = "openai"
-baseUrl = "http://127.0.0.1:$fake_port/v1"
-apiKeyEnv = "FAKE_KEY"
-model = "fake"
-[defaults]
-provider = "fake"
-[limits]
-maxConcurrentRuns = 1000
-${EXTRA_TOML:-}
-TOML
+# shellcheck source=fake.sh
+. "$root/bench/profile/fake.sh"
+start_fake 20
+serve_port=$(free_port)
+serve_config "$out/serve.toml" 1000 "${EXTRA_TOML:-}"
 wrap=()
 [ "$tool" = heaptrack ] && wrap=(heaptrack -o "$out/heaptrack${HEAPTRACK_SUFFIX:-}")
 # CALLAI_BIN: another build of callai to profile (its sites are named only
@@ -56,14 +45,14 @@ if [ -n "${FLOOR:-}" ]; then
     >"$out/serve.log" 2>&1 &
   for _ in $(seq 100); do grep -q listening "$out/serve.log" && break; sleep 0.2; done
   serve=$(pgrep -f -n "passthrough --port $serve_port")
-  body=${BODY:-'{"model":"fake","max_tokens":200,"messages":[{"role":"user","content":"Write one sentence of a scene."}],"response_format":{"type":"json_schema","json_schema":{"name":"scene","schema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}}'}
+  body=${BODY:-$CHAT_BODY}
   url="http://127.0.0.1:$serve_port${URLPATH:-/v1/chat/completions}"
 else
   FAKE_KEY=sk-fake "${wrap[@]}" "${CALLAI_BIN:-$target/release-debug/callai}" serve --config "$out/serve.toml" \
     --listen "127.0.0.1:$serve_port" >"$out/serve.log" 2>&1 &
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$serve_port/healthz" >/dev/null && break; sleep 0.2; done
   serve=$(pgrep -f -n "callai serve --config $out/serve.toml")
-  body=${BODY:-'{"request":{"messages":[{"role":"user","content":"Write one sentence of a scene."}],"maxTokens":200,"responseSchema":{"type":"object","properties":{"scene":{"type":"string"}},"required":["scene"]}}}'}
+  body=${BODY:-$CALL_BODY}
   url="http://127.0.0.1:$serve_port${URLPATH:-/v1/call}"
 fi
 # Warm-up: connections, caches, lazily built state (WARMUP calls).
