@@ -10,6 +10,7 @@
 # URLPATH=/v1/chat/completions and BODY='{...}' profile another endpoint;
 # CALLAI_BIN=PATH another build of callai; EXTRA_TOML='...' adds lines to
 # its config (a run log: EXTRA_TOML=$'[runlog]\nurl = "/tmp/runs.db"').
+# FAKE_DELAY_MS=2000 holds calls in flight longer (memory at the peak).
 # FLOOR=1 profiles the floor instead (`callai-bench`'s hyper pass-through,
 # the same fake behind it) under the same load, the same call as an OpenAI
 # request to /v1/chat/completions (BODY defaults to it):
@@ -33,7 +34,7 @@ if [ -n "${FLOOR:-}" ]; then
 fi
 # shellcheck source=fake.sh
 . "$root/bench/profile/fake.sh"
-start_fake 20
+start_fake "${FAKE_DELAY_MS:-20}"
 serve_port=$(free_port)
 serve_config "$out/serve.toml" 1000 "${EXTRA_TOML:-}"
 wrap=()

@@ -68,7 +68,7 @@ pub async fn create(
         )
     });
     let cache = cache_word(miss);
-    handler::serve::<Responses>(&gateway, caller, headers, mapped, echo, keep, cache).await
+    handler::serve::<Responses>(&gateway, &caller, headers, mapped, echo, keep, cache).await
 }
 
 /// The conversation a kept response ended.
