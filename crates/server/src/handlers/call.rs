@@ -15,6 +15,7 @@ use callai_engine::wire::CallResult;
 use callai_gateway::Gateway;
 use callai_gateway::call::{CallPlan, Settled};
 use callai_gateway::tenants::Caller;
+use futures_util::future::{self, Either};
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -34,11 +35,12 @@ struct CallAnswer {
 /// `POST /v1/call`.
 ///
 /// Not an `async fn`: the call is planned before its future is made, so
-/// that future keeps the plan once, not beside the body, the headers and
-/// the plan's draft it was made of. An `async fn` keeps its arguments, and
-/// locals held across an `.await`, for as long as it runs
-/// (rust-lang/rust#62958), and this one runs as long as the provider takes:
-/// 1.3 KiB a call in flight, by `-Zprint-type-sizes`.
+/// that future keeps beside the gateway's only what it captured (the plan,
+/// which an async block cannot give up), not also the body, the headers and
+/// the plan's draft. An `async fn` keeps its arguments, and locals held
+/// across an `.await`, for as long as it runs (rust-lang/rust#62958), and
+/// this one runs as long as the provider takes: 9,152 -> 7,880 bytes a call
+/// in flight, by `-Zprint-type-sizes`.
 pub fn post_call(
     State(gateway): State<Arc<Gateway>>,
     Extension(caller): Extension<Caller>,
@@ -57,11 +59,13 @@ pub fn post_call(
     });
     async move {
         let (id, plan) = planned?;
-        let settled = match plan {
-            Ok(plan) => gateway.call(&caller, plan, None).await,
-            Err(e) => Err(e),
-        };
-        let settled = match settled {
+        // The plan goes whole into the call's future before it is awaited:
+        // awaited in a `match` arm, the plan's binding was kept beside it.
+        let call = plan.map_or_else(
+            |e| Either::Left(future::ready(Err(e))),
+            |plan| Either::Right(gateway.call(&caller, plan, None)),
+        );
+        let settled = match call.await {
             Ok(settled) => settled,
             Err(e) => {
                 let mut response = ApiError::from(e).into_response();
