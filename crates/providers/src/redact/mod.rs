@@ -12,7 +12,6 @@ mod scan;
 
 use scan::Scanner;
 use std::borrow::Cow;
-use std::collections::HashSet;
 
 /// What stands where a key was.
 pub const REDACTED: &str = "[redacted]";
@@ -22,8 +21,11 @@ pub const REDACTED: &str = "[redacted]";
 pub struct Redactor {
     /// The key, lower-cased ASCII (matched case-insensitively).
     key: Vec<u8>,
-    /// Every run of [`MIN_RUN`] consecutive bytes of `key`.
-    runs: HashSet<Box<[u8]>>,
+    /// Every run of [`MIN_RUN`] consecutive bytes of `key` (of all of it,
+    /// when shorter), each packed into a `u64` by [`pack`], sorted: a
+    /// window is looked up with a binary search over at most the key's
+    /// length, no hashing.
+    runs: Vec<u64>,
     /// The key's base64 forms at each of the three byte alignments, in both
     /// alphabets: the characters determined by the key's bytes alone.
     base64: Vec<String>,
@@ -58,7 +60,9 @@ impl Redactor {
             .filter(|core| core.len() >= 8)
             .collect();
         let key = raw.to_ascii_lowercase();
-        let runs = key.windows(MIN_RUN.min(key.len())).map(Box::from).collect();
+        let mut runs: Vec<u64> = key.windows(MIN_RUN.min(key.len())).map(pack).collect();
+        runs.sort_unstable();
+        runs.dedup();
         Self { key, runs, base64 }
     }
 
@@ -118,6 +122,15 @@ impl<'a> StreamRedaction<'a> {
 /// The fewest consecutive characters of a key that are redacted where they
 /// stand alone: fewer are too likely in any text to say anything.
 pub const MIN_RUN: usize = 8;
+
+/// A window of at most [`MIN_RUN`] (eight) bytes as one number, its first
+/// byte highest: two windows of the same length are equal when their
+/// numbers are.
+fn pack(window: &[u8]) -> u64 {
+    window
+        .iter()
+        .fold(0, |packed, b| packed << 8 | u64::from(*b))
+}
 
 /// Whether `c` is a Unicode format character (category Cf): invisible, so
 /// a provider can put one inside a key and the text still shows the key.
@@ -186,6 +199,40 @@ mod tests {
         }
         assert_eq!(Redactor::new(None).redact(KEY), KEY);
         assert_eq!(format!("{r:?}"), "Redactor([redacted])");
+    }
+
+    /// A window is looked up only when all its bytes are the key's: a key
+    /// right after its own characters, a key shorter than a run (matched
+    /// whole), and one of a single repeated character are still found.
+    #[test]
+    fn a_key_among_its_own_characters_or_shorter_than_a_run_is_redacted() {
+        let cases = [
+            (KEY, format!("sksksk{KEY}tttt")),
+            (KEY, format!("{}{KEY}", &KEY[3..12])),
+            ("sk-fake", "sksk-fakee".to_owned()),
+            ("sk-fake", "x\\u0073k-FAKE!".to_owned()),
+            ("aaaaaaaaaaaa", "baaaaaaaab".to_owned()),
+        ];
+        for (key, text) in cases {
+            let r = Redactor::new(Some(key));
+            let redacted = r.redact(&text);
+            assert!(redacted.contains(REDACTED), "{key} in {text}: {redacted}");
+            let lower = redacted.to_lowercase();
+            let n = MIN_RUN.min(key.len());
+            for run in key.to_lowercase().as_bytes().windows(n) {
+                let run = std::str::from_utf8(run).unwrap();
+                assert!(!lower.contains(run), "{run} left in {redacted}");
+            }
+        }
+        let short = Redactor::new(Some("sk-fake"));
+        for text in ["sk-fak", "k-fake", "sk_fake", "the sk-fa ke"] {
+            assert_eq!(short.redact(text), text);
+        }
+        // Seven a's are a run of none: the run is eight.
+        assert_eq!(
+            Redactor::new(Some("aaaaaaaaaaaa")).redact("baaaaaaab"),
+            "baaaaaaab"
+        );
     }
 
     /// Issue 22 #8: a key echoed with invisible characters inside it, or in

@@ -1,7 +1,8 @@
 //! The redaction itself, one pass over text that may come in pieces: each
 //! unit (`\uXXXX`, `\/`, `%XX` or one character) is decoded once, each
-//! window of [`MIN_RUN`] decoded bytes is looked up once, and text is let
-//! go as soon as no window still to come can cover it, so that a stream of
+//! window of [`MIN_RUN`] decoded bytes that are all the key's is looked up
+//! once (packed in a `u64`, by binary search), and text is let go as soon
+//! as no window still to come can cover it, so that a stream of
 //! any length costs time linear in its length and holds a bounded tail.
 //!
 //! A key's run is matched on the decoded, lower-cased bytes with invisible
@@ -24,14 +25,6 @@ use std::collections::VecDeque;
 /// piece, as one cut by visible ones).
 const MAX_GAP: usize = 1024;
 
-/// One decoded unit: its byte (lower-cased ASCII) and where it starts in
-/// the text (an absolute offset since the scanner's start).
-#[derive(Debug, Clone, Copy)]
-struct Unit {
-    byte: u8,
-    start: usize,
-}
-
 /// A byte no key has: stands for a run of invisible characters too long to
 /// be inside one.
 const SEPARATOR: u8 = 0;
@@ -47,8 +40,13 @@ pub(crate) struct Scanner<'a> {
     base: usize,
     /// Where decoding goes on (absolute).
     next: usize,
-    /// The last units decoded (at most `n`).
-    units: VecDeque<Unit>,
+    /// Where the last units decoded start (absolute; at most `n`).
+    starts: VecDeque<usize>,
+    /// Their bytes, packed as [`super::pack`] packs a window (the last `n`).
+    window: u64,
+    /// How many units in a row, up to the last, hold bytes the key has: a
+    /// window is looked up only when all its `n` bytes are the key's.
+    held: usize,
     /// Format characters since the last unit.
     gap: usize,
     /// Matches not wholly let go, in order (absolute); the last may grow.
@@ -84,7 +82,9 @@ impl<'a> Scanner<'a> {
             raw: String::new(),
             base: 0,
             next: 0,
-            units: VecDeque::new(),
+            starts: VecDeque::new(),
+            window: 0,
+            held: 0,
             gap: 0,
             spans: VecDeque::new(),
             open: None,
@@ -101,8 +101,8 @@ impl<'a> Scanner<'a> {
         // Every window that covers a unit before the last n - 1 has been
         // looked up: the text before them is final.
         let keep = self.n - 1;
-        let release = match self.units.len().checked_sub(keep) {
-            Some(i) if keep > 0 => self.units.get(i).map_or(self.next, |u| u.start),
+        let release = match self.starts.len().checked_sub(keep) {
+            Some(i) if keep > 0 => self.starts.get(i).copied().unwrap_or(self.next),
             Some(_) => self.next,
             None => self.base,
         };
@@ -194,24 +194,24 @@ impl<'a> Scanner<'a> {
 
     /// A unit decoded: the window it ends is looked up.
     fn unit(&mut self, byte: u8, start: usize, end: usize) {
-        if !self.key_bytes[usize::from(byte)] {
+        if self.key_bytes[usize::from(byte)] {
+            self.held += 1;
+        } else {
             self.settled = end;
+            self.held = 0;
         }
-        if self.units.len() == self.n {
-            self.units.pop_front();
+        if self.starts.len() == self.n {
+            self.starts.pop_front();
         }
-        self.units.push_back(Unit { byte, start });
-        if self.units.len() < self.n {
+        self.starts.push_back(start);
+        // The last n bytes: the older ones shifted out (n is 1 to 8).
+        self.window = (self.window << 8 | u64::from(byte)) & (u64::MAX >> (64 - 8 * self.n));
+        // A window through a byte the key does not have is none of its runs
+        // (and `held` >= n means n starts are here).
+        if self.held < self.n || self.redactor.runs.binary_search(&self.window).is_err() {
             return;
         }
-        let mut window = [0u8; MIN_RUN];
-        for (slot, unit) in window.iter_mut().zip(&self.units) {
-            *slot = unit.byte;
-        }
-        if !self.redactor.runs.contains(&window[..self.n]) {
-            return;
-        }
-        let (from, to) = (self.units[0].start, end);
+        let (from, to) = (self.starts[0], end);
         match self.spans.back_mut() {
             Some(last) if from <= last.1 => last.1 = last.1.max(to),
             _ => {
