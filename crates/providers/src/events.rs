@@ -7,6 +7,7 @@
 //! up in between).
 
 use super::http::HttpClient;
+use super::transport::BodyFailed;
 use aws_smithy_eventstream::frame::{DecodedFrame, MessageFrameDecoder};
 use aws_smithy_types::event_stream::Message;
 use bytes::BytesMut;
@@ -20,7 +21,7 @@ use std::pin::Pin;
 #[derive(Debug)]
 enum Cut {
     /// The transport failed.
-    Transport(reqwest::Error),
+    Transport(BodyFailed),
     /// Past the body cap.
     Over(u64),
 }

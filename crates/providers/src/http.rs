@@ -4,7 +4,7 @@
 //! [`ProviderFailure`].
 
 use super::redact::Redactor;
-use super::transport::{SendFailed, Transport};
+use super::transport::{BodyFailed, Response, SendFailed, Transport};
 use callai_engine::{FailureKind, ProviderFailure, ProviderReply, ProviderRequest};
 use callai_wire::StructuredOutput;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -76,7 +76,7 @@ enum Read {
     /// Longer than the cap.
     Over,
     /// The transport failed.
-    Failed(reqwest::Error),
+    Failed(BodyFailed),
 }
 
 impl HttpClient {
@@ -149,7 +149,7 @@ impl HttpClient {
         url: &reqwest::Url,
         headers: &HeaderMap,
         body: Vec<u8>,
-    ) -> Result<reqwest::Response, ProviderFailure> {
+    ) -> Result<Response, ProviderFailure> {
         let response = self
             .transport
             .post(url, headers, body.into())
@@ -206,7 +206,7 @@ impl HttpClient {
     /// Reads a success response's JSON body, up to the cap, as an `A`.
     pub(crate) async fn read_json<A: DeserializeOwned>(
         &self,
-        response: reqwest::Response,
+        response: Response,
     ) -> Result<(u16, A), ProviderFailure> {
         let status = response.status().as_u16();
         let text = match read_capped(response, self.max_body, false).await {
@@ -305,36 +305,24 @@ impl HttpClient {
         ProviderFailure::new(kind, None, self.error_message(what.as_bytes()))
     }
 
-    pub(crate) fn transport(&self, e: &reqwest::Error) -> ProviderFailure {
-        let what = if e.is_connect() {
-            "could not connect".to_owned()
-        } else if e.is_timeout() {
+    /// The failure of a response whose body was not read to its end: the
+    /// request was sent, so an attempt, and transient.
+    pub(crate) fn transport(&self, e: &BodyFailed) -> ProviderFailure {
+        let what = if e.is_timeout() {
             format!("timed out after {} ms", self.timeout.as_millis())
-        } else if e.is_body() || e.is_decode() {
+        } else {
             "the response body was cut short".to_owned()
-        } else {
-            "the request failed".to_owned()
         };
-        // reqwest's own text names the URL, never a header.
+        // hyper's text (or the deadline's) names no header; redacted all
+        // the same, as every text from a provider's side is.
         let detail = self.error_message(e.to_string().as_bytes());
-        // A connect error (refused, DNS, TLS, a connect timeout) comes
-        // before any byte of the request is written: no attempt.
-        let kind = if e.is_connect() {
-            FailureKind::Unreached
-        } else {
-            FailureKind::Transient
-        };
-        ProviderFailure::new(kind, None, format!("{what}: {detail}"))
+        ProviderFailure::new(FailureKind::Transient, None, format!("{what}: {detail}"))
     }
 }
 
 /// Reads a body up to `cap` bytes: past it, `Over` (or, when `cut`, the
 /// first `cap` bytes). The rest is never read.
-async fn read_capped(
-    mut response: reqwest::Response,
-    cap: u64,
-    cut: bool,
-) -> Result<Vec<u8>, Read> {
+async fn read_capped(mut response: Response, cap: u64, cut: bool) -> Result<Vec<u8>, Read> {
     if !cut && response.content_length().is_some_and(|n| n > cap) {
         return Err(Read::Over);
     }

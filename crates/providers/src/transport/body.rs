@@ -8,7 +8,9 @@
 use super::conn::{Body, H2Conn};
 use super::pool::Pool;
 use bytes::Bytes;
-use http_body::{Frame, SizeHint};
+use http::{HeaderMap, StatusCode};
+use http_body::{Body as _, Frame, SizeHint};
+use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
 use std::pin::Pin;
@@ -35,6 +37,65 @@ impl Drop for Slot {
             Self::H2(conn) => conn.stream_ended(),
             Self::H1 { send, pool, done } => pool.h1_ended(send.take(), *done),
         }
+    }
+}
+
+/// A provider's response as the pool hands it out: its head, and its body
+/// read a chunk at a time. The pool's own type, not a `reqwest::Response`
+/// (which parses a placeholder URL for every response built from hyper's).
+pub(crate) struct Response {
+    head: http::response::Parts,
+    body: Tracked,
+}
+
+impl Response {
+    pub(crate) fn new(head: http::response::Parts, body: Tracked) -> Self {
+        Self { head, body }
+    }
+
+    /// The response's status.
+    pub(crate) fn status(&self) -> StatusCode {
+        self.head.status
+    }
+
+    /// The response's headers.
+    pub(crate) fn headers(&self) -> &HeaderMap {
+        &self.head.headers
+    }
+
+    /// The body's length, when the response gave it.
+    pub(crate) fn content_length(&self) -> Option<u64> {
+        self.body.size_hint().exact()
+    }
+
+    /// The body's next piece of data; `None` at its end (trailers skipped).
+    pub(crate) async fn chunk(&mut self) -> Result<Option<Bytes>, BodyFailed> {
+        while let Some(frame) = self.body.frame().await {
+            if let Ok(data) = frame.map_err(BodyFailed)?.into_data() {
+                return Ok(Some(data));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Why a response's body was not read to its end: the connection failed or
+/// the request's deadline passed first.
+#[derive(Debug)]
+pub(crate) struct BodyFailed(BoxError);
+
+impl BodyFailed {
+    /// The deadline passed before the body ended.
+    pub(crate) fn is_timeout(&self) -> bool {
+        self.0
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+    }
+}
+
+impl std::fmt::Display for BodyFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
     }
 }
 

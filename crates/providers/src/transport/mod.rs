@@ -4,8 +4,8 @@
 //! limit. Every guarantee reqwest gave stays: rustls with the system's
 //! roots, a deadline over the whole request and its body, no redirect
 //! followed (a response is handed back as it came), bodies read by the
-//! caller up to its cap. A response is handed out as a `reqwest::Response`
-//! so that the adapters read it as before.
+//! caller up to its cap. A response is handed out as this module's
+//! [`Response`]: its status and headers, its body a chunk at a time.
 //!
 //! A request the server refused unseen (on a connection it sent `GOAWAY`
 //! on, past its last stream, or with `REFUSED_STREAM`, which RFC 9113
@@ -19,6 +19,7 @@ mod pool;
 pub(crate) mod settings;
 mod tls;
 
+pub(crate) use body::{BodyFailed, Response};
 use body::{Slot, Tracked};
 use bytes::Bytes;
 use callai_engine::Connections;
@@ -110,7 +111,7 @@ impl Transport {
         url: &url::Url,
         headers: &HeaderMap,
         body: Bytes,
-    ) -> Result<reqwest::Response, SendFailed> {
+    ) -> Result<Response, SendFailed> {
         if origin(url) != self.origin {
             return Err(SendFailed::Failed(format!(
                 "{} is not on the provider's server",
@@ -129,7 +130,7 @@ impl Transport {
         headers: &HeaderMap,
         body: Bytes,
         deadline: Instant,
-    ) -> Result<reqwest::Response, SendFailed> {
+    ) -> Result<Response, SendFailed> {
         for _ in 0..=RESENDS {
             let lease = self
                 .pool
@@ -176,8 +177,7 @@ impl Transport {
                 Ok((response, slot)) => {
                     let (parts, incoming) = response.into_parts();
                     let body = Tracked::new(incoming, deadline, self.timeout, slot);
-                    let response = http::Response::from_parts(parts, reqwest::Body::wrap(body));
-                    return Ok(reqwest::Response::from(response));
+                    return Ok(Response::new(parts, body));
                 }
                 Err((true, _)) => continue,
                 Err((false, e)) => return Err(SendFailed::Failed(chain(&e))),
