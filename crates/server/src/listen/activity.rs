@@ -15,14 +15,23 @@
 //! head, which on a keep-alive connection is the moment the previous answer
 //! ended: it would close idle connections at the header timeout, not the
 //! idle one. So the phases are tracked here.
+//!
+//! The watchdog ([`Expiry`]) runs in the connection's own task and is
+//! polled after the connection each time that task runs, so it reads what
+//! the connection changed (a read, a request begun or answered, a write
+//! that waits) in the same turn: those changes wake nothing. Waking the
+//! task from inside its own poll would only have tokio poll it again, and
+//! wake the other core to look for work, two or three times a request.
+//! Only an eviction, which comes from the accept loop, wakes it.
 
+use futures_util::task::AtomicWaker;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::sync::Notify;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// The phase of a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +75,8 @@ struct State {
 #[derive(Debug)]
 pub struct Activity {
     state: Mutex<State>,
-    changed: Notify,
+    /// The watchdog's task, woken when the connection is evicted.
+    watchdog: AtomicWaker,
 }
 
 impl Activity {
@@ -79,7 +89,7 @@ impl Activity {
                 stalled: None,
                 evicted: false,
             }),
-            changed: Notify::new(),
+            watchdog: AtomicWaker::new(),
         })
     }
 
@@ -88,8 +98,6 @@ impl Activity {
         if from.is_none_or(|f| state.phase == f) && state.phase != to {
             state.phase = to;
             state.since = Instant::now();
-            drop(state);
-            self.changed.notify_one();
         }
     }
 
@@ -104,8 +112,6 @@ impl Activity {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if state.stalled.is_none() {
             state.stalled = Some(Instant::now());
-            drop(state);
-            self.changed.notify_one();
         }
     }
 
@@ -141,7 +147,7 @@ impl Activity {
         }
         state.evicted = true;
         drop(state);
-        self.changed.notify_one();
+        self.watchdog.wake();
         true
     }
 
@@ -159,30 +165,56 @@ impl Activity {
         }
     }
 
-    /// Returns the phase that outlasted its timeout, or [`Phase::Idle`]
-    /// once the connection is evicted; never returns while the connection
-    /// keeps within its timeouts.
-    pub async fn expired(&self, timeouts: PhaseTimeouts) -> Phase {
-        loop {
-            let changed = self.changed.notified();
-            if self.evicted() {
-                return Phase::Idle;
-            }
-            let (phase, deadline) = self.deadline(timeouts);
-            match deadline {
-                None => changed.await,
-                Some(deadline) => {
-                    tokio::select! {
-                        () = changed => {}
-                        () = tokio::time::sleep_until(deadline) => {
-                            if self.deadline(timeouts) == (phase, Some(deadline)) {
-                                return phase;
-                            }
-                        }
-                    }
-                }
-            }
+    /// The connection's watchdog, under `timeouts`.
+    pub fn expiry(self: &Arc<Self>, timeouts: PhaseTimeouts) -> Expiry {
+        Expiry {
+            activity: self.clone(),
+            timeouts,
+            timer: None,
         }
+    }
+}
+
+/// A connection's watchdog: ready with the phase that outlasted its
+/// timeout, or with [`Phase::Idle`] once the connection is evicted; never
+/// while the connection keeps within its timeouts. Poll it after the
+/// connection, in the same task (see the module's notes).
+#[derive(Debug)]
+pub struct Expiry {
+    activity: Arc<Activity>,
+    timeouts: PhaseTimeouts,
+    /// The timer of the phase it last saw, and that phase's deadline.
+    timer: Option<(Pin<Box<Sleep>>, Phase, Instant)>,
+}
+
+impl Future for Expiry {
+    type Output = Phase;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Phase> {
+        self.activity.watchdog.register(cx.waker());
+        if self.activity.evicted() {
+            return Poll::Ready(Phase::Idle);
+        }
+        let (phase, deadline) = self.activity.deadline(self.timeouts);
+        let Some(deadline) = deadline else {
+            // Busy: the timer waits as it is (firing at most once, to
+            // nothing) for the next deadline.
+            return Poll::Pending;
+        };
+        let timer = match &mut self.timer {
+            Some((timer, armed, at)) => {
+                if (*armed, *at) != (phase, deadline) {
+                    timer.as_mut().reset(deadline);
+                    (*armed, *at) = (phase, deadline);
+                }
+                timer
+            }
+            none => {
+                let timer = Box::pin(tokio::time::sleep_until(deadline));
+                &mut none.insert((timer, phase, deadline)).0
+            }
+        };
+        timer.as_mut().poll(cx).map(|()| phase)
     }
 }
 

@@ -13,6 +13,7 @@
 //! connection forever on shutdown, so connections are driven by hyper here.
 
 mod activity;
+mod again;
 mod bodies;
 mod file_limit;
 mod room;
@@ -20,6 +21,7 @@ mod room;
 pub use bodies::{BodyTimedOut, is_body_timeout};
 
 use activity::{Activity, PhaseTimeouts};
+use again::PollAgain;
 use axum::Router;
 use axum::body::{Body, HttpBody};
 use bodies::{DeadlineBody, WatchedBody};
@@ -164,7 +166,7 @@ pub async fn serve(
         // unsent is bounded, and its writes wait soon enough for the write
         // timeout to see it.
         let _ = rustix::net::sockopt::set_socket_send_buffer_size(&stream, SEND_BUFFER);
-        connections.spawn(connection(
+        connections.spawn(PollAgain::new(connection(
             stream,
             app.clone(),
             limits,
@@ -174,7 +176,7 @@ pub async fn serve(
                 _permit: permit,
                 open: open.clone(),
             },
-        ));
+        )));
     }
     drop(listener);
     connections.close();
@@ -228,15 +230,18 @@ async fn connection(
     builder.header_read_timeout(None);
     let conn = builder.serve_connection(io, service);
     tokio::pin!(conn);
-    let expired = activity.expired(limits.phases());
-    tokio::pin!(expired);
+    // The watchdog is polled after the connection, every time the task
+    // runs: what the connection changed it reads in the same turn.
+    let mut expired = activity.expiry(limits.phases());
     tokio::select! {
+        biased;
         _ = conn.as_mut() => return,
         _ = &mut expired => return,
         () = reached(&mut stage, Stage::Draining) => {}
     }
     conn.as_mut().graceful_shutdown();
     tokio::select! {
+        biased;
         _ = conn.as_mut() => {}
         _ = &mut expired => {}
         () = reached(&mut stage, Stage::Closing) => {}
