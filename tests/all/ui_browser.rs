@@ -149,6 +149,21 @@ pub(crate) async fn open(client: &Client, url: &str, hash: &str, ready: &str) ->
     text
 }
 
+/// Clicks what `xpath` finds, found again if the page rendered it anew
+/// between the find and the click (a list drawn again as its data comes
+/// leaves the element found stale); 10 s at most.
+async fn click_fresh(client: &Client, xpath: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = client.find(Locator::XPath(xpath)).await.unwrap();
+        match found.click().await {
+            Ok(()) => return,
+            Err(e) if e.is_stale_element_reference() && Instant::now() < deadline => {}
+            Err(e) => panic!("clicking {xpath}: {e}"),
+        }
+    }
+}
+
 /// The text of `<main>` once it holds `want` (10 s at most).
 pub(crate) async fn wait_for_text(client: &Client, want: &str) -> String {
     wait_until(client, want, |text| text.contains(want)).await
@@ -407,13 +422,8 @@ async fn one_run_id_of_two_tenants_is_two_runs_each_opened_as_its_own() {
     assert!(shown.iter().any(|r| r.contains("north")) && shown.iter().any(|r| r.contains("south")));
     // Each row opens its own tenant's run: south's made two requests.
     for (tenant, requests) in [("north", "1"), ("south", "2")] {
-        let link = client
-            .find(Locator::XPath(&format!(
-                "//main//tr[td[contains(., '{tenant}')]]//a"
-            )))
-            .await
-            .unwrap();
-        link.click().await.unwrap();
+        let row = format!("//main//tr[td[contains(., '{tenant}')]]//a");
+        click_fresh(&client, &row).await;
         let run = wait_for_text(&client, "Events").await;
         assert!(run.contains(&format!("of {tenant}")), "{run}");
         assert!(

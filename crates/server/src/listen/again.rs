@@ -14,8 +14,9 @@
 //! Wakes from elsewhere (the socket's readiness, a provider's answer) are
 //! passed on as they come; one that comes while the future is being polled
 //! is seen by the re-poll, never lost (see [`Flag::wake_by_ref`]). After
-//! [`AGAIN`] polls in a row the wake is passed on, so a future that keeps
-//! waking itself still yields to the others.
+//! [`AGAIN`] polls in a row, or once the task's cooperative budget is
+//! spent, the wake is passed on: a future that keeps waking itself still
+//! yields to the others.
 
 use futures_util::task::AtomicWaker;
 use std::future::Future;
@@ -95,6 +96,10 @@ impl<F: Future> Future for PollAgain<F> {
             }
             if !this.flag.woken.swap(false, SeqCst) {
                 return Poll::Pending;
+            }
+            // Out of tokio's budget, it would only wake itself again.
+            if !tokio::task::coop::has_budget_remaining() {
+                break;
             }
         }
         cx.waker().wake_by_ref();
