@@ -123,12 +123,15 @@ mod tests {
         }
     }
 
-    /// Wakes itself in each of its first `wakes` polls, then is ready; keeps
-    /// its waker for a wake from outside.
+    /// Wakes itself in each of its first `wakes` polls, then is ready with
+    /// the number of polls it had.
     struct SelfWaking {
         wakes: usize,
         polls: usize,
-        kept: Option<Waker>,
+    }
+
+    fn self_waking(wakes: usize) -> PollAgain<SelfWaking> {
+        PollAgain::new(SelfWaking { wakes, polls: 0 })
     }
 
     impl Future for SelfWaking {
@@ -136,7 +139,6 @@ mod tests {
 
         fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
             self.polls += 1;
-            self.kept = Some(cx.waker().clone());
             if self.polls > self.wakes {
                 return Poll::Ready(self.polls);
             }
@@ -154,11 +156,7 @@ mod tests {
     fn a_future_that_wakes_itself_is_polled_again_without_waking_its_task() {
         let (count, waker) = counted();
         let mut cx = Context::from_waker(&waker);
-        let mut again = PollAgain::new(SelfWaking {
-            wakes: 3,
-            polls: 0,
-            kept: None,
-        });
+        let mut again = self_waking(3);
         assert_eq!(Pin::new(&mut again).poll(&mut cx), Poll::Ready(4));
         assert_eq!(count.0.load(Relaxed), 0);
     }
@@ -167,11 +165,7 @@ mod tests {
     fn past_its_polls_in_a_row_the_wake_goes_to_the_task() {
         let (count, waker) = counted();
         let mut cx = Context::from_waker(&waker);
-        let mut again = PollAgain::new(SelfWaking {
-            wakes: 100,
-            polls: 0,
-            kept: None,
-        });
+        let mut again = self_waking(100);
         assert!(Pin::new(&mut again).poll(&mut cx).is_pending());
         assert_eq!(again.inner.polls, AGAIN);
         assert_eq!(count.0.load(Relaxed), 1, "yielded once");
