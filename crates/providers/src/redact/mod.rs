@@ -8,8 +8,10 @@
 use base64::Engine as _;
 use base64::engine::GeneralPurpose;
 use base64::engine::general_purpose::{STANDARD, URL_SAFE};
+mod clean;
 mod scan;
 
+use clean::ByteClasses;
 use scan::Scanner;
 use std::borrow::Cow;
 
@@ -21,6 +23,8 @@ pub const REDACTED: &str = "[redacted]";
 pub struct Redactor {
     /// The key, lower-cased ASCII (matched case-insensitively).
     key: Vec<u8>,
+    /// What each byte is to it.
+    classes: ByteClasses,
     /// Every run of [`MIN_RUN`] consecutive bytes of `key` (of all of it,
     /// when shorter), each packed into a `u64` by [`pack`], sorted: a
     /// window is looked up with a binary search over at most the key's
@@ -63,7 +67,12 @@ impl Redactor {
         let mut runs: Vec<u64> = key.windows(MIN_RUN.min(key.len())).map(pack).collect();
         runs.sort_unstable();
         runs.dedup();
-        Self { key, runs, base64 }
+        Self {
+            classes: ByteClasses::of(&key),
+            key,
+            runs,
+            base64,
+        }
     }
 
     /// `text` with every run of [`MIN_RUN`] or more consecutive characters
@@ -71,7 +80,7 @@ impl Redactor {
     /// echoed whole, cut in pieces, or with invisible characters (U+200B
     /// and the other Unicode format characters) put inside it.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if self.key.is_empty() {
+        if self.key.is_empty() || clean::surely_clean(self, text) {
             return Cow::Borrowed(text);
         }
         let mut out = String::with_capacity(text.len());

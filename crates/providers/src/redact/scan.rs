@@ -59,8 +59,6 @@ pub(crate) struct Scanner<'a> {
     /// The end (absolute) of the last unit whose byte the key does not
     /// hold: no window through it can match, so the text before it is final.
     settled: usize,
-    /// The key's bytes, lower-cased.
-    key_bytes: [bool; 256],
     /// Redacted text held back for the base64 forms.
     out: String,
     /// The longest base64 form's length.
@@ -70,13 +68,8 @@ pub(crate) struct Scanner<'a> {
 impl<'a> Scanner<'a> {
     /// A scanner for `redactor`'s key (not empty).
     pub(crate) fn new(redactor: &'a Redactor) -> Self {
-        let mut key_bytes = [false; 256];
-        for b in &redactor.key {
-            key_bytes[usize::from(*b)] = true;
-        }
         Self {
             settled: 0,
-            key_bytes,
             n: MIN_RUN.min(redactor.key.len()).max(1),
             redactor,
             raw: String::new(),
@@ -194,7 +187,7 @@ impl<'a> Scanner<'a> {
 
     /// A unit decoded: the window it ends is looked up.
     fn unit(&mut self, byte: u8, start: usize, end: usize) {
-        if self.key_bytes[usize::from(byte)] {
+        if self.redactor.classes.is_key(byte) {
             self.held += 1;
         } else {
             self.settled = end;
