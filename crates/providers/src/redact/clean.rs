@@ -11,8 +11,9 @@
 //! character beyond ASCII (an invisible one would be left out of a run,
 //! joining what it separates), so each byte is one unit; no run of
 //! [`super::MIN_RUN`] (or the key's length) bytes all of the key's, which
-//! every match needs; and none of the key's base64 forms. Anything else
-//! goes to the scanner.
+//! every match needs; and none of the key's base64 forms (searched for
+//! only in a text with a run of base64 characters as long as the shortest
+//! form). Anything else goes to the scanner.
 
 use super::Redactor;
 
@@ -20,7 +21,7 @@ use super::Redactor;
 const KEY: u8 = 1;
 /// A byte of either base64 alphabet.
 const BASE64: u8 = 2;
-/// A byte the scanner may decode with others (`\\`, `%`) or that starts a
+/// A byte the scanner may decode with others (`\`, `%`) or that starts a
 /// character beyond ASCII: the check leaves the text to the scanner.
 const SCAN: u8 = 4;
 
