@@ -63,7 +63,7 @@ impl ByteClasses {
 /// Whether the scanner would leave `text` as it is, known without it; a
 /// `false` says only that the scanner must look.
 pub(super) fn surely_clean(redactor: &Redactor, text: &str) -> bool {
-    let n = super::MIN_RUN.min(redactor.key.len()).max(1);
+    let n = redactor.window();
     // A base64 form is a run of its alphabet's characters at least as
     // long as the shortest form: without one, none is searched for.
     let shortest = redactor.base64.iter().map(String::len).min().unwrap_or(0);

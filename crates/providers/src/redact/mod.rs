@@ -75,6 +75,12 @@ impl Redactor {
         }
     }
 
+    /// The length of the windows a match is made of: [`MIN_RUN`], or the
+    /// whole key when it is shorter.
+    fn window(&self) -> usize {
+        MIN_RUN.min(self.key.len()).max(1)
+    }
+
     /// `text` with every run of [`MIN_RUN`] or more consecutive characters
     /// of the key, in any encoding above, replaced by `[redacted]`: a key
     /// echoed whole, cut in pieces, or with invisible characters (U+200B

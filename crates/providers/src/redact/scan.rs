@@ -1,9 +1,10 @@
 //! The redaction itself, one pass over text that may come in pieces: each
 //! unit (`\uXXXX`, `\/`, `%XX` or one character) is decoded once, each
-//! window of [`MIN_RUN`] decoded bytes that are all the key's is looked up
-//! once (packed in a `u64`, by binary search), and text is let go as soon
-//! as no window still to come can cover it, so that a stream of
-//! any length costs time linear in its length and holds a bounded tail.
+//! window of [`MIN_RUN`](super::MIN_RUN) decoded bytes that are all the
+//! key's is looked up once (packed in a `u64`, by binary search), and text
+//! is let go as soon as no window still to come can cover it, so that a
+//! stream of any length costs time linear in its length and holds a
+//! bounded tail.
 //!
 //! A key's run is matched on the decoded, lower-cased bytes with invisible
 //! format characters left out; a match (windows that overlap, merged) is
@@ -15,14 +16,14 @@
 //! alphabet ends every base64 form: the text up to it goes at once, so a
 //! stream of words is relayed word by word, not held back.
 
-use super::{MIN_RUN, REDACTED, Redactor, is_format};
+use super::{REDACTED, Redactor, is_format};
 use std::collections::VecDeque;
 
 /// The most format characters in a row that can sit inside a match: past
 /// them the key is taken as cut there. It bounds what one invisible flood
 /// makes the scanner hold back (a key cut by more than this many invisible
-/// characters shows no more than [`MIN_RUN`] - 1 of its characters a
-/// piece, as one cut by visible ones).
+/// characters shows no more than [`MIN_RUN`](super::MIN_RUN) - 1 of its
+/// characters a piece, as one cut by visible ones).
 const MAX_GAP: usize = 1024;
 
 /// A byte no key has: stands for a run of invisible characters too long to
@@ -33,7 +34,8 @@ const SEPARATOR: u8 = 0;
 #[derive(Debug)]
 pub(crate) struct Scanner<'a> {
     redactor: &'a Redactor,
-    /// The window length: [`MIN_RUN`], or the key's length when shorter.
+    /// The window length: [`MIN_RUN`](super::MIN_RUN), or the key's length
+    /// when shorter.
     n: usize,
     /// Text not let go yet; `raw[0]` is at `base`.
     raw: String,
@@ -70,7 +72,7 @@ impl<'a> Scanner<'a> {
     pub(crate) fn new(redactor: &'a Redactor) -> Self {
         Self {
             settled: 0,
-            n: MIN_RUN.min(redactor.key.len()).max(1),
+            n: redactor.window(),
             redactor,
             raw: String::new(),
             base: 0,
