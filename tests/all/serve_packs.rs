@@ -132,8 +132,8 @@ async fn a_replaced_or_refused_upload_leaves_no_compiled_code() {
 /// waiting for the compile slot that a slow compile holds.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tenants_uploads_queue_behind_each_other_and_no_pack_waits_for_none() {
-    let toml = "[server]\nmaxCompiles = 1\ntokenEnv = \"ADMIN_TOKEN\"\n\
-                [tenants.a]\ntokenEnv = \"A_TOKEN\"\n[tenants.b]\ntokenEnv = \"B_TOKEN\"\n";
+    let toml = "[server]\nmaxCompiles = 1\nmaxPackFunctionBytes = 4194304\n\
+                tokenEnv = \"ADMIN_TOKEN\"\n[tenants.a]\ntokenEnv = \"A_TOKEN\"\n[tenants.b]\ntokenEnv = \"B_TOKEN\"\n";
     let env = |k: &str| match k {
         "ADMIN_TOKEN" => Some("tok-admin".to_owned()),
         "A_TOKEN" => Some("tok-a".to_owned()),
@@ -155,7 +155,7 @@ async fn a_tenants_uploads_queue_behind_each_other_and_no_pack_waits_for_none() 
             upload(
                 "tok-a",
                 format!("a{i}"),
-                pack_with_function(900_000, &format!("a{i}")),
+                pack_with_function(3_600_000, &format!("a{i}")),
             )
         })
         .collect();
@@ -173,9 +173,14 @@ async fn a_tenants_uploads_queue_behind_each_other_and_no_pack_waits_for_none() 
         );
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    let b = upload("tok-b", "b0".into(), pack_with_function(900_000, "b0"));
+    let b = upload("tok-b", "b0".into(), pack_with_function(3_600_000, "b0"));
     let started = std::time::Instant::now();
-    let junk = component_with_function(900_000, "junk");
+    // A small component is refused in a few milliseconds, while each pack
+    // here takes about half a second to compile (a function of 3.6 MB,
+    // under the raised `maxPackFunctionBytes`): a margin of a hundred
+    // times. With packs of 900 kB and a junk component as large, a compile
+    // ended in 75 ms against a refusal's 25 ms, and a loaded run raced.
+    let junk = component_with_function(64, "junk");
     let junk = server
         .send_as("PUT", "/v1/packs/junk", Some(junk), Some("tok-b"))
         .await;
