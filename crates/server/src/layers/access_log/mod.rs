@@ -14,9 +14,8 @@ use axum::extract::{MatchedPath, Request};
 use axum::http::{HeaderName, Method};
 use axum::response::Response;
 use callai_gateway::config::LogFormat;
-use callai_gateway::ids::rfc3339;
+use callai_gateway::ids::{push_rfc3339, rfc3339};
 use callai_gateway::metrics::Metrics;
-use std::fmt::Write;
 use std::sync::Arc;
 use std::time::Instant;
 use writer::LineWriter;
@@ -105,7 +104,7 @@ impl Around for AccessLog {
             return response;
         };
         let line = Line {
-            time: rfc3339(callai_engine::events::now_ms()),
+            time_ms: callai_engine::events::now_ms(),
             method: pending.method.as_str(),
             path: &log.path,
             status,
@@ -198,7 +197,8 @@ pub struct PendingLine {
 
 /// What one line says.
 struct Line<'a> {
-    time: String,
+    /// When, in ms since the Unix epoch.
+    time_ms: u64,
     method: &'a str,
     path: &'a str,
     status: u16,
@@ -288,8 +288,9 @@ impl Line<'_> {
         let reported = Reported::of(self.headers);
         match format {
             LogFormat::Json => {
+                let time = rfc3339(self.time_ms);
                 let line = JsonLine {
-                    time: &self.time,
+                    time: &time,
                     method: self.method,
                     path: self.path,
                     status: self.status,
@@ -300,18 +301,25 @@ impl Line<'_> {
                 serde_json::to_string(&line).expect("a log line serializes")
             }
             LogFormat::Text | LogFormat::Off => {
-                // One allocation for the line, however many fields it has.
+                // One allocation for the line, however many fields it has,
+                // each pushed as it is: no format to interpret (a line a
+                // request), the numbers by `itoa`.
                 let mut out = String::with_capacity(TEXT_LINE_BYTES);
-                let _ = write!(
-                    out,
-                    "{} {} {} {} {:.0}ms",
-                    self.time, self.method, self.path, self.status, self.duration_ms
-                );
-                if let Some(t) = self.tenant {
-                    let _ = write!(out, " tenant={t}");
+                push_rfc3339(&mut out, self.time_ms);
+                for piece in [" ", self.method, " ", self.path, " "] {
+                    out.push_str(piece);
                 }
-                for (name, value) in reported.named() {
-                    let _ = write!(out, " {name}={value}");
+                out.push_str(itoa::Buffer::new().format(self.status));
+                out.push(' ');
+                // Rounded as the JSON line's: half a millisecond up.
+                let ms = self.duration_ms.round() as u64;
+                out.push_str(itoa::Buffer::new().format(ms));
+                out.push_str("ms");
+                let tenant = self.tenant.map(|t| ("tenant", t));
+                for (name, value) in tenant.into_iter().chain(reported.named()) {
+                    for piece in [" ", name, "=", value] {
+                        out.push_str(piece);
+                    }
                 }
                 out
             }
@@ -325,7 +333,7 @@ mod tests {
 
     fn line(response: &Response) -> Line<'_> {
         Line {
-            time: "2026-12-03T10:00:00.000Z".into(),
+            time_ms: 1_796_292_000_000,
             method: "POST",
             path: "/v1/call",
             status: 200,
@@ -395,5 +403,20 @@ mod tests {
             line.render(LogFormat::Json),
             r#"{"time":"2026-12-03T10:00:00.000Z","method":"POST","path":"/v1/call","status":200,"durationMs":412.0}"#
         );
+    }
+
+    #[test]
+    fn a_lines_duration_is_rounded_alike_in_text_and_json() {
+        let response = Response::new(axum::body::Body::empty());
+        let mut line = line(&response);
+        line.tenant = None;
+        for (ms, whole) in [(0.0, 0), (0.49, 0), (0.5, 1), (2.5, 3), (1_234.51, 1_235)] {
+            line.duration_ms = ms;
+            let text = line.render(LogFormat::Text);
+            assert!(text.ends_with(&format!(" 200 {whole}ms")), "{ms}: {text}");
+            let json: serde_json::Value =
+                serde_json::from_str(&line.render(LogFormat::Json)).unwrap();
+            assert_eq!(json["durationMs"], f64::from(whole), "{ms}");
+        }
     }
 }
