@@ -21,6 +21,10 @@ use std::time::Duration;
 const BATCH: Duration = Duration::from_millis(20);
 /// The most bytes kept waiting; past it the appender writes them.
 const MAX_PENDING: usize = 1 << 20;
+/// The largest batch whose buffer is kept for the next: lines are then
+/// appended into room already made, not into a buffer grown from empty
+/// each batch; a burst's larger buffer is let go.
+const KEEP_BUFFER: usize = 64 << 10;
 
 /// Appends lines; cheap to clone.
 #[derive(Debug, Clone)]
@@ -30,7 +34,7 @@ struct Shared {
     pending: Mutex<String>,
     /// Where batches go; held while one is taken and written, so batches
     /// keep their order.
-    out: Mutex<Box<dyn Write + Send>>,
+    out: Mutex<Output>,
     ready: Condvar,
     /// The thread waits on `ready` (set and cleared under `pending`'s
     /// lock): only then does a line wake it.
@@ -43,6 +47,13 @@ impl std::fmt::Debug for Shared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Shared").finish_non_exhaustive()
     }
+}
+
+/// Where batches go, and the buffer of the last one written, emptied,
+/// which the next batch's lines go into.
+struct Output {
+    to: Box<dyn Write + Send>,
+    spare: String,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -61,7 +72,10 @@ impl LineWriter {
     fn spawn_to(out: Box<dyn Write + Send>) -> std::io::Result<Self> {
         let shared = Arc::new(Shared {
             pending: Mutex::new(String::new()),
-            out: Mutex::new(out),
+            out: Mutex::new(Output {
+                to: out,
+                spare: String::new(),
+            }),
             ready: Condvar::new(),
             waiting: AtomicBool::new(false),
             closed: AtomicBool::new(false),
@@ -135,14 +149,19 @@ impl Shared {
     /// Writes the lines queued; whether there were any.
     fn write_batch(&self) -> bool {
         let mut out = lock(&self.out);
-        let batch = std::mem::take(&mut *lock(&self.pending));
-        if batch.is_empty() {
-            return false;
+        let spare = std::mem::take(&mut out.spare);
+        let mut batch = std::mem::replace(&mut *lock(&self.pending), spare);
+        let wrote = !batch.is_empty();
+        if wrote {
+            // A closed stderr loses the lines, never the request.
+            let _ = out.to.write_all(batch.as_bytes());
+            let _ = out.to.flush();
         }
-        // A closed stderr loses the lines, never the request.
-        let _ = out.write_all(batch.as_bytes());
-        let _ = out.flush();
-        true
+        if batch.capacity() <= KEEP_BUFFER {
+            batch.clear();
+            out.spare = batch;
+        }
+        wrote
     }
 }
 
@@ -196,6 +215,28 @@ mod tests {
             let want: Vec<String> = (0..500).map(|i| format!("t{t} line {i}")).collect();
             assert_eq!(mine, want, "appender {t}'s lines, in order");
         }
+    }
+
+    #[test]
+    fn a_batchs_buffer_takes_the_next_lines_unless_a_burst_grew_it() {
+        let sink = Sink::default();
+        let writer = LineWriter::spawn_to(Box::new(sink.clone())).unwrap();
+        writer.append("first");
+        writer.flush();
+        writer.append("second");
+        writer.flush();
+        // The first batch's buffer, emptied, is where lines now go (the
+        // thread's batches only swap the two kept buffers).
+        assert!(lock(&writer.0.pending).capacity() >= "first\n".len());
+        let burst = "x".repeat(2 * KEEP_BUFFER);
+        writer.append(&burst);
+        writer.flush();
+        writer.append("after");
+        writer.flush();
+        assert!(lock(&writer.0.pending).capacity() <= KEEP_BUFFER);
+        assert!(lock(&writer.0.out).spare.capacity() <= KEEP_BUFFER);
+        assert_eq!(sink.text(), format!("first\nsecond\n{burst}\nafter\n"));
+        writer.close();
     }
 
     #[test]
