@@ -5,6 +5,7 @@
 //! (a throwaway RSA key Python's `cryptography` makes for the test).
 
 use callai_tests::clients::Clients;
+use callai_tests::fake_server::{FakeServer, Reply};
 use callai_tests::serve::TestServer;
 use callai_tests::vertex_fake::{RsaKey, VertexFake};
 use serde_json::json;
@@ -129,6 +130,43 @@ async fn a_refused_service_account_fails_the_call_before_any_request() {
     let seen = fake.seen();
     assert_eq!((seen.grants.len(), seen.refused.len()), (0, 1), "{seen:?}");
     assert!(seen.requests.is_empty(), "{seen:?}");
+}
+
+/// A token endpoint that answers more than 64 KiB, streamed without a
+/// length or declared in one, fails the call saying so, before any request
+/// reaches the model; the streamed answer is not read to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_endpoints_answer_over_64_kib_is_refused_unread() {
+    let Some(clients) = Clients::installed() else {
+        return;
+    };
+    let key = RsaKey::make(clients.python());
+    let fake = VertexFake::start(&key.public, 3600, &[]).await;
+    let long = format!("{{\"access_token\": \"{}\"}}", "y".repeat(100 << 10));
+    for reply in [Reply::Huge(1 << 30), Reply::Raw(200, long)] {
+        let endpoint = FakeServer::repeating(reply.clone()).await;
+        let dir = tempfile::tempdir().unwrap();
+        let file = key.key_file(dir.path(), &format!("{}/token", endpoint.url()));
+        let how = format!("credentialsFile = {:?}", file.display().to_string());
+        let server = server(&fake, &how).await;
+        let r = server.exchange("/v1/call", &call(), None).await;
+        let error = r.body["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("Vertex AI token endpoint: its answer is over 64 KiB"),
+            "{reply:?}: {}",
+            r.body
+        );
+        assert!(
+            endpoint.count() >= 1,
+            "{reply:?}: the endpoint was not asked"
+        );
+        assert!(
+            endpoint.body_bytes_sent() < 256 << 20,
+            "{} bytes sent",
+            endpoint.body_bytes_sent()
+        );
+    }
+    assert!(fake.seen().requests.is_empty(), "{:?}", fake.seen());
 }
 
 /// Issue 55 tests: `tokenCommand`'s output is the bearer token; a 401

@@ -72,7 +72,7 @@ pub struct HttpClient {
 }
 
 /// Why a body was not read whole.
-enum Read {
+pub(crate) enum Read {
     /// Longer than the cap.
     Over,
     /// The transport failed.
@@ -322,7 +322,11 @@ impl HttpClient {
 
 /// Reads a body up to `cap` bytes: past it, `Over` (or, when `cut`, the
 /// first `cap` bytes). The rest is never read.
-async fn read_capped(mut response: Response, cap: u64, cut: bool) -> Result<Vec<u8>, Read> {
+pub(crate) async fn read_capped(
+    mut response: Response,
+    cap: u64,
+    cut: bool,
+) -> Result<Vec<u8>, Read> {
     if !cut && response.content_length().is_some_and(|n| n > cap) {
         return Err(Read::Over);
     }

@@ -5,6 +5,7 @@
 //! request must go over the provider's transport (its `caFile`, its
 //! proxy), so it is written here; the signature is ring's.
 
+use crate::http::{Read, read_capped};
 use crate::transport::{SendFailed, Transport};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -154,7 +155,7 @@ impl Account {
             CONTENT_TYPE,
             HeaderValue::from_static("application/x-www-form-urlencoded"),
         );
-        let mut response = transport
+        let response = transport
             .post(&self.token_uri, &headers, form.into())
             .await
             .map_err(|e| match e {
@@ -163,21 +164,17 @@ impl Account {
                 SendFailed::Failed(why) => fail(FailureKind::Unreached, why),
             })?;
         let status = response.status().as_u16();
-        let mut body = Vec::new();
-        while let Some(chunk) = response.chunk().await.map_err(|e| {
-            fail(
-                FailureKind::Unreached,
-                format!("its answer was cut short: {e}"),
-            )
-        })? {
-            if body.len() + chunk.len() > MAX_READ {
-                return Err(fail(
-                    FailureKind::Unreached,
-                    "its answer is over 64 KiB".into(),
-                ));
+        let body = match read_capped(response, MAX_READ as u64, false).await {
+            Ok(body) => body,
+            Err(Read::Over) => {
+                let why = "its answer is over 64 KiB".into();
+                return Err(fail(FailureKind::Unreached, why));
             }
-            body.extend_from_slice(&chunk);
-        }
+            Err(Read::Failed(e)) => {
+                let why = format!("its answer was cut short: {e}");
+                return Err(fail(FailureKind::Unreached, why));
+            }
+        };
         if (200..300).contains(&status) {
             let granted: Granted = serde_json::from_slice(&body).map_err(|_| {
                 let why = format!("its {status} answer holds no access_token");
