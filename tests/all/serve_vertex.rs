@@ -36,10 +36,17 @@ async fn account(life: u64) -> Option<(VertexFake, tempfile::TempDir, String)> {
     let clients = Clients::installed()?;
     let key = RsaKey::make(clients.python());
     let fake = VertexFake::start(&key.public, life, &[]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = key.key_file(dir.path(), &format!("{}/token", fake.url()));
-    let how = format!("credentialsFile = {:?}", file.display().to_string());
+    let (dir, how) = credentials(&key, fake.url());
     Some((fake, dir, how))
+}
+
+/// `key`'s key file, naming `server`'s `/token` as its token endpoint, in
+/// a folder of its own; and the `vertex` setting that reads it.
+fn credentials(key: &RsaKey, server: &str) -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = key.key_file(dir.path(), &format!("{server}/token"));
+    let how = format!("credentialsFile = {:?}", file.display().to_string());
+    (dir, how)
 }
 
 /// Issue 55 tests: each call carries a token the token endpoint made from
@@ -115,9 +122,7 @@ async fn a_refused_service_account_fails_the_call_before_any_request() {
         RsaKey::make(clients.python()),
     );
     let fake = VertexFake::start(&trusted.public, 3600, &[]).await;
-    let dir = tempfile::tempdir().unwrap();
-    let file = signer.key_file(dir.path(), &format!("{}/token", fake.url()));
-    let how = format!("credentialsFile = {:?}", file.display().to_string());
+    let (_dir, how) = credentials(&signer, fake.url());
     let server = server(&fake, &how).await;
     let r = server.exchange("/v1/call", &call(), None).await;
     let error = r.body["error"]["message"].as_str().unwrap_or_default();
@@ -145,9 +150,7 @@ async fn a_token_endpoints_answer_over_64_kib_is_refused_unread() {
     let long = format!("{{\"access_token\": \"{}\"}}", "y".repeat(100 << 10));
     for reply in [Reply::Huge(1 << 30), Reply::Raw(200, long)] {
         let endpoint = FakeServer::repeating(reply.clone()).await;
-        let dir = tempfile::tempdir().unwrap();
-        let file = key.key_file(dir.path(), &format!("{}/token", endpoint.url()));
-        let how = format!("credentialsFile = {:?}", file.display().to_string());
+        let (_dir, how) = credentials(&key, endpoint.url());
         let server = server(&fake, &how).await;
         let r = server.exchange("/v1/call", &call(), None).await;
         let error = r.body["error"]["message"].as_str().unwrap_or_default();
